@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install the Debian packages rocm-ernic needs to build and test, if any are missing.
+# Uses the machine's own apt configuration; runs apt-get update only when something is missing.
+set -euo pipefail
+
+PACKAGES=(
+	gcc make cmake pkg-config           # toolchain
+	libjson-c-dev                       # vfio-user VERSION capabilities
+	libssl-dev                          # MD5 for S3 ETags
+	libexpat1-dev                       # S3 XML request bodies
+	libcmocka-dev                       # unit tests
+	python3 iproute2 procps coreutils   # tests that start the binary
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+echo "installing: ${missing[*]}" >&2
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

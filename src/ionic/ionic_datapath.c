@@ -1,0 +1,82 @@
+/* Backend peers of the data path; see ionic_datapath.h. */
+#include "ionic/ionic_datapath.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "nvmeof/nvmeof_ns.h"
+#include "util/log.h"
+
+struct ionic_datapath {
+	const struct backend_config *cfg;
+	struct nvmeof_ns ns; /* BACKEND_NVMEOF */
+};
+
+static void format_ipv4(uint32_t ip, char buf[16])
+{
+	snprintf(buf, 16, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 0xff, (ip >> 8) & 0xff, ip & 0xff);
+}
+
+static void log_backend(const struct ionic_datapath *dp)
+{
+	const struct backend_config *cfg = dp->cfg;
+	char ip[16];
+
+	switch (cfg->kind) {
+	case BACKEND_NONE:
+		LOG_INFO("ionic_datapath: no backend");
+		break;
+	case BACKEND_LOOPBACK:
+		LOG_INFO("ionic_datapath: loopback between the guest's own queue pairs");
+		break;
+	case BACKEND_S3: {
+		uint8_t m[6];
+
+		format_ipv4(cfg->s3.ip, ip);
+		s3_endpoint_mac(cfg->s3.ip, m);
+		LOG_INFO("ionic_datapath: s3 bucket '%s' %llu bytes at http://%s:%u/ mac "
+			 "%02x:%02x:%02x:%02x:%02x:%02x",
+			 cfg->s3.bucket, (unsigned long long)cfg->s3.size, ip, cfg->s3.port,
+			 m[0], m[1], m[2], m[3], m[4], m[5]);
+		LOG_INFO("ionic_datapath: s3 store limits: objects=%u maxpart=%llu",
+			 cfg->s3.objects, (unsigned long long)cfg->s3.maxpart);
+		break;
+	}
+	case BACKEND_NVMEOF:
+		format_ipv4(cfg->nvmeof.ip, ip);
+		LOG_INFO("ionic_datapath: nvmeof target '%s' %llu bytes bs=%u at %s:%u",
+			 cfg->nvmeof.nqn, (unsigned long long)dp->ns.size, dp->ns.bs, ip,
+			 cfg->nvmeof.port);
+		LOG_INFO("ionic_datapath: nvmeof namespace nsid=%u on %s, queues=%u, model '%s', serial '%s'",
+			 cfg->nvmeof.nsid, cfg->nvmeof.file[0] ? cfg->nvmeof.file : "RAM",
+			 cfg->nvmeof.queues, cfg->nvmeof.model, cfg->nvmeof.serial);
+		break;
+	}
+}
+
+struct ionic_datapath *ionic_datapath_create(const struct backend_config *cfg, char *err, size_t errlen)
+{
+	struct ionic_datapath *dp = calloc(1, sizeof(*dp));
+
+	if (dp == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	dp->cfg = cfg;
+	dp->ns.fd = -1;
+	if (cfg->kind == BACKEND_NVMEOF && nvmeof_ns_open(&dp->ns, &cfg->nvmeof, err, errlen)) {
+		free(dp);
+		return NULL;
+	}
+	log_backend(dp);
+	return dp;
+}
+
+void ionic_datapath_destroy(struct ionic_datapath *dp)
+{
+	if (dp == NULL)
+		return;
+	if (dp->cfg->kind == BACKEND_NVMEOF)
+		nvmeof_ns_close(&dp->ns);
+	free(dp);
+}

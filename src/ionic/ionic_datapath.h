@@ -1,0 +1,25 @@
+/*
+ * The data path's peers: what answers the guest besides the guest itself.
+ *
+ * ionic_datapath_create() builds the backend the --backend config names
+ * (the s3 store's endpoint, the NVMe-oF namespace, loopback or nothing) and
+ * logs it at info in the form the backend specifications give. Failures that
+ * only show when resources are claimed (a file= image that would be
+ * truncated, memory) are reported here, before the device is presented.
+ */
+#ifndef ERNIC_IONIC_IONIC_DATAPATH_H
+#define ERNIC_IONIC_IONIC_DATAPATH_H
+
+#include <stddef.h>
+
+#include "util/backend_opts.h"
+
+struct ionic_datapath;
+
+/* Returns the data path, or NULL with a one-line reason in err. cfg must outlive it. */
+struct ionic_datapath *ionic_datapath_create(const struct backend_config *cfg, char *err, size_t errlen);
+
+/* Release the backend; a file-backed namespace is written back first. NULL is ignored. */
+void ionic_datapath_destroy(struct ionic_datapath *dp);
+
+#endif

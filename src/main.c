@@ -1,0 +1,266 @@
+/*
+ * rocm-ernic: a vfio-user server that presents an emulated AMD Pensando
+ * (ionic) RDMA NIC, with in-process S3 and NVMe-oF peers.
+ *
+ * This file holds the command line, the signals and the event loop. Exit
+ * status: 0 after SIGINT/SIGTERM, 2 for a malformed command line (nothing is
+ * created), 1 for a failure to start.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "ionic/ionic_datapath.h"
+#include "util/backend_opts.h"
+#include "util/evloop.h"
+#include "util/log.h"
+#include "util/parse_int.h"
+#include "vfio_user/vfu_server.h"
+
+#define DEFAULT_SOCKET "/tmp/vfio-user-rocm-ernic.sock"
+#define IFNAME_MAX 15 /* IFNAMSIZ - 1 */
+
+/* Locally administered, unicast, and the same on every start: 02:45:52:4e:49:43 ("ERNIC"). */
+static const uint8_t default_mac[6] = { 0x02, 0x45, 0x52, 0x4e, 0x49, 0x43 };
+
+struct options {
+	const char *socket_path;
+	const char *tap;
+	uint8_t mac[6];
+	struct backend_config backend;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: rocm-ernic [OPTION]...\n"
+		"Serve an emulated AMD Pensando RDMA NIC to QEMU over vfio-user.\n"
+		"\n"
+		"  -s, --socket PATH       vfio-user socket (default " DEFAULT_SOCKET ")\n"
+		"  -b, --backend SPEC      none | loopback | s3[:opts] | nvmeof[:opts] (default loopback)\n"
+		"  -T, --tap IFNAME        join the emulated segment to this existing TAP device\n"
+		"  -m, --mac MAC           the guest NIC's MAC (default 02:45:52:4e:49:43)\n"
+		"  -L, --log-level LEVEL   error | warn | info | debug (default info)\n"
+		"  -v                      same as --log-level debug\n"
+		"      --version           print the version and exit\n"
+		"  -h, --help              print this help and exit\n"
+		"\n"
+		"s3 options:     bucket=NAME size=SIZE objects=N ip=A.B.C.D port=N maxpart=SIZE\n"
+		"nvmeof options: size=SIZE bs=512|1024|2048|4096 file=PATH nqn=NQN ip=A.B.C.D port=N\n"
+		"                queues=1..15 nsid=N model=TEXT serial=TEXT\n"
+		"SIZE is a number of bytes with an optional K, M, G or T (or KiB..TiB) suffix.\n"
+		"Options are separated by commas: --backend s3:size=1G,bucket=bench\n");
+}
+
+/* Print "Error: ..." and exit 2: the command line was refused, nothing was created. */
+static void __attribute__((noreturn, format(printf, 1, 2))) usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("Error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+static bool ifname_ok(const char *s)
+{
+	size_t len = strlen(s);
+
+	if (len == 0 || len > IFNAME_MAX || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c <= 0x20 || c >= 0x7f || c == '/' || c == ':')
+			return false;
+	}
+	return true;
+}
+
+static const char *long_name(const struct option *longopts, int c)
+{
+	for (; longopts->name; longopts++)
+		if (longopts->val == c)
+			return longopts->name;
+	return "?";
+}
+
+static void parse_args(int argc, char **argv, struct options *o)
+{
+	enum { OPT_VERSION = 256 };
+	static const struct option longopts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "backend", required_argument, NULL, 'b' },
+		{ "tap", required_argument, NULL, 'T' },
+		{ "mac", required_argument, NULL, 'm' },
+		{ "log-level", required_argument, NULL, 'L' },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *backend = "loopback";
+	const char *mac = NULL;
+	bool seen[128] = { false };
+	char err[512];
+	int c;
+
+	o->socket_path = DEFAULT_SOCKET;
+	memcpy(o->mac, default_mac, sizeof(o->mac));
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":s:b:T:m:L:vh", longopts, NULL)) != -1) {
+		enum log_level level;
+
+		if (c > 0 && c < 128 && strchr("sbTmL", c)) {
+			if (seen[c])
+				usage_error("option --%s given twice", long_name(longopts, c));
+			seen[c] = true;
+		}
+		switch (c) {
+		case 's':
+			o->socket_path = optarg;
+			break;
+		case 'b':
+			backend = optarg;
+			break;
+		case 'T':
+			if (!ifname_ok(optarg))
+				usage_error("bad interface name '%s'", optarg);
+			o->tap = optarg;
+			break;
+		case 'm':
+			mac = optarg;
+			break;
+		case 'L':
+			if (log_level_parse(optarg, &level))
+				usage_error("bad log level '%s'", optarg);
+			log_set_level(level);
+			break;
+		case 'v':
+			log_set_level(LOG_LEVEL_DEBUG);
+			break;
+		case OPT_VERSION:
+			printf("rocm-ernic %s\n", ERNIC_VERSION);
+			exit(0);
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case ':':
+			usage_error("option '%s' needs a value", argv[optind - 1]);
+		default:
+			usage_error("unknown option '%s' (see --help)", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		usage_error("unexpected argument '%s' (see --help)", argv[optind]);
+
+	if (backend_config_parse(backend, &o->backend, err, sizeof(err)))
+		usage_error("%s", err);
+	if (mac) {
+		uint8_t m[6];
+
+		/* The guest NIC needs a unicast address; all zeroes is no address at all. */
+		if (parse_mac(mac, m) || (m[0] & 1) || !(m[0] | m[1] | m[2] | m[3] | m[4] | m[5]))
+			usage_error("bad MAC address '%s'", mac);
+		memcpy(o->mac, m, sizeof(m));
+	}
+	if (o->backend.kind == BACKEND_S3) {
+		uint8_t ep[6];
+
+		s3_endpoint_mac(o->backend.s3.ip, ep);
+		if (memcmp(ep, o->mac, sizeof(ep)) == 0)
+			usage_error("--mac %02x:%02x:%02x:%02x:%02x:%02x is the s3 endpoint's own address",
+				    ep[0], ep[1], ep[2], ep[3], ep[4], ep[5]);
+	}
+}
+
+struct signal_ctx {
+	struct evloop *loop;
+	int fd;
+};
+
+static void on_signal(void *arg, uint32_t events)
+{
+	struct signal_ctx *s = arg;
+	struct signalfd_siginfo si;
+
+	(void)events;
+	while (read(s->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		LOG_INFO("received %s, shutting down", strsignal((int)si.ssi_signo));
+		evloop_stop(s->loop);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct options opts = { 0 };
+	struct signal_ctx sig = { .fd = -1 };
+	struct ionic_datapath *dp = NULL;
+	struct vfu_server *srv = NULL;
+	struct ev_watch *sig_watch = NULL;
+	sigset_t mask;
+	char err[512];
+	int status = 1;
+
+	parse_args(argc, argv, &opts);
+
+	/* SIGINT/SIGTERM arrive through the loop, so shutdown runs in one place. */
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
+	    (sig.fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
+		LOG_ERR("signals: %m");
+		return 1;
+	}
+	sig.loop = evloop_new();
+	if (sig.loop == NULL) {
+		LOG_ERR("cannot create the event loop");
+		goto out;
+	}
+	sig_watch = evloop_add_fd(sig.loop, sig.fd, EPOLLIN, on_signal, &sig);
+	if (sig_watch == NULL)
+		goto out;
+
+	dp = ionic_datapath_create(&opts.backend, err, sizeof(err));
+	if (dp == NULL) {
+		fprintf(stderr, "%s\n", err);
+		goto out;
+	}
+	LOG_INFO("ionic: guest NIC mac %02x:%02x:%02x:%02x:%02x:%02x", opts.mac[0], opts.mac[1],
+		 opts.mac[2], opts.mac[3], opts.mac[4], opts.mac[5]);
+	if (opts.tap)
+		LOG_WARN("--tap %s: joining a TAP device is not implemented yet; it is left alone", opts.tap);
+
+	srv = vfu_server_start(sig.loop, opts.socket_path, err, sizeof(err));
+	if (srv == NULL) {
+		LOG_ERR("%s", err);
+		goto out;
+	}
+	if (evloop_run(sig.loop) < 0) {
+		LOG_ERR("event loop: %m");
+		goto out;
+	}
+	status = 0;
+out:
+	vfu_server_stop(srv);
+	ionic_datapath_destroy(dp);
+	if (sig.loop) {
+		evloop_del_fd(sig.loop, sig_watch);
+		evloop_free(sig.loop);
+	}
+	if (sig.fd >= 0)
+		close(sig.fd);
+	return status;
+}

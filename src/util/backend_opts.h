@@ -1,0 +1,76 @@
+/*
+ * The --backend grammar: NAME[:key=value,key=value,...].
+ *
+ * NAME is none, loopback, s3 or nvmeof. Every key, default, range and rule is
+ * the one in the s3 and nvmeof backend specifications; docs/usage.md lists
+ * them. A spec is accepted whole or refused with one message; nothing here
+ * touches the file system or the network (file= images are checked when the
+ * namespace is created, see nvmeof/nvmeof_ns.h).
+ */
+#ifndef ERNIC_UTIL_BACKEND_OPTS_H
+#define ERNIC_UTIL_BACKEND_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum backend_kind {
+	BACKEND_NONE,
+	BACKEND_LOOPBACK,
+	BACKEND_S3,
+	BACKEND_NVMEOF,
+};
+
+#define S3_BUCKET_MAX     63
+#define S3_OBJECTS_MAX    65536u
+#define NVMEOF_NQN_MAX    223   /* NVMe base spec: NQNs are at most 223 bytes */
+#define NVMEOF_MODEL_MAX  40    /* Identify Controller MN */
+#define NVMEOF_SERIAL_MAX 20    /* Identify Controller SN */
+#define NVMEOF_QUEUES_MAX 15    /* the MR budget: 128 regions per queue out of 2048 */
+#define NVMEOF_PATH_MAX   4096
+
+struct s3_config {
+	char bucket[S3_BUCKET_MAX + 1];
+	uint64_t size;     /* bytes of object capacity */
+	uint32_t objects;  /* object slots */
+	uint32_t ip;       /* host byte order */
+	uint16_t port;
+	uint64_t maxpart;  /* largest single transfer */
+};
+
+struct nvmeof_config {
+	uint64_t size;     /* bytes; meaningful when size_set, or the default */
+	bool size_set;     /* size= was given (an existing image keeps its size otherwise) */
+	uint32_t bs;
+	char file[NVMEOF_PATH_MAX]; /* empty: RAM namespace */
+	char nqn[NVMEOF_NQN_MAX + 1];
+	uint32_t ip;       /* host byte order */
+	uint16_t port;
+	uint32_t queues;
+	uint32_t nsid;
+	char model[NVMEOF_MODEL_MAX + 1];
+	char serial[NVMEOF_SERIAL_MAX + 1];
+};
+
+struct backend_config {
+	enum backend_kind kind;
+	union {
+		struct s3_config s3;
+		struct nvmeof_config nvmeof;
+	};
+};
+
+/* "none", "loopback", "s3", "nvmeof". */
+const char *backend_kind_name(enum backend_kind kind);
+
+/*
+ * Parse a --backend value into *cfg (defaults filled in). Returns 0, or -1
+ * with a one-line reason in err (without the "Error: " prefix), for example
+ * "s3 backend: bad size 'bogus'".
+ */
+int backend_config_parse(const char *spec, struct backend_config *cfg, char *err, size_t errlen);
+
+/* The MAC the s3 endpoint answers ARP with: 02:53 followed by the four address bytes. */
+void s3_endpoint_mac(uint32_t ip, uint8_t mac[6]);
+
+#endif

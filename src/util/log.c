@@ -1,0 +1,66 @@
+/* Logging to stderr; see log.h. */
+#include "util/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static enum log_level current_level = LOG_LEVEL_INFO;
+
+static const char *const level_names[] = {
+	[LOG_LEVEL_ERROR] = "error",
+	[LOG_LEVEL_WARN] = "warn",
+	[LOG_LEVEL_INFO] = "info",
+	[LOG_LEVEL_DEBUG] = "debug",
+};
+
+static const char *const level_prefix[] = {
+	[LOG_LEVEL_ERROR] = "error: ",
+	[LOG_LEVEL_WARN] = "warning: ",
+	[LOG_LEVEL_INFO] = "",
+	[LOG_LEVEL_DEBUG] = "debug: ",
+};
+
+void log_set_level(enum log_level level)
+{
+	current_level = level;
+}
+
+enum log_level log_get_level(void)
+{
+	return current_level;
+}
+
+int log_level_parse(const char *s, enum log_level *out)
+{
+	for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
+		if (strcmp(s, level_names[i]) == 0) {
+			*out = (enum log_level)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+bool log_enabled(enum log_level level)
+{
+	return level <= current_level;
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int n;
+
+	if (!log_enabled(level))
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	/* stderr is unbuffered: glibc emits the formatted line in one write. */
+	fprintf(stderr, "%s%s\n", level_prefix[level], line);
+	fflush(stderr);
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Run every test: install what is missing, build the normal and the ASan+UBSan flavours,
+# and run the whole CTest suite against each. Exits non-zero if anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh || exit 1
+jobs=$(nproc)
+status=0
+
+build() { # dir cmake-args...
+	local dir=$1; shift
+	cmake -S . -B "$dir" "$@" >/dev/null && cmake --build "$dir" -j "$jobs"
+}
+
+build build || exit 1
+build build-asan -DERNIC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug || exit 1
+
+echo "== tests (normal build)"
+ctest --test-dir build --output-on-failure -j "$jobs" || status=1
+echo "== tests (ASan+UBSan build)"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	ctest --test-dir build-asan --output-on-failure -j "$jobs" || status=1
+exit $status
