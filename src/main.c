@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "ionic/ionic_datapath.h"
+#include "ionic/ionic_pci.h"
 #include "util/backend_opts.h"
 #include "util/evloop.h"
 #include "util/log.h"
@@ -207,6 +208,8 @@ int main(int argc, char **argv)
 	struct signal_ctx sig = { .fd = -1 };
 	struct ionic_datapath *dp = NULL;
 	struct vfu_server *srv = NULL;
+	struct ionic_pci *nic = NULL;
+	struct ionic_dev_config nic_cfg;
 	struct ev_watch *sig_watch = NULL;
 	sigset_t mask;
 	char err[512];
@@ -243,11 +246,18 @@ int main(int argc, char **argv)
 	if (opts.tap)
 		LOG_WARN("--tap %s: joining a TAP device is not implemented yet; it is left alone", opts.tap);
 
-	srv = vfu_server_start(sig.loop, opts.socket_path, err, sizeof(err));
+	memcpy(nic_cfg.mac, opts.mac, sizeof(nic_cfg.mac));
+	nic = ionic_pci_new(&nic_cfg);
+	if (nic == NULL) {
+		LOG_ERR("cannot create the device");
+		goto out;
+	}
+	srv = vfu_server_start(sig.loop, opts.socket_path, ionic_pci_vfu(nic), err, sizeof(err));
 	if (srv == NULL) {
 		LOG_ERR("%s", err);
 		goto out;
 	}
+	ionic_pci_set_server(nic, srv);
 	if (evloop_run(sig.loop) < 0) {
 		LOG_ERR("event loop: %m");
 		goto out;
@@ -255,6 +265,7 @@ int main(int argc, char **argv)
 	status = 0;
 out:
 	vfu_server_stop(srv);
+	ionic_pci_free(nic);
 	ionic_datapath_destroy(dp);
 	if (sig.loop) {
 		evloop_del_fd(sig.loop, sig_watch);

@@ -1,24 +1,95 @@
 /*
- * The vfio-user listening socket.
+ * The vfio-user server: one UNIX socket, one client at a time.
  *
  * vfu_server_start() claims the socket path (replacing a stale socket file
  * left by a server that is gone, refusing a path another live server listens
- * on or that is not a socket), listens, and serves one client at a time from
- * the event loop. vfu_server_stop() closes everything and removes the path.
+ * on or that is not a socket) and serves the device described by a
+ * struct vfu_device from the event loop. When the client goes away, its DMA
+ * mappings and interrupt eventfds are dropped, the device is reset, and the
+ * server waits for the next client.
  *
- * The protocol itself is not implemented yet: a client that connects is told
- * nothing and is disconnected, with a warning in the log.
+ * Nothing outside src/vfio_user knows the wire protocol: the device sees
+ * region accesses, resets, and the interrupt and guest-memory functions below.
  */
 #ifndef ERNIC_VFIO_USER_VFU_SERVER_H
 #define ERNIC_VFIO_USER_VFU_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct evloop;
 struct vfu_server;
+struct dma_map;
 
-/* Returns the server, or NULL with a one-line reason in err. */
-struct vfu_server *vfu_server_start(struct evloop *loop, const char *path, char *err, size_t errlen);
+/* VFIO PCI region indexes and interrupt indexes. */
+enum vfu_region_index {
+	VFU_REGION_BAR0 = 0,
+	VFU_REGION_BAR1,
+	VFU_REGION_BAR2,
+	VFU_REGION_BAR3,
+	VFU_REGION_BAR4,
+	VFU_REGION_BAR5,
+	VFU_REGION_ROM,
+	VFU_REGION_CONFIG,
+	VFU_REGION_VGA,
+	VFU_NUM_REGIONS,
+};
+
+enum vfu_irq_index {
+	VFU_IRQ_INTX = 0,
+	VFU_IRQ_MSI,
+	VFU_IRQ_MSIX,
+	VFU_IRQ_ERR,
+	VFU_IRQ_REQ,
+	VFU_NUM_IRQS,
+};
+
+#define VFU_MAX_IRQ_VECTORS 2048
+
+/*
+ * A region access: len bytes at offset (already checked against the region's
+ * size). Returns 0, or -errno, which goes back to the client as the reply's
+ * error. Reads must fill buf.
+ */
+typedef int (*vfu_access_fn)(void *opaque, uint64_t offset, void *buf, size_t len, bool is_write);
+
+struct vfu_region {
+	uint64_t size;          /* 0: the region does not exist */
+	vfu_access_fn access;
+};
+
+struct vfu_device {
+	void *opaque;
+	struct vfu_region regions[VFU_NUM_REGIONS];
+	uint32_t irq_count[VFU_NUM_IRQS];
+	/* Return the device to its power-on state: DEVICE_RESET and client departure. */
+	void (*reset)(void *opaque);
+	/* Vectors of an index got or lost eventfds, or were masked or unmasked. */
+	void (*irq_changed)(void *opaque, enum vfu_irq_index index);
+	/*
+	 * The client triggered a vector itself (SET_IRQS, ACTION_TRIGGER without
+	 * eventfds): raise it as the device would. NULL: signal it directly.
+	 */
+	void (*irq_trigger)(void *opaque, enum vfu_irq_index index, uint32_t vector);
+};
+
+/* Returns the server, or NULL with a one-line reason in err. dev must outlive it. */
+struct vfu_server *vfu_server_start(struct evloop *loop, const char *path,
+				    const struct vfu_device *dev, char *err, size_t errlen);
 void vfu_server_stop(struct vfu_server *srv);
+
+/* The current client's guest memory (empty while no client is connected). */
+struct dma_map *vfu_server_dma(struct vfu_server *srv);
+
+/*
+ * Signal vector `vector` of `index` to the client. Returns true if it was
+ * delivered, false when no eventfd is assigned to it or it is masked
+ * through SET_IRQS; the caller keeps it pending.
+ */
+bool vfu_irq_signal(struct vfu_server *srv, enum vfu_irq_index index, uint32_t vector);
+
+/* The vector is masked through SET_IRQS (ACTION_MASK). */
+bool vfu_irq_masked(const struct vfu_server *srv, enum vfu_irq_index index, uint32_t vector);
 
 #endif

@@ -1,0 +1,92 @@
+/* ionic PCI glue; see ionic_pci.h. */
+#include "ionic/ionic_pci.h"
+
+#include <stdlib.h>
+
+#include "ionic/ionic_if.h"
+#include "vfio_user/vfu_server.h"
+
+struct ionic_pci {
+	struct pci_dev *pd;
+	struct ionic_dev *dev;
+	struct vfu_server *srv;
+};
+
+static void raise_irq(void *ctx, uint32_t vector)
+{
+	struct ionic_pci *ip = ctx;
+
+	pci_msix_notify(ip->pd, vector);
+}
+
+static struct dma_map *guest_dma(void *ctx)
+{
+	struct ionic_pci *ip = ctx;
+
+	return ip->srv ? vfu_server_dma(ip->srv) : NULL;
+}
+
+static void reset(void *opaque)
+{
+	ionic_dev_reset(opaque);
+}
+
+struct ionic_pci *ionic_pci_new(const struct ionic_dev_config *cfg)
+{
+	struct ionic_pci *ip = calloc(1, sizeof(*ip));
+	struct ionic_dev_env env = { .raise_irq = raise_irq, .dma = guest_dma };
+	struct pci_function fn = {
+		.vendor_id = IONIC_PCI_VENDOR_ID,
+		.device_id = IONIC_PCI_DEVICE_ID_PF,
+		.subsys_vendor_id = IONIC_PCI_VENDOR_ID,
+		.subsys_id = IONIC_PCI_SUBSYS_ID,
+		.class_code = IONIC_PCI_CLASS_ETHERNET,
+		.msix_vectors = IONIC_NINTRS,
+		.msix_bar = 0,
+		.msix_table_offset = IONIC_BAR0_MSIX_TABLE_OFFSET,
+		.msix_pba_offset = IONIC_BAR0_MSIX_PBA_OFFSET,
+		.reset = reset,
+	};
+
+	if (ip == NULL)
+		return NULL;
+	env.ctx = ip;
+	ip->dev = ionic_dev_new(cfg, &env);
+	if (ip->dev == NULL)
+		goto fail;
+	fn.opaque = ip->dev;
+	fn.bars[0] = (struct pci_bar){ .size = IONIC_BAR0_SIZE, .access = ionic_dev_bar0_access };
+	fn.bars[2] = (struct pci_bar){ .size = IONIC_BAR2_SIZE, .access = ionic_dev_bar2_access };
+	ip->pd = pci_dev_new(&fn);
+	if (ip->pd == NULL)
+		goto fail;
+	return ip;
+fail:
+	ionic_pci_free(ip);
+	return NULL;
+}
+
+void ionic_pci_free(struct ionic_pci *ip)
+{
+	if (ip == NULL)
+		return;
+	pci_dev_free(ip->pd);
+	ionic_dev_free(ip->dev);
+	free(ip);
+}
+
+const struct vfu_device *ionic_pci_vfu(struct ionic_pci *ip)
+{
+	return pci_dev_vfu(ip->pd);
+}
+
+void ionic_pci_set_server(struct ionic_pci *ip, struct vfu_server *srv)
+{
+	ip->srv = srv;
+	pci_dev_set_server(ip->pd, srv);
+}
+
+struct ionic_dev *ionic_pci_dev(struct ionic_pci *ip)
+{
+	return ip->dev;
+}

@@ -1,0 +1,21 @@
+/*
+ * Glue between the ionic device model and the PCI function: the identity
+ * (1dd8:1002, subsystem 1dd8:5400, Ethernet), BAR0 (registers + MSI-X table
+ * and PBA), BAR2 (doorbell pages) and interrupt delivery.
+ */
+#ifndef ERNIC_IONIC_IONIC_PCI_H
+#define ERNIC_IONIC_IONIC_PCI_H
+
+#include "ionic/ionic_dev.h"
+#include "pci/pci_dev.h"
+
+struct ionic_pci;
+
+struct ionic_pci *ionic_pci_new(const struct ionic_dev_config *cfg);
+void ionic_pci_free(struct ionic_pci *ip);
+
+const struct vfu_device *ionic_pci_vfu(struct ionic_pci *ip);
+void ionic_pci_set_server(struct ionic_pci *ip, struct vfu_server *srv);
+struct ionic_dev *ionic_pci_dev(struct ionic_pci *ip);
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * Guest memory as the device sees it: the table of DMA mappings a vfio-user
+ * client has made, and bounded access through it.
+ *
+ * This is the only way the rest of the program touches guest memory. An I/O
+ * virtual address range is usable only while it is mapped, and only in the
+ * directions the mapping allows; nothing outside a mapping is ever read or
+ * written. A mapping may have no host memory (the client sent no file
+ * descriptor); access to it fails like access to unmapped space.
+ *
+ * Functions returning int give 0 or -errno.
+ */
+#ifndef ERNIC_VFIO_USER_DMA_MAP_H
+#define ERNIC_VFIO_USER_DMA_MAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DMA_PROT_READ  0x1 /* the device may read guest memory here */
+#define DMA_PROT_WRITE 0x2 /* the device may write guest memory here */
+
+struct dma_map;
+
+struct dma_map *dma_map_new(uint32_t max_entries);
+void dma_map_free(struct dma_map *dm);
+
+/*
+ * Add [iova, iova + size) backed by host (may be NULL). size > 0 and the range
+ * must not wrap. -EEXIST if it overlaps a mapping, -ENOSPC when the table is full.
+ */
+int dma_map_add(struct dma_map *dm, uint64_t iova, uint64_t size, void *host, int prot);
+
+/* Remove the mapping that is exactly [iova, iova + size); its host pointer goes to *host. -ENOENT otherwise. */
+int dma_map_remove(struct dma_map *dm, uint64_t iova, uint64_t size, void **host);
+
+/* Remove every mapping, calling release(host, size, arg) for each one (host may be NULL). */
+void dma_map_clear(struct dma_map *dm, void (*release)(void *host, uint64_t size, void *arg), void *arg);
+
+uint32_t dma_map_count(const struct dma_map *dm);
+
+/*
+ * A host pointer for [iova, iova + len) when the whole range lies inside one
+ * mapping with host memory that allows prot; NULL otherwise. len 0 is NULL.
+ * The pointer is valid until the mapping is removed.
+ */
+void *dma_map_translate(const struct dma_map *dm, uint64_t iova, uint64_t len, int prot);
+
+/* Copy guest memory out of / into the guest; the range may span adjacent mappings. -EFAULT if any byte is not accessible. */
+int dma_map_read(const struct dma_map *dm, uint64_t iova, void *buf, size_t len);
+int dma_map_write(const struct dma_map *dm, uint64_t iova, const void *buf, size_t len);
+
+#endif

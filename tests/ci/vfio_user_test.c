@@ -1,0 +1,755 @@
+/*
+ * vfio-user-ci: our own vfio-user client against the real server binary.
+ * Every command, its error paths, malformed messages, stray descriptors,
+ * a client that vanishes mid-message, a second client; after each abuse the
+ * server must still serve. Also checks the PCI function it presents and the
+ * dev_cmd path of the ionic device.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../lib/vfu_client.h"
+
+static const char *binary;
+static char dir[64], sock[128];
+static pid_t server;
+static struct vfc cl;
+
+/* Offsets of the device we expect (see src/ionic/ionic_if.h, src/pci/pci_dev.c). */
+#define CFG VFU_PCI_CONFIG_REGION
+#define BAR0 0
+#define BAR2 2
+#define MSIX_PBA 0x9000
+#define DEVCMD 0x800
+
+static int start_server(void **state)
+{
+	(void)state;
+	strcpy(dir, "/tmp/vfio-user-ci.XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	server = vfc_spawn_server(binary, dir, sock, sizeof(sock), (const char *const[]){ "-b", "none", NULL });
+	return server > 0 ? 0 : -1;
+}
+
+static int stop_server(void **state)
+{
+	int status = 0;
+	char cmd[128];
+
+	(void)state;
+	kill(server, SIGTERM);
+	waitpid(server, &status, 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		return -1;
+	/* The server must have survived everything and stopped cleanly. */
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static int connect_negotiated(void **state)
+{
+	(void)state;
+	if (vfc_connect(&cl, sock, 20000))
+		return -1;
+	return vfc_negotiate(&cl) == 0 ? 0 : -1;
+}
+
+static int disconnect(void **state)
+{
+	(void)state;
+	vfc_close(&cl);
+	return 0;
+}
+
+static uint32_t call_err(uint16_t cmd, const void *req, size_t len, const int *fds, unsigned nfds)
+{
+	uint8_t rep[4096];
+	size_t rlen;
+	uint32_t err = 0;
+
+	assert_int_equal(vfc_call(&cl, cmd, req, len, fds, nfds, rep, sizeof(rep), &rlen, &err), 0);
+	return err;
+}
+
+/* The server still answers a fresh client. */
+static void assert_serving(void)
+{
+	struct vfc c2;
+
+	assert_int_equal(vfc_connect(&c2, sock, 5000), 0);
+	assert_int_equal(vfc_negotiate(&c2), 0);
+	assert_int_equal(vfc_read32(&c2, CFG, 0), 0x10021dd8);
+	vfc_close(&c2);
+}
+
+/* ---- VERSION ---- */
+
+static void test_version(void **state)
+{
+	static const char caps[] = "{\"capabilities\":{\"max_msg_fds\":8,\"max_data_xfer_size\":1048576}}";
+	uint8_t req[4 + sizeof(caps)], rep[1024];
+	struct vfu_version v = { 0, 0 };
+	size_t rlen = 0;
+	uint32_t err;
+
+	(void)state;
+	assert_int_equal(vfc_connect(&cl, sock, 20000), 0);
+	/* Nothing but VERSION before VERSION. */
+	assert_int_equal(call_err(VFU_CMD_DEVICE_GET_INFO, &(struct vfu_device_info){ .argsz = 16 }, 16, NULL, 0), EINVAL);
+	/* A capabilities string without its NUL. */
+	memcpy(req, &v, 4);
+	memcpy(req + 4, "{}", 2);
+	assert_int_equal(call_err(VFU_CMD_VERSION, req, 6, NULL, 0), EINVAL);
+	/* Not JSON, not an object, a bad transfer size. */
+	memcpy(req + 4, "{{{", 4);
+	assert_int_equal(call_err(VFU_CMD_VERSION, req, 8, NULL, 0), EINVAL);
+	memcpy(req + 4, "[1]", 4);
+	assert_int_equal(call_err(VFU_CMD_VERSION, req, 8, NULL, 0), EINVAL);
+	const char bad_xfer[] = "{\"capabilities\":{\"max_data_xfer_size\":\"big\"}}";
+	memcpy(req + 4, bad_xfer, sizeof(bad_xfer));
+	assert_int_equal(call_err(VFU_CMD_VERSION, req, 4 + sizeof(bad_xfer), NULL, 0), EINVAL);
+	/* A major version we do not speak. */
+	v.major = 1;
+	memcpy(req, &v, 4);
+	memcpy(req + 4, caps, sizeof(caps));
+	assert_int_equal(call_err(VFU_CMD_VERSION, req, sizeof(req), NULL, 0), ENOTSUP);
+	/* Too short to be a VERSION at all. */
+	assert_int_equal(call_err(VFU_CMD_VERSION, req, 2, NULL, 0), EINVAL);
+
+	v.major = 0;
+	memcpy(req, &v, 4);
+	assert_int_equal(vfc_call(&cl, VFU_CMD_VERSION, req, sizeof(req), NULL, 0, rep, sizeof(rep), &rlen, &err), 0);
+	assert_int_equal(err, 0);
+	assert_true(rlen > 4);
+	memcpy(&v, rep, 4);
+	assert_int_equal(v.major, 0);
+	assert_int_equal(v.minor, 0);
+	assert_int_equal(rep[rlen - 1], '\0'); /* QEMU calls a reply without it corrupt */
+	assert_non_null(strstr((char *)rep + 4, "\"max_msg_fds\":16"));
+	assert_non_null(strstr((char *)rep + 4, "\"max_data_xfer_size\":1048576"));
+	assert_non_null(strstr((char *)rep + 4, "\"pgsizes\":4096"));
+	assert_non_null(strstr((char *)rep + 4, "\"max_dma_maps\":"));
+	assert_non_null(strstr((char *)rep + 4, "\"write_multiple\":true"));
+	/* Once only. */
+	assert_int_equal(call_err(VFU_CMD_VERSION, req, sizeof(req), NULL, 0), EINVAL);
+	vfc_close(&cl);
+}
+
+/* ---- device, regions, IRQ info ---- */
+
+static void test_device_info(void **state)
+{
+	struct vfu_device_info in = { .argsz = sizeof(in) }, out;
+	size_t rlen;
+	uint32_t err;
+
+	(void)state;
+	assert_int_equal(vfc_call(&cl, VFU_CMD_DEVICE_GET_INFO, &in, sizeof(in), NULL, 0, &out, sizeof(out), &rlen, &err), 0);
+	assert_int_equal(err, 0);
+	assert_int_equal(rlen, sizeof(out));
+	assert_int_equal(out.flags, VFU_DEVICE_FLAGS_RESET | VFU_DEVICE_FLAGS_PCI);
+	assert_int_equal(out.num_regions, 9);
+	assert_int_equal(out.num_irqs, 5);
+	in.argsz = 8;
+	assert_int_equal(call_err(VFU_CMD_DEVICE_GET_INFO, &in, sizeof(in), NULL, 0), EINVAL);
+	assert_int_equal(call_err(VFU_CMD_DEVICE_GET_INFO, &in, 8, NULL, 0), EINVAL); /* short payload */
+}
+
+static void test_region_info(void **state)
+{
+	static const uint64_t sizes[9] = { 0x10000, 0, 64 * 4096, 0, 0, 0, 0, 4096, 0 };
+
+	(void)state;
+	for (uint32_t i = 0; i < 9; i++) {
+		struct vfu_region_info in = { .argsz = sizeof(in), .index = i }, out;
+		size_t rlen;
+		uint32_t err;
+
+		assert_int_equal(vfc_call(&cl, VFU_CMD_DEVICE_GET_REGION_INFO, &in, sizeof(in), NULL, 0, &out,
+					  sizeof(out), &rlen, &err), 0);
+		assert_int_equal(err, 0);
+		assert_int_equal(out.index, i);
+		assert_true(out.size == sizes[i]);
+		assert_int_equal(out.flags, sizes[i] ? VFU_REGION_FLAG_READ | VFU_REGION_FLAG_WRITE : 0);
+		assert_int_equal(out.flags & VFU_REGION_FLAG_MMAP, 0);
+	}
+	struct vfu_region_info bad = { .argsz = sizeof(bad), .index = 9 };
+	assert_int_equal(call_err(VFU_CMD_DEVICE_GET_REGION_INFO, &bad, sizeof(bad), NULL, 0), EINVAL);
+	bad.index = 0xffffffff;
+	assert_int_equal(call_err(VFU_CMD_DEVICE_GET_REGION_INFO, &bad, sizeof(bad), NULL, 0), EINVAL);
+	bad = (struct vfu_region_info){ .argsz = 4, .index = 0 };
+	assert_int_equal(call_err(VFU_CMD_DEVICE_GET_REGION_INFO, &bad, sizeof(bad), NULL, 0), EINVAL);
+}
+
+static void test_irq_info(void **state)
+{
+	static const uint32_t counts[5] = { 0, 0, 32, 1, 1 };
+
+	(void)state;
+	for (uint32_t i = 0; i < 5; i++) {
+		struct vfu_irq_info in = { .argsz = sizeof(in), .index = i }, out;
+		size_t rlen;
+		uint32_t err;
+
+		assert_int_equal(vfc_call(&cl, VFU_CMD_DEVICE_GET_IRQ_INFO, &in, sizeof(in), NULL, 0, &out,
+					  sizeof(out), &rlen, &err), 0);
+		assert_int_equal(err, 0);
+		assert_int_equal(out.count, counts[i]);
+		assert_true(out.flags & VFU_IRQ_INFO_EVENTFD);
+	}
+	struct vfu_irq_info bad = { .argsz = sizeof(bad), .index = 5 };
+	assert_int_equal(call_err(VFU_CMD_DEVICE_GET_IRQ_INFO, &bad, sizeof(bad), NULL, 0), EINVAL);
+}
+
+/* ---- PCI configuration space ---- */
+
+static void test_config_space(void **state)
+{
+	uint8_t cfg[256];
+	uint8_t pos;
+	int found = 0, hops = 0;
+
+	(void)state;
+	assert_int_equal(vfc_read(&cl, CFG, 0, cfg, sizeof(cfg)), 0);
+	assert_int_equal(cfg[0] | cfg[1] << 8, 0x1dd8);
+	assert_int_equal(cfg[2] | cfg[3] << 8, 0x1002);
+	assert_int_equal(cfg[0x09] | cfg[0x0a] << 8 | cfg[0x0b] << 16, 0x020000); /* Ethernet */
+	assert_int_equal(cfg[0x2c] | cfg[0x2d] << 8, 0x1dd8);
+	assert_int_equal(cfg[0x2e] | cfg[0x2f] << 8, 0x5400);
+	assert_true(cfg[0x06] & 0x10); /* capability list */
+	assert_int_equal(cfg[0x10] & 0x7, 0x4); /* BAR0: 64-bit memory */
+	assert_int_equal(cfg[0x18] & 0x7, 0x4); /* BAR2: 64-bit memory */
+	assert_int_equal(cfg[0x3d], 0);        /* no INTx */
+	/* Walk the capabilities: PM, PCI Express, MSI-X, and nothing else. */
+	for (pos = cfg[0x34]; pos; pos = cfg[pos + 1]) {
+		assert_true(pos >= 0x40 && pos < 0xff);
+		if (cfg[pos] == 0x01)
+			found |= 1;
+		else if (cfg[pos] == 0x10)
+			found |= 2;
+		else if (cfg[pos] == 0x11) {
+			uint16_t ctrl = (uint16_t)(cfg[pos + 2] | cfg[pos + 3] << 8);
+			uint32_t table, pba;
+
+			memcpy(&table, cfg + pos + 4, 4);
+			memcpy(&pba, cfg + pos + 8, 4);
+			assert_int_equal(ctrl & 0x7ff, 31); /* 32 vectors */
+			assert_int_equal(table, 0x8000 | 0);
+			assert_int_equal(pba, 0x9000 | 0);
+			found |= 4;
+		} else
+			fail_msg("unexpected capability %#x at %#x", cfg[pos], pos);
+		assert_true(++hops < 48); /* the list ends */
+	}
+	assert_int_equal(found & 7, 7);
+	/* Extended space: 4 KiB, empty list. */
+	assert_int_equal(vfc_read32(&cl, CFG, 0x100), 0);
+	assert_int_equal(vfc_read32(&cl, CFG, 0xffc), 0);
+}
+
+static void test_config_writes(void **state)
+{
+	(void)state;
+	/* Identity is read-only. */
+	vfc_write32(&cl, CFG, 0, 0x12345678, false);
+	assert_int_equal(vfc_read32(&cl, CFG, 0), 0x10021dd8);
+	/* BAR sizing: all ones reads back the size mask with the type bits. */
+	vfc_write32(&cl, CFG, 0x10, 0xffffffff, false);
+	vfc_write32(&cl, CFG, 0x14, 0xffffffff, false);
+	assert_int_equal(vfc_read32(&cl, CFG, 0x10), 0xffff0004);
+	assert_int_equal(vfc_read32(&cl, CFG, 0x14), 0xffffffff);
+	vfc_write32(&cl, CFG, 0x18, 0xffffffff, false);
+	assert_int_equal(vfc_read32(&cl, CFG, 0x18), 0xfffc0004); /* 256 KiB of doorbells */
+	vfc_write32(&cl, CFG, 0x10, 0xfe000000, false);
+	assert_int_equal(vfc_read32(&cl, CFG, 0x10), 0xfe000004);
+	/* Command register: memory + bus master stick, reserved bits do not. */
+	vfc_write32(&cl, CFG, 0x04, 0x0000ffff, false);
+	assert_int_equal(vfc_read32(&cl, CFG, 0x04) & 0xffff, 0x0547);
+	/* Status error bits are write-one-to-clear and start clear; the capability bit stays. */
+	vfc_write32(&cl, CFG, 0x04, 0xffff0000, false);
+	assert_int_equal(vfc_read32(&cl, CFG, 0x04) >> 16, 0x0010);
+	/* Unaligned and odd-sized accesses work anywhere. */
+	uint8_t three[3];
+	assert_int_equal(vfc_read(&cl, CFG, 1, three, 3), 0);
+	assert_int_equal(three[0], 0x1d);
+	assert_int_equal(three[1], 0x02);
+	assert_int_equal(three[2], 0x10);
+	/* DEVICE_RESET restores the power-on image. */
+	assert_int_equal(call_err(VFU_CMD_DEVICE_RESET, NULL, 0, NULL, 0), 0);
+	assert_int_equal(vfc_read32(&cl, CFG, 0x04) & 0xffff, 0);
+	assert_int_equal(vfc_read32(&cl, CFG, 0x10), 0x00000004);
+}
+
+/* ---- region access bounds ---- */
+
+static void test_region_bounds(void **state)
+{
+	struct vfu_region_rw rw;
+	uint8_t buf[64] = { 0 };
+
+	(void)state;
+	assert_int_equal(vfc_read(&cl, CFG, 4096, buf, 1), EINVAL);
+	assert_int_equal(vfc_read(&cl, CFG, 4095, buf, 2), EINVAL);
+	assert_int_equal(vfc_read(&cl, CFG, UINT64_MAX, buf, 2), EINVAL);
+	assert_int_equal(vfc_read(&cl, CFG, UINT64_MAX - 1, buf, 4), EINVAL);
+	assert_int_equal(vfc_read(&cl, BAR0, 0x10000, buf, 4), EINVAL);
+	assert_int_equal(vfc_read(&cl, 4, 0, buf, 4), EINVAL);  /* BAR4 does not exist */
+	assert_int_equal(vfc_read(&cl, 9, 0, buf, 4), EINVAL);
+	assert_int_equal(vfc_read(&cl, 0xffffffffu, 0, buf, 4), EINVAL);
+	assert_int_equal(vfc_write(&cl, BAR2, 64 * 4096 - 4, buf, 8, false), EINVAL);
+	/* count 0, and a count larger than the transfer limit. */
+	rw = (struct vfu_region_rw){ .offset = 0, .region = CFG, .count = 0 };
+	assert_int_equal(call_err(VFU_CMD_REGION_READ, &rw, sizeof(rw), NULL, 0), EINVAL);
+	rw.count = (1u << 20) + 1;
+	assert_int_equal(call_err(VFU_CMD_REGION_READ, &rw, sizeof(rw), NULL, 0), EINVAL);
+	/* A write whose data does not match its count, either way. */
+	uint8_t msg[sizeof(rw) + 8];
+	rw = (struct vfu_region_rw){ .offset = 0x40, .region = CFG, .count = 4 };
+	memcpy(msg, &rw, sizeof(rw));
+	assert_int_equal(call_err(VFU_CMD_REGION_WRITE, msg, sizeof(msg), NULL, 0), EINVAL);
+	rw.count = 16;
+	memcpy(msg, &rw, sizeof(rw));
+	assert_int_equal(call_err(VFU_CMD_REGION_WRITE, msg, sizeof(msg), NULL, 0), EINVAL);
+	/* A read carrying data it should not. */
+	rw.count = 4;
+	memcpy(msg, &rw, sizeof(rw));
+	assert_int_equal(call_err(VFU_CMD_REGION_READ, msg, sizeof(msg), NULL, 0), EINVAL);
+	/* Short payload. */
+	assert_int_equal(call_err(VFU_CMD_REGION_READ, msg, 8, NULL, 0), EINVAL);
+	/* Still fine. */
+	assert_int_equal(vfc_read32(&cl, CFG, 0), 0x10021dd8);
+}
+
+/* ---- the ionic device behind BAR0 ---- */
+
+static void dev_cmd(uint8_t opcode, uint8_t arg1, uint8_t comp[16])
+{
+	uint8_t cmd[64] = { opcode, arg1 };
+
+	assert_int_equal(vfc_write(&cl, BAR0, DEVCMD + 8, cmd, sizeof(cmd), true), 0);
+	vfc_write32(&cl, BAR0, DEVCMD + 4, 0, true);
+	vfc_write32(&cl, BAR0, DEVCMD, 1, true); /* posted doorbell, as QEMU sends it */
+	assert_int_equal(vfc_read32(&cl, BAR0, DEVCMD + 4) & 1, 1);
+	assert_int_equal(vfc_read(&cl, BAR0, DEVCMD + 0x48, comp, 16), 0);
+	vfc_write32(&cl, BAR0, DEVCMD, 0, true);
+}
+
+static void test_ionic_dev_info_and_cmd(void **state)
+{
+	char fw[33] = { 0 };
+	uint8_t comp[16], data[64];
+	uint32_t hb1, hb2;
+
+	(void)state;
+	assert_int_equal(vfc_read32(&cl, BAR0, 0), 0x44455649); /* signature */
+	assert_int_equal(vfc_read32(&cl, BAR0, 4) & 0xff, 1);    /* version */
+	assert_true((vfc_read32(&cl, BAR0, 4) >> 24) & 1);       /* fw running */
+	assert_int_equal(vfc_read(&cl, BAR0, 0x0c, fw, 32), 0);
+	assert_string_equal(fw, "1.0.0-ernic");
+	hb1 = vfc_read32(&cl, BAR0, 8);
+	usleep(20000);
+	hb2 = vfc_read32(&cl, BAR0, 8);
+	assert_true(hb1 != 0 && hb2 != hb1); /* a live heartbeat */
+	/* dev_info is read-only. */
+	vfc_write32(&cl, BAR0, 0, 0, false);
+	assert_int_equal(vfc_read32(&cl, BAR0, 0), 0x44455649);
+
+	dev_cmd(3, 0, comp); /* RESET */
+	assert_int_equal(comp[0], 0);
+	dev_cmd(1, 2, comp); /* IDENTIFY v2 */
+	assert_int_equal(comp[0], 0);
+	assert_int_equal(comp[1], 2);
+	assert_int_equal(vfc_read(&cl, BAR0, DEVCMD + 0x88, data, sizeof(data)), 0);
+	assert_int_equal(data[0], 2);                 /* identity version */
+	assert_int_equal(data[12] | data[13] << 8, 32); /* nintrs */
+	assert_int_equal(data[16] | data[17] << 8, 64); /* ndbpgs_per_lif */
+	dev_cmd(1, 1, comp); /* an older driver gets an older identity */
+	assert_int_equal(comp[1], 1);
+	dev_cmd(0xee, 0, comp); /* unknown opcode */
+	assert_int_equal(comp[0], 2);  /* IONIC_RC_EOPCODE */
+	/* Garbage everywhere in the register window is harmless. */
+	uint8_t junk[512];
+	memset(junk, 0xa5, sizeof(junk));
+	for (uint64_t off = 0; off < 0x10000; off += 0x1000)
+		assert_int_equal(vfc_write(&cl, BAR0, off, junk, sizeof(junk), true), 0);
+	for (uint64_t off = 0; off < 64 * 4096; off += 4096)
+		assert_int_equal(vfc_write(&cl, BAR2, off, junk, 8, true), 0);
+	assert_int_equal(vfc_read32(&cl, BAR0, 0), 0x44455649);
+}
+
+/* ---- interrupts ---- */
+
+static int set_irqs(uint32_t flags, uint32_t index, uint32_t start, uint32_t count, const void *data,
+		    size_t dlen, const int *fds, unsigned nfds)
+{
+	uint8_t msg[sizeof(struct vfu_irq_set) + 64];
+	struct vfu_irq_set s = { .argsz = (uint32_t)(sizeof(s) + dlen), .flags = flags, .index = index,
+				 .start = start, .count = count };
+
+	memcpy(msg, &s, sizeof(s));
+	if (dlen)
+		memcpy(msg + sizeof(s), data, dlen);
+	return (int)call_err(VFU_CMD_DEVICE_SET_IRQS, msg, sizeof(s) + dlen, fds, nfds);
+}
+
+static uint64_t efd_count(int fd)
+{
+	uint64_t v = 0;
+
+	if (read(fd, &v, sizeof(v)) != sizeof(v))
+		return 0;
+	return v;
+}
+
+static bool pba_bit(uint32_t vec)
+{
+	return (vfc_read32(&cl, BAR0, MSIX_PBA + vec / 32 * 4) >> (vec % 32)) & 1;
+}
+
+static void test_irqs(void **state)
+{
+	const uint32_t EFD = VFU_IRQ_SET_DATA_EVENTFD | VFU_IRQ_SET_ACTION_TRIGGER;
+	const uint32_t TRIG = VFU_IRQ_SET_DATA_NONE | VFU_IRQ_SET_ACTION_TRIGGER;
+	int fds[3];
+	uint8_t bools[3] = { 1, 0, 1 };
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		fds[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	/* Bad requests. */
+	assert_int_equal(set_irqs(EFD, 2, 0, 3, NULL, 0, fds, 2), EINVAL);                /* fd count */
+	assert_int_equal(set_irqs(EFD, 2, 31, 2, NULL, 0, fds, 2), EINVAL);               /* past the end */
+	assert_int_equal(set_irqs(EFD, 2, 0xffffffff, 2, NULL, 0, fds, 2), EINVAL);       /* wraps */
+	assert_int_equal(set_irqs(EFD | VFU_IRQ_SET_DATA_BOOL, 2, 0, 1, NULL, 0, fds, 1), EINVAL);
+	assert_int_equal(set_irqs(VFU_IRQ_SET_DATA_NONE, 2, 0, 1, NULL, 0, NULL, 0), EINVAL); /* no action */
+	assert_int_equal(set_irqs(EFD, 5, 0, 1, NULL, 0, fds, 1), EINVAL);                /* index */
+	assert_int_equal(set_irqs(EFD, 0, 0, 1, NULL, 0, fds, 1), EINVAL);                /* INTx: none */
+	assert_int_equal(set_irqs(VFU_IRQ_SET_DATA_NONE | VFU_IRQ_SET_ACTION_MASK, 3, 0, 1, NULL, 0, NULL, 0), EINVAL);
+	assert_int_equal(set_irqs(VFU_IRQ_SET_DATA_BOOL | VFU_IRQ_SET_ACTION_TRIGGER, 2, 0, 3, bools, 1, NULL, 0), EINVAL);
+	assert_int_equal(set_irqs(TRIG, 2, 0, 1, NULL, 0, fds, 1), EINVAL);               /* fds without EVENTFD */
+
+	/* Assign vectors 0..2 and trigger them. */
+	assert_int_equal(set_irqs(EFD, 2, 0, 3, NULL, 0, fds, 3), 0);
+	assert_int_equal(set_irqs(TRIG, 2, 1, 1, NULL, 0, NULL, 0), 0);
+	assert_int_equal(efd_count(fds[1]), 1);
+	assert_int_equal(efd_count(fds[0]), 0);
+	assert_int_equal(set_irqs(VFU_IRQ_SET_DATA_BOOL | VFU_IRQ_SET_ACTION_TRIGGER, 2, 0, 3, bools, 3, NULL, 0), 0);
+	assert_int_equal(efd_count(fds[0]), 1);
+	assert_int_equal(efd_count(fds[1]), 0);
+	assert_int_equal(efd_count(fds[2]), 1);
+
+	/* Raised while masked: pending in the PBA, delivered on unmask. */
+	assert_int_equal(set_irqs(VFU_IRQ_SET_DATA_NONE | VFU_IRQ_SET_ACTION_MASK, 2, 1, 1, NULL, 0, NULL, 0), 0);
+	assert_int_equal(set_irqs(TRIG, 2, 1, 1, NULL, 0, NULL, 0), 0);
+	assert_int_equal(efd_count(fds[1]), 0);
+	assert_true(pba_bit(1));
+	assert_int_equal(set_irqs(VFU_IRQ_SET_DATA_NONE | VFU_IRQ_SET_ACTION_UNMASK, 2, 1, 1, NULL, 0, NULL, 0), 0);
+	assert_int_equal(efd_count(fds[1]), 1);
+	assert_false(pba_bit(1));
+
+	/* The function mask in the MSI-X control word does the same for every vector. */
+	uint32_t msix = vfc_read32(&cl, CFG, 0x90);
+	vfc_write32(&cl, CFG, 0x90, msix | 0xc0000000u, false); /* enable + function mask */
+	assert_int_equal(set_irqs(TRIG, 2, 0, 1, NULL, 0, NULL, 0), 0);
+	assert_int_equal(efd_count(fds[0]), 0);
+	assert_true(pba_bit(0));
+	vfc_write32(&cl, CFG, 0x90, (msix | 0x80000000u) & ~0x40000000u, false);
+	assert_int_equal(efd_count(fds[0]), 1);
+	assert_false(pba_bit(0));
+
+	/* A vector without an eventfd stays pending until it gets one. */
+	assert_int_equal(set_irqs(TRIG, 2, 7, 1, NULL, 0, NULL, 0), 0);
+	assert_true(pba_bit(7));
+	int fd7 = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	assert_int_equal(set_irqs(EFD, 2, 7, 1, NULL, 0, &fd7, 1), 0);
+	assert_int_equal(efd_count(fd7), 1);
+	assert_false(pba_bit(7));
+	/* The PBA ignores writes. */
+	vfc_write32(&cl, BAR0, MSIX_PBA, 0xffffffff, false);
+	assert_int_equal(vfc_read32(&cl, BAR0, MSIX_PBA), 0);
+
+	/* De-assign (no fds), then count 0 with DATA_NONE turns the index off. */
+	assert_int_equal(set_irqs(EFD, 2, 0, 1, NULL, 0, NULL, 0), 0);
+	assert_int_equal(set_irqs(TRIG, 2, 0, 1, NULL, 0, NULL, 0), 0);
+	assert_int_equal(efd_count(fds[0]), 0);
+	assert_int_equal(set_irqs(TRIG, 2, 0, 0, NULL, 0, NULL, 0), 0);
+	assert_int_equal(set_irqs(TRIG, 2, 2, 1, NULL, 0, NULL, 0), 0);
+	assert_int_equal(efd_count(fds[2]), 0);
+	/* ERR and REQ take one eventfd each. */
+	assert_int_equal(set_irqs(EFD, 3, 0, 1, NULL, 0, fds, 1), 0);
+	assert_int_equal(set_irqs(EFD, 4, 0, 1, NULL, 0, fds + 1, 1), 0);
+	assert_int_equal(set_irqs(TRIG, 4, 0, 1, NULL, 0, NULL, 0), 0);
+	assert_int_equal(efd_count(fds[1]), 1);
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
+	close(fd7);
+	assert_int_equal(call_err(VFU_CMD_DEVICE_RESET, NULL, 0, NULL, 0), 0);
+}
+
+/* ---- DMA ---- */
+
+static int dma_map(uint64_t iova, uint64_t size, uint64_t offset, uint32_t flags, const int *fd)
+{
+	struct vfu_dma_map m = { .argsz = sizeof(m), .flags = flags, .offset = offset, .iova = iova, .size = size };
+
+	return (int)call_err(VFU_CMD_DMA_MAP, &m, sizeof(m), fd, fd ? 1 : 0);
+}
+
+static int dma_unmap(uint64_t iova, uint64_t size, uint32_t flags)
+{
+	struct vfu_dma_unmap u = { .argsz = sizeof(u), .flags = flags, .iova = iova, .size = size };
+
+	return (int)call_err(VFU_CMD_DMA_UNMAP, &u, sizeof(u), NULL, 0);
+}
+
+static void test_dma_map(void **state)
+{
+	const uint32_t RW = VFU_DMA_READ | VFU_DMA_WRITE;
+	int mem = memfd_create("guest", MFD_CLOEXEC);
+	int pipefd[2];
+
+	(void)state;
+	assert_true(mem >= 0);
+	assert_int_equal(ftruncate(mem, 4 << 20), 0);
+	assert_int_equal(pipe(pipefd), 0);
+
+	assert_int_equal(dma_map(0x100000, 1 << 20, 0, RW, &mem), 0);
+	assert_int_equal(dma_map(0x200000, 1 << 20, 1 << 20, VFU_DMA_READ, &mem), 0);
+	/* Overlaps, in every position. */
+	assert_int_equal(dma_map(0x100000, 1 << 20, 0, RW, &mem), EEXIST);
+	assert_int_equal(dma_map(0x0ff000, 0x2000, 0, RW, &mem), EEXIST);
+	assert_int_equal(dma_map(0x1ff000, 0x2000, 0, RW, &mem), EEXIST);
+	assert_int_equal(dma_map(0x000000, 0x400000, 0, RW, &mem), EEXIST);
+	/* Unaligned, empty, wrapping, no direction, unknown flags, two fds, an fd that cannot be mapped. */
+	assert_int_equal(dma_map(0x300800, 0x1000, 0, RW, &mem), EINVAL);
+	assert_int_equal(dma_map(0x300000, 0x800, 0, RW, &mem), EINVAL);
+	assert_int_equal(dma_map(0x300000, 0x1000, 0x10, RW, &mem), EINVAL);
+	assert_int_equal(dma_map(0x300000, 0, 0, RW, &mem), EINVAL);
+	assert_int_equal(dma_map(0xfffffffffffff000ull, 0x2000, 0, RW, &mem), EINVAL);
+	assert_int_equal(dma_map(0x300000, 0x1000, 0, 0, &mem), EINVAL);
+	assert_int_equal(dma_map(0x300000, 0x1000, 0, 0x80 | RW, &mem), EINVAL);
+	int two[2] = { mem, mem };
+	struct vfu_dma_map m = { .argsz = sizeof(m), .flags = RW, .iova = 0x300000, .size = 0x1000 };
+	assert_int_equal(call_err(VFU_CMD_DMA_MAP, &m, sizeof(m), two, 2), EINVAL);
+	assert_int_not_equal(dma_map(0x300000, 0x1000, 0, RW, &pipefd[0]), 0);
+	/* A mapping far past the end of its file is refused by mmap or harmless; never a crash. */
+	dma_map(0x400000, 0x1000, 1ull << 40, RW, &mem);
+	/* Without an fd: accepted (ROM and the like), unreachable for the device. */
+	assert_int_equal(dma_map(0xc0000, 0x10000, 0, VFU_DMA_READ, NULL), 0);
+	m.argsz = 8;
+	assert_int_equal(call_err(VFU_CMD_DMA_MAP, &m, sizeof(m), NULL, 0), EINVAL);
+
+	/* Unmap must match a mapping exactly. */
+	assert_int_equal(dma_unmap(0x100000, 0x1000, 0), ENOENT);
+	assert_int_equal(dma_unmap(0x180000, 1 << 20, 0), ENOENT);
+	assert_int_equal(dma_unmap(0x100000, 1 << 20, 0), 0);
+	assert_int_equal(dma_unmap(0x100000, 1 << 20, 0), ENOENT);
+	assert_int_equal(dma_unmap(0, 0, 1), ENOTSUP);        /* dirty bitmaps */
+	assert_int_equal(dma_unmap(0x1000, 0, 2), EINVAL);     /* ALL with a range */
+	assert_int_equal(dma_unmap(0, 0, 2), 0);               /* ALL */
+	assert_int_equal(dma_unmap(0x200000, 1 << 20, 0), ENOENT);
+	/* And the space is free again. */
+	assert_int_equal(dma_map(0x100000, 2 << 20, 0, RW, &mem), 0);
+	close(mem);
+	close(pipefd[0]);
+	close(pipefd[1]);
+}
+
+/* ---- WRITE_MULTI, unknown commands, odd flags ---- */
+
+static void test_write_multi(void **state)
+{
+	uint8_t msg[8 + 3 * sizeof(struct vfu_write_one)];
+	struct vfu_write_multi wm = { .wr_cnt = 3 };
+	struct vfu_write_one w[3] = {
+		{ .offset = DEVCMD + 8, .region = BAR0, .count = 8, .data = { 1, 2 } }, /* IDENTIFY v2 */
+		{ .offset = 0x20000000, .region = BAR0, .count = 4 },                 /* out of range */
+		{ .offset = DEVCMD + 0x10, .region = BAR0, .count = 4, .data = { 0xaa } },
+	};
+	uint8_t back[16];
+
+	(void)state;
+	memcpy(msg, &wm, 8);
+	memcpy(msg + 8, w, sizeof(w));
+	assert_true(vfc_send(&cl, VFU_CMD_REGION_WRITE_MULTI, VFU_F_NO_REPLY, msg, sizeof(msg), NULL, 0) > 0);
+	assert_int_equal(vfc_read(&cl, BAR0, DEVCMD + 8, back, 16), 0);
+	assert_int_equal(back[0], 1);
+	assert_int_equal(back[1], 2);
+	assert_int_equal(back[8], 0xaa);
+	/* Malformed batches get an error when a reply is wanted. */
+	wm.wr_cnt = 201;
+	memcpy(msg, &wm, 8);
+	assert_int_equal(call_err(VFU_CMD_REGION_WRITE_MULTI, msg, sizeof(msg), NULL, 0), EINVAL);
+	wm.wr_cnt = 2;
+	memcpy(msg, &wm, 8);
+	assert_int_equal(call_err(VFU_CMD_REGION_WRITE_MULTI, msg, sizeof(msg), NULL, 0), EINVAL);
+	wm.wr_cnt = 1;
+	w[0].count = 9;
+	memcpy(msg, &wm, 8);
+	memcpy(msg + 8, w, sizeof(w[0]));
+	assert_int_equal(call_err(VFU_CMD_REGION_WRITE_MULTI, msg, 8 + sizeof(w[0]), NULL, 0), EINVAL);
+}
+
+static void test_unknown_commands(void **state)
+{
+	uint8_t junk[64] = { 0 };
+	struct vfu_hdr h;
+	size_t rlen;
+	uint8_t rep[64];
+
+	(void)state;
+	assert_int_equal(call_err(VFU_CMD_DEVICE_GET_REGION_IO_FDS, junk, sizeof(junk), NULL, 0), ENOTSUP);
+	assert_int_equal(call_err(VFU_CMD_DMA_READ, junk, sizeof(junk), NULL, 0), ENOTSUP);
+	assert_int_equal(call_err(VFU_CMD_DEVICE_FEATURE, junk, sizeof(junk), NULL, 0), ENOTSUP);
+	assert_int_equal(call_err(14, junk, sizeof(junk), NULL, 0), ENOTSUP);
+	assert_int_equal(call_err(0xffff, junk, sizeof(junk), NULL, 0), ENOTSUP);
+	/* A message that claims to be a reply. */
+	int id = vfc_send(&cl, VFU_CMD_DEVICE_GET_INFO, VFU_F_TYPE_REPLY, junk, 16, NULL, 0);
+	assert_true(id > 0);
+	assert_int_equal(vfc_recv(&cl, &h, rep, sizeof(rep), &rlen), 0);
+	assert_true(h.flags & VFU_F_ERROR);
+	assert_int_equal(h.error_no, EINVAL);
+	/* Descriptors sent with a command that takes none are closed, and the command still answers. */
+	int efd = eventfd(0, EFD_CLOEXEC);
+	struct vfu_device_info in = { .argsz = 16 };
+	assert_int_equal(call_err(VFU_CMD_DEVICE_GET_INFO, &in, sizeof(in), &efd, 1), 0);
+	close(efd);
+	assert_int_equal(vfc_read32(&cl, CFG, 0), 0x10021dd8);
+}
+
+/* ---- framing abuse: each ends the connection, never the server ---- */
+
+static void test_bad_sizes(void **state)
+{
+	struct vfu_hdr h = { .msg_id = 1, .command = VFU_CMD_DEVICE_GET_INFO };
+
+	(void)state;
+	/* Smaller than a header. */
+	assert_int_equal(vfc_connect(&cl, sock, 5000), 0);
+	h.size = 8;
+	assert_int_equal(vfc_send_raw(&cl, &h, sizeof(h), NULL, 0), 0);
+	assert_true(vfc_closed_by_server(&cl, 5000));
+	vfc_close(&cl);
+	assert_serving();
+	/* Far larger than any message. */
+	assert_int_equal(vfc_connect(&cl, sock, 5000), 0);
+	h.size = 0xfffffff0u;
+	assert_int_equal(vfc_send_raw(&cl, &h, sizeof(h), NULL, 0), 0);
+	assert_true(vfc_closed_by_server(&cl, 5000));
+	vfc_close(&cl);
+	assert_serving();
+}
+
+static void test_vanish_mid_message(void **state)
+{
+	uint8_t part[40] = { 0 };
+	struct vfu_hdr h = { .msg_id = 7, .command = VFU_CMD_REGION_WRITE, .size = 16 + 16 + 4096 };
+
+	(void)state;
+	/* Half a header. */
+	assert_int_equal(vfc_connect(&cl, sock, 5000), 0);
+	assert_int_equal(vfc_negotiate(&cl), 0);
+	assert_int_equal(vfc_send_raw(&cl, &h, 7, NULL, 0), 0);
+	vfc_close(&cl);
+	assert_serving();
+	/* A header and part of its payload, with a descriptor attached. */
+	assert_int_equal(vfc_connect(&cl, sock, 5000), 0);
+	assert_int_equal(vfc_negotiate(&cl), 0);
+	memcpy(part, &h, sizeof(h));
+	int efd = eventfd(0, EFD_CLOEXEC);
+	assert_int_equal(vfc_send_raw(&cl, part, sizeof(part), &efd, 1), 0);
+	close(efd);
+	vfc_close(&cl);
+	assert_serving();
+	/* Gone right after mapping memory and assigning interrupts. */
+	assert_int_equal(vfc_connect(&cl, sock, 5000), 0);
+	assert_int_equal(vfc_negotiate(&cl), 0);
+	int mem = memfd_create("guest", MFD_CLOEXEC);
+	assert_int_equal(ftruncate(mem, 1 << 20), 0);
+	assert_int_equal(dma_map(0x100000, 1 << 20, 0, VFU_DMA_READ | VFU_DMA_WRITE, &mem), 0);
+	close(mem);
+	vfc_close(&cl);
+	assert_serving();
+}
+
+static void test_too_many_fds(void **state)
+{
+	int many[20];
+
+	(void)state;
+	/* More descriptors than max_msg_fds: they cannot all be received, so the connection ends. */
+	assert_int_equal(vfc_connect(&cl, sock, 5000), 0);
+	assert_int_equal(vfc_negotiate(&cl), 0);
+	for (int i = 0; i < 20; i++)
+		many[i] = eventfd(0, EFD_CLOEXEC);
+	struct vfu_irq_set irq = { .argsz = sizeof(irq), .index = 2, .start = 0, .count = 20,
+				   .flags = VFU_IRQ_SET_DATA_EVENTFD | VFU_IRQ_SET_ACTION_TRIGGER };
+	assert_true(vfc_send(&cl, VFU_CMD_DEVICE_SET_IRQS, 0, &irq, sizeof(irq), many, 20) > 0);
+	for (int i = 0; i < 20; i++)
+		close(many[i]);
+	assert_true(vfc_closed_by_server(&cl, 5000));
+	vfc_close(&cl);
+	assert_serving();
+}
+
+static void test_second_client(void **state)
+{
+	struct vfc second;
+
+	(void)state;
+	assert_int_equal(vfc_connect(&cl, sock, 5000), 0);
+	assert_int_equal(vfc_negotiate(&cl), 0);
+	/* One client at a time: the second is closed at once. */
+	assert_int_equal(vfc_connect(&second, sock, 5000), 0);
+	assert_true(vfc_closed_by_server(&second, 5000));
+	vfc_close(&second);
+	assert_int_equal(vfc_read32(&cl, CFG, 0), 0x10021dd8);
+	/* When the first goes, the next one is served (a QEMU restart). */
+	vfc_close(&cl);
+	assert_serving();
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_version),
+		cmocka_unit_test_setup_teardown(test_device_info, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_region_info, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_irq_info, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_config_space, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_config_writes, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_region_bounds, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_ionic_dev_info_and_cmd, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_irqs, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_dma_map, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_write_multi, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_unknown_commands, connect_negotiated, disconnect),
+		cmocka_unit_test(test_bad_sizes),
+		cmocka_unit_test(test_vanish_mid_message),
+		cmocka_unit_test(test_too_many_fds),
+		cmocka_unit_test(test_second_client),
+	};
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s path/to/rocm-ernic\n", argv[0]);
+		return 2;
+	}
+	binary = argv[1];
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests_name("vfio-user-ci", tests, start_server, stop_server);
+}

@@ -1,0 +1,292 @@
+/* Test vfio-user client; see vfu_client.h. */
+#include "vfu_client.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int vfc_connect(struct vfc *c, const char *path, int timeout_ms)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	long deadline = now_ms() + timeout_ms;
+
+	memset(c, 0, sizeof(*c));
+	c->timeout_ms = 10000;
+	c->next_id = 1;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	for (;;) {
+		c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (c->fd < 0)
+			return -errno;
+		if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			return 0;
+		close(c->fd);
+		c->fd = -1;
+		if (now_ms() > deadline)
+			return -ETIMEDOUT;
+		usleep(20000);
+	}
+}
+
+void vfc_close(struct vfc *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+}
+
+int vfc_send_raw(struct vfc *c, const void *buf, size_t len, const int *fds, unsigned nfds)
+{
+	union {
+		char b[CMSG_SPACE(sizeof(int) * 64)];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+
+	if (nfds > 64)
+		return -EINVAL;
+	if (nfds) {
+		struct cmsghdr *cm;
+
+		msg.msg_control = ctl.b;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+	}
+	n = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n < len) { /* the rest without descriptors */
+		const uint8_t *p = (const uint8_t *)buf + n;
+		size_t left = len - (size_t)n;
+
+		while (left) {
+			n = send(c->fd, p, left, MSG_NOSIGNAL);
+			if (n < 0)
+				return -errno;
+			p += n;
+			left -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+int vfc_send(struct vfc *c, uint16_t cmd, uint32_t flags, const void *payload, size_t len,
+	     const int *fds, unsigned nfds)
+{
+	struct vfu_hdr h = { .msg_id = c->next_id++, .command = cmd, .flags = flags,
+			     .size = (uint32_t)(sizeof(h) + len) };
+	uint8_t *buf = malloc(sizeof(h) + len);
+	int rc;
+
+	if (buf == NULL)
+		return -ENOMEM;
+	memcpy(buf, &h, sizeof(h));
+	if (len)
+		memcpy(buf + sizeof(h), payload, len);
+	rc = vfc_send_raw(c, buf, sizeof(h) + len, fds, nfds);
+	free(buf);
+	return rc ? rc : h.msg_id;
+}
+
+static int read_full(struct vfc *c, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+	long deadline = now_ms() + c->timeout_ms;
+
+	while (len) {
+		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+		long left = deadline - now_ms();
+		ssize_t n;
+
+		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+			return -ETIMEDOUT;
+		n = recv(c->fd, p, len, 0);
+		if (n == 0)
+			return -EPIPE;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == ECONNRESET ? -EPIPE : -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int vfc_recv(struct vfc *c, struct vfu_hdr *h, void *buf, size_t cap, size_t *len)
+{
+	size_t plen;
+	uint8_t *tmp;
+	int rc = read_full(c, h, sizeof(*h));
+
+	if (rc)
+		return rc;
+	if (h->size < sizeof(*h) || h->size > VFU_MAX_MSG_SIZE)
+		return -EPROTO;
+	plen = h->size - sizeof(*h);
+	tmp = malloc(plen ? plen : 1);
+	if (tmp == NULL)
+		return -ENOMEM;
+	rc = read_full(c, tmp, plen);
+	if (rc == 0) {
+		if (buf)
+			memcpy(buf, tmp, plen < cap ? plen : cap);
+		if (len)
+			*len = plen;
+	}
+	free(tmp);
+	return rc;
+}
+
+int vfc_call(struct vfc *c, uint16_t cmd, const void *req, size_t len, const int *fds, unsigned nfds,
+	     void *reply, size_t cap, size_t *rlen, uint32_t *err)
+{
+	struct vfu_hdr h;
+	int id = vfc_send(c, cmd, 0, req, len, fds, nfds);
+	int rc;
+
+	if (id < 0)
+		return id;
+	rc = vfc_recv(c, &h, reply, cap, rlen);
+	if (rc)
+		return rc;
+	if (h.msg_id != id || h.command != cmd || (h.flags & VFU_F_TYPE_MASK) != VFU_F_TYPE_REPLY)
+		return -EPROTO;
+	*err = (h.flags & VFU_F_ERROR) ? h.error_no : 0;
+	return 0;
+}
+
+int vfc_negotiate(struct vfc *c)
+{
+	static const char caps[] =
+		"{\"capabilities\":{\"max_msg_fds\":16,\"max_data_xfer_size\":1048576,\"pgsizes\":4096,"
+		"\"max_dma_maps\":65535,\"write_multiple\":true,"
+		"\"migration\":{\"pgsize\":4096,\"max_bitmap_size\":268435456}}}";
+	uint8_t req[sizeof(struct vfu_version) + sizeof(caps)];
+	uint8_t rep[512];
+	struct vfu_version v = { 0, 0 };
+	size_t rlen;
+	uint32_t err;
+	int rc;
+
+	memcpy(req, &v, sizeof(v));
+	memcpy(req + sizeof(v), caps, sizeof(caps));
+	rc = vfc_call(c, VFU_CMD_VERSION, req, sizeof(req), NULL, 0, rep, sizeof(rep), &rlen, &err);
+	return rc ? rc : (int)err;
+}
+
+int vfc_read(struct vfc *c, uint32_t region, uint64_t off, void *buf, uint32_t len)
+{
+	struct vfu_region_rw req = { .offset = off, .region = region, .count = len };
+	uint8_t *rep = malloc(sizeof(req) + len);
+	size_t rlen = 0;
+	uint32_t err;
+	int rc;
+
+	if (rep == NULL)
+		return -ENOMEM;
+	rc = vfc_call(c, VFU_CMD_REGION_READ, &req, sizeof(req), NULL, 0, rep, sizeof(req) + len, &rlen, &err);
+	if (rc == 0 && err == 0) {
+		if (rlen != sizeof(req) + len)
+			rc = -EPROTO;
+		else
+			memcpy(buf, rep + sizeof(req), len);
+	}
+	free(rep);
+	return rc ? rc : (int)err;
+}
+
+int vfc_write(struct vfc *c, uint32_t region, uint64_t off, const void *buf, uint32_t len, bool posted)
+{
+	struct vfu_region_rw req = { .offset = off, .region = region, .count = len };
+	uint8_t *msg = malloc(sizeof(req) + len);
+	uint8_t rep[sizeof(req)];
+	size_t rlen;
+	uint32_t err = 0;
+	int rc;
+
+	if (msg == NULL)
+		return -ENOMEM;
+	memcpy(msg, &req, sizeof(req));
+	memcpy(msg + sizeof(req), buf, len);
+	if (posted) {
+		rc = vfc_send(c, VFU_CMD_REGION_WRITE, VFU_F_NO_REPLY, msg, sizeof(req) + len, NULL, 0);
+		rc = rc < 0 ? rc : 0;
+	} else {
+		rc = vfc_call(c, VFU_CMD_REGION_WRITE, msg, sizeof(req) + len, NULL, 0, rep, sizeof(rep), &rlen, &err);
+	}
+	free(msg);
+	return rc ? rc : (int)err;
+}
+
+uint32_t vfc_read32(struct vfc *c, uint32_t region, uint64_t off)
+{
+	uint32_t v = 0xdeadbeef;
+
+	if (vfc_read(c, region, off, &v, sizeof(v)) != 0)
+		return 0xdeadbeef;
+	return v;
+}
+
+void vfc_write32(struct vfc *c, uint32_t region, uint64_t off, uint32_t v, bool posted)
+{
+	vfc_write(c, region, off, &v, sizeof(v), posted);
+}
+
+bool vfc_closed_by_server(struct vfc *c, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+	char b;
+	ssize_t n;
+
+	if (poll(&pfd, 1, timeout_ms) <= 0)
+		return false;
+	/* A close with unread data in the server's queue arrives as a reset. */
+	n = recv(c->fd, &b, 1, MSG_DONTWAIT);
+	return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+pid_t vfc_spawn_server(const char *binary, const char *dir, char *sock, size_t socklen,
+		       const char *const extra_args[])
+{
+	const char *argv[32];
+	int n = 0;
+	pid_t pid;
+
+	snprintf(sock, socklen, "%s/vfio-user.sock", dir);
+	argv[n++] = binary;
+	argv[n++] = "--socket";
+	argv[n++] = sock;
+	for (int i = 0; extra_args && extra_args[i] && n < 30; i++)
+		argv[n++] = extra_args[i];
+	argv[n] = NULL;
+	pid = fork();
+	if (pid == 0) {
+		execv(binary, (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}

@@ -1,0 +1,63 @@
+/*
+ * A small vfio-user client for tests and benchmarks: it speaks the protocol
+ * the way QEMU's vfio-user-pci does, and also lets a test send anything at
+ * all (bad sizes, stray descriptors, half messages).
+ */
+#ifndef ERNIC_TESTS_VFU_CLIENT_H
+#define ERNIC_TESTS_VFU_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "vfio_user/vfu_proto.h"
+
+struct vfc {
+	int fd;
+	uint16_t next_id;
+	int timeout_ms;
+};
+
+/* Connect (retrying for up to timeout_ms while the socket is not there yet). 0 or -errno. */
+int vfc_connect(struct vfc *c, const char *path, int timeout_ms);
+void vfc_close(struct vfc *c);
+
+/* Send raw bytes (with fds on the first byte). 0 or -errno. */
+int vfc_send_raw(struct vfc *c, const void *buf, size_t len, const int *fds, unsigned nfds);
+
+/* Send one command; returns its message id, or -errno. */
+int vfc_send(struct vfc *c, uint16_t cmd, uint32_t flags, const void *payload, size_t len,
+	     const int *fds, unsigned nfds);
+
+/*
+ * Receive one message: header into *h, payload (up to cap bytes) into buf,
+ * its length into *len. 0, -ETIMEDOUT, -EPIPE when the server closed, or -errno.
+ */
+int vfc_recv(struct vfc *c, struct vfu_hdr *h, void *buf, size_t cap, size_t *len);
+
+/*
+ * Send a command and wait for its reply. Returns 0 when a reply came (then
+ * *err is 0 or the server's errno), or -errno when none did.
+ */
+int vfc_call(struct vfc *c, uint16_t cmd, const void *req, size_t len, const int *fds, unsigned nfds,
+	     void *reply, size_t cap, size_t *rlen, uint32_t *err);
+
+/* VERSION with QEMU's capabilities. 0 or -errno/positive server errno. */
+int vfc_negotiate(struct vfc *c);
+
+/* Region access; posted writes carry NO_REPLY. 0, or the server's errno, or -errno. */
+int vfc_read(struct vfc *c, uint32_t region, uint64_t off, void *buf, uint32_t len);
+int vfc_write(struct vfc *c, uint32_t region, uint64_t off, const void *buf, uint32_t len, bool posted);
+
+uint32_t vfc_read32(struct vfc *c, uint32_t region, uint64_t off);
+void vfc_write32(struct vfc *c, uint32_t region, uint64_t off, uint32_t v, bool posted);
+
+/* True if the server closed the connection (a read sees EOF within timeout_ms). */
+bool vfc_closed_by_server(struct vfc *c, int timeout_ms);
+
+/* Start the server binary with a socket in dir; returns its pid (and the path in sock). */
+pid_t vfc_spawn_server(const char *binary, const char *dir, char *sock, size_t socklen,
+		       const char *const extra_args[]);
+
+#endif
