@@ -1,115 +1,138 @@
 /*
- * ionic device model: BAR0 registers and the dev_cmd protocol (Linux 7.2
- * ionic_dev.c: copy the 64-byte command, clear done, ring the doorbell, poll
- * done, read the 16-byte completion and, for identify commands, the data
- * window). Guest mistakes are logged and counted, never fatal.
+ * ionic device model: BAR0 registers (device info, dev_cmd, interrupt
+ * control), BAR2 doorbells and interrupt delivery. The dev_cmd protocol is the
+ * Linux 7.2 driver's (ionic_dev.c): copy the 64-byte command, clear done, ring
+ * the doorbell, poll done, read the 16-byte completion and, for identify
+ * commands, the data window. Guest mistakes are logged and counted, never fatal.
  */
 #include "ionic/ionic_dev.h"
 
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "ionic/ionic_if.h"
+#include "ionic/ionic_priv.h"
 #include "util/log.h"
+#include "vfio_user/dma_map.h"
 
 #define ASIC_TYPE 4 /* not 0 or 2: those turn on the driver's doorbell re-ring workaround */
 
-struct ionic_dev {
-	struct ionic_dev_config cfg;
-	struct ionic_dev_env env;
-	struct ionic_dev_stats stats;
-	union {
-		uint8_t bytes[IONIC_BAR0_REGS_END];
-		struct {
-			struct ionic_dev_info_regs info;
-			struct ionic_dev_cmd_regs cmd;
-		};
-	} bar0;
-	struct ionic_intr_ctrl intr[IONIC_NINTRS];
-};
-_Static_assert(offsetof(struct ionic_dev, bar0.cmd) - offsetof(struct ionic_dev, bar0) == IONIC_BAR0_DEV_CMD_OFFSET,
-	       "dev_cmd block offset");
 _Static_assert(IONIC_BAR0_INTR_CTRL_OFFSET + IONIC_NINTRS * sizeof(struct ionic_intr_ctrl) <= IONIC_BAR0_REGS_END,
 	       "interrupt control fits in BAR0");
 
-static void guest_error(struct ionic_dev *dev, const char *what, uint64_t off)
+void ionic_guest_error(struct ionic_dev *dev, const char *fmt, ...)
 {
+	char msg[256];
+	va_list ap;
+
 	dev->stats.guest_errors++;
-	LOG_DEBUG("ionic: guest error: %s at BAR offset %#llx", what, (unsigned long long)off);
+	if (!log_enabled(LOG_LEVEL_DEBUG))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	LOG_DEBUG("ionic: guest error: %s", msg);
+}
+
+int ionic_dma_read(struct ionic_dev *dev, uint64_t addr, void *buf, size_t len)
+{
+	struct dma_map *dm = dev->env.dma ? dev->env.dma(dev->env.ctx) : NULL;
+
+	return dm ? dma_map_read(dm, addr, buf, len) : -EFAULT;
+}
+
+int ionic_dma_write(struct ionic_dev *dev, uint64_t addr, const void *buf, size_t len)
+{
+	struct dma_map *dm = dev->env.dma ? dev->env.dma(dev->env.ctx) : NULL;
+
+	return dm ? dma_map_write(dm, addr, buf, len) : -EFAULT;
+}
+
+/* ---- interrupts ---- */
+
+static void intr_send(struct ionic_dev *dev, uint32_t idx)
+{
+	struct ionic_intr_state *in = &dev->intr[idx];
+
+	in->pending = false;
+	if (in->mask_on_assert)
+		in->mask = 1;
+	if (dev->env.raise_irq)
+		dev->env.raise_irq(dev->env.ctx, idx);
+}
+
+void ionic_intr_raise(struct ionic_dev *dev, uint32_t idx)
+{
+	struct ionic_intr_state *in;
+
+	if (idx >= IONIC_NINTRS) {
+		ionic_guest_error(dev, "interrupt index %u out of range", idx);
+		return;
+	}
+	in = &dev->intr[idx];
+	if (in->credits < INT16_MAX)
+		in->credits++;
+	if (in->mask)
+		in->pending = true;
+	else
+		intr_send(dev, idx);
+}
+
+/* An aligned 32-bit write to interrupt control block idx, field at byte off. */
+static void intr_write(struct ionic_dev *dev, uint32_t idx, uint32_t off, uint32_t val)
+{
+	struct ionic_intr_state *in = &dev->intr[idx];
+
+	switch (off) {
+	case offsetof(struct ionic_intr_ctrl, coal_init):
+		in->coal_init = val;
+		break;
+	case offsetof(struct ionic_intr_ctrl, mask):
+		in->mask = val & 1;
+		break;
+	case offsetof(struct ionic_intr_ctrl, credits):
+		/* The low 16 bits are a signed count of events the driver consumed. */
+		in->credits -= (int16_t)(val & IONIC_INTR_CRED_COUNT_SIGNED);
+		if (in->credits < 0)
+			in->credits = 0;
+		if (val & IONIC_INTR_CRED_UNMASK)
+			in->mask = 0;
+		break;
+	case offsetof(struct ionic_intr_ctrl, mask_on_assert):
+		in->mask_on_assert = val & 1;
+		break;
+	default:
+		break; /* coal (current) and reserved words: read-only */
+	}
+	if (!in->mask && in->pending)
+		intr_send(dev, idx);
+}
+
+static uint32_t intr_read(const struct ionic_dev *dev, uint32_t idx, uint32_t off)
+{
+	const struct ionic_intr_state *in = &dev->intr[idx];
+
+	switch (off) {
+	case offsetof(struct ionic_intr_ctrl, coal_init): return in->coal_init;
+	case offsetof(struct ionic_intr_ctrl, mask): return in->mask;
+	case offsetof(struct ionic_intr_ctrl, credits): return (uint32_t)in->credits & IONIC_INTR_CRED_COUNT_SIGNED;
+	case offsetof(struct ionic_intr_ctrl, mask_on_assert): return in->mask_on_assert;
+	default: return 0;
+	}
 }
 
 /* ---- dev_cmd ---- */
 
-typedef uint8_t (*dev_cmd_fn)(struct ionic_dev *dev, const uint8_t *cmd, uint8_t *comp);
-
-static uint8_t cmd_nop(struct ionic_dev *dev, const uint8_t *cmd, uint8_t *comp)
-{
-	(void)dev; (void)cmd; (void)comp;
-	return IONIC_RC_SUCCESS;
-}
-
-static uint8_t cmd_identify(struct ionic_dev *dev, const uint8_t *cmd, uint8_t *comp)
-{
-	const struct ionic_dev_identify_cmd *c = (const void *)cmd;
-	struct ionic_dev_identify_comp *r = (void *)comp;
-	struct ionic_dev_identity id = {
-		.version = IONIC_DEV_IDENTITY_VERSION_2,
-		.type = 0,
-		.nports = 1,
-		.nlifs = le32_set(1),
-		.nintrs = le32_set(IONIC_NINTRS),
-		.ndbpgs_per_lif = le32_set(IONIC_NDBPGS_PER_LIF),
-		.intr_coal_mult = le32_set(1),
-		.intr_coal_div = le32_set(1),
-		.eq_count = le32_set(0),
-		.capabilities = le64_set(0),
-	};
-
-	/* The driver asked for version c->ver; we answer with the newest we have, at most that. */
-	if (c->ver == 0)
-		return IONIC_RC_EVERSION;
-	if (id.version > c->ver)
-		id.version = c->ver;
-	/* The driver wrote its own identity into the window first; replace it with ours. */
-	memset(dev->bar0.cmd.data, 0, sizeof(dev->bar0.cmd.data));
-	memcpy(dev->bar0.cmd.data, &id, sizeof(id));
-	r->ver = id.version;
-	LOG_DEBUG("ionic: IDENTIFY answered (identity version %u)", id.version);
-	return IONIC_RC_SUCCESS;
-}
-
-static uint8_t cmd_reset(struct ionic_dev *dev, const uint8_t *cmd, uint8_t *comp)
-{
-	(void)cmd; (void)comp;
-	memset(dev->intr, 0, sizeof(dev->intr));
-	LOG_DEBUG("ionic: RESET");
-	return IONIC_RC_SUCCESS;
-}
-
-static const dev_cmd_fn dev_cmds[256] = {
-	[IONIC_CMD_NOP] = cmd_nop,
-	[IONIC_CMD_IDENTIFY] = cmd_identify,
-	[IONIC_CMD_INIT] = cmd_nop,
-	[IONIC_CMD_RESET] = cmd_reset,
-};
-
 static void dev_cmd_execute(struct ionic_dev *dev)
 {
 	uint8_t cmd[64], comp[16] = { 0 };
-	dev_cmd_fn fn;
 
 	memcpy(cmd, dev->bar0.cmd.cmd, sizeof(cmd));
-	fn = dev_cmds[cmd[0]];
 	dev->stats.dev_cmds++;
-	if (fn == NULL) {
-		LOG_DEBUG("ionic: dev_cmd opcode %u not supported", cmd[0]);
-		comp[0] = IONIC_RC_EOPCODE;
-	} else {
-		comp[0] = fn(dev, cmd, comp);
-	}
-	if (comp[0] != IONIC_RC_SUCCESS)
+	if (ionic_cmd_exec(dev, cmd, comp, false) != IONIC_RC_SUCCESS)
 		dev->stats.dev_cmd_errors++;
 	memcpy(dev->bar0.cmd.comp, comp, sizeof(comp));
 	dev->bar0.cmd.done = le32_set(IONIC_DEV_CMD_DONE);
@@ -146,60 +169,95 @@ void ionic_dev_reset(struct ionic_dev *dev)
 {
 	memset(&dev->bar0, 0, sizeof(dev->bar0));
 	memset(dev->intr, 0, sizeof(dev->intr));
+	dev->port_info_pa = 0;
+	dev->port_state = IONIC_PORT_ADMIN_STATE_UP;
+	dev->port_mtu = 1500;
+	ionic_lif_reset(dev);
 	fill_dev_info(dev);
 }
 
 int ionic_dev_bar0_access(void *opaque, uint64_t off, void *buf, size_t len, bool is_write)
 {
 	struct ionic_dev *dev = opaque;
-	const uint64_t intr_end = IONIC_BAR0_INTR_CTRL_OFFSET + sizeof(dev->intr);
+	const uint64_t intr_end = IONIC_BAR0_INTR_CTRL_OFFSET + IONIC_NINTRS * sizeof(struct ionic_intr_ctrl);
+	const uint64_t regs_end = sizeof(dev->bar0.bytes);
 	uint64_t end = off + len;
 
 	if (off >= IONIC_BAR0_REGS_END || len > IONIC_BAR0_REGS_END - off) {
-		/* Above the registers: nothing there (the MSI-X structures are served by the PCI layer). */
+		/* Nothing there (the MSI-X structures above 0x8000 are served by the PCI layer). */
 		if (!is_write)
 			memset(buf, 0, len);
 		else
-			guest_error(dev, "write to unused BAR0 space", off);
+			ionic_guest_error(dev, "write to unused BAR0 offset %#llx", (unsigned long long)off);
+		return 0;
+	}
+	if (off >= IONIC_BAR0_INTR_CTRL_OFFSET && end <= intr_end) {
+		uint32_t rel = (uint32_t)(off - IONIC_BAR0_INTR_CTRL_OFFSET);
+		uint32_t idx = rel / sizeof(struct ionic_intr_ctrl), field = rel % sizeof(struct ionic_intr_ctrl);
+
+		if (len != 4 || field % 4) {
+			ionic_guest_error(dev, "interrupt control access of %zu bytes at %#llx", len,
+					  (unsigned long long)off);
+			if (!is_write)
+				memset(buf, 0, len);
+			return 0;
+		}
+		if (is_write) {
+			uint32_t v;
+
+			memcpy(&v, buf, 4);
+			intr_write(dev, idx, field, le32toh(v));
+		} else {
+			uint32_t v = htole32(intr_read(dev, idx, field));
+
+			memcpy(buf, &v, 4);
+		}
 		return 0;
 	}
 	if (!is_write) {
 		dev->bar0.info.fw_heartbeat = le32_set(heartbeat());
-		if (off >= IONIC_BAR0_INTR_CTRL_OFFSET && end <= intr_end)
-			memcpy(buf, (uint8_t *)dev->intr + (off - IONIC_BAR0_INTR_CTRL_OFFSET), len);
-		else if (end <= sizeof(dev->bar0.info) + sizeof(dev->bar0.cmd))
+		if (end <= regs_end)
 			memcpy(buf, dev->bar0.bytes + off, len);
 		else
 			memset(buf, 0, len);
 		return 0;
 	}
-	if (off >= IONIC_BAR0_DEV_CMD_OFFSET && end <= IONIC_BAR0_DEV_CMD_OFFSET + sizeof(dev->bar0.cmd)) {
+	if (off >= IONIC_BAR0_DEV_CMD_OFFSET && end <= regs_end) {
 		memcpy(dev->bar0.bytes + off, buf, len);
 		/* A write that covers the doorbell word with bit 0 set runs the command. */
 		if (off < IONIC_BAR0_DEV_CMD_OFFSET + 4 && (le32_get(dev->bar0.cmd.doorbell) & 1))
 			dev_cmd_execute(dev);
 		return 0;
 	}
-	if (off >= IONIC_BAR0_INTR_CTRL_OFFSET && end <= intr_end) {
-		memcpy((uint8_t *)dev->intr + (off - IONIC_BAR0_INTR_CTRL_OFFSET), buf, len);
-		return 0;
-	}
-	guest_error(dev, "write to a read-only register", off);
+	ionic_guest_error(dev, "write to read-only BAR0 offset %#llx", (unsigned long long)off);
 	return 0;
 }
 
 int ionic_dev_bar2_access(void *opaque, uint64_t off, void *buf, size_t len, bool is_write)
 {
 	struct ionic_dev *dev = opaque;
+	uint64_t page = off / IONIC_DB_PAGE_SIZE, in_page = off % IONIC_DB_PAGE_SIZE, val;
 
 	if (!is_write) {
 		memset(buf, 0, len); /* doorbells are write-only */
 		return 0;
 	}
 	dev->stats.doorbells++;
-	LOG_DEBUG("ionic: doorbell page %llu offset %#llx (%zu bytes)",
-		  (unsigned long long)(off / IONIC_DB_PAGE_SIZE),
-		  (unsigned long long)(off % IONIC_DB_PAGE_SIZE), len);
+	if (len != 8 || in_page % 8) {
+		ionic_guest_error(dev, "doorbell write of %zu bytes at %#llx", len, (unsigned long long)off);
+		return 0;
+	}
+	memcpy(&val, buf, 8);
+	val = le64toh(val);
+	if (page != 0) {
+		/* Pages 1.. belong to RDMA user contexts, which this device does not serve yet. */
+		ionic_guest_error(dev, "doorbell on page %llu", (unsigned long long)page);
+		return 0;
+	}
+	ionic_queue_doorbell(dev, (uint32_t)(in_page / 8),
+			     (uint32_t)(val >> IONIC_DBELL_QID_SHIFT) & IONIC_DBELL_QID_MASK,
+			     (uint32_t)(val >> IONIC_DBELL_RING_SHIFT) & IONIC_DBELL_RING_MASK,
+			     (uint32_t)val & IONIC_DBELL_INDEX_MASK);
 	return 0;
 }
 

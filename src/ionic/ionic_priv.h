@@ -1,0 +1,125 @@
+/*
+ * State shared by the files of the ionic device model (ionic_dev.c: registers
+ * and interrupts; ionic_cmd.c: the command set; ionic_queue.c: the admin and
+ * notify queues). Not for use outside src/ionic.
+ */
+#ifndef ERNIC_IONIC_IONIC_PRIV_H
+#define ERNIC_IONIC_IONIC_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ionic/ionic_dev.h"
+#include "ionic/ionic_if.h"
+
+#define IONIC_NRXQ 16
+#define IONIC_NTXQ 16
+#define IONIC_MAX_FILTERS 64
+#define IONIC_MAX_MTU 9000
+#define IONIC_MIN_MTU 68
+#define IONIC_ADMINQ_INDEX 0
+
+struct ionic_queue {
+	bool inited;
+	bool enabled;
+	uint8_t type;
+	uint8_t ver;
+	uint32_t index;
+	uint16_t intr_index;
+	uint16_t flags;
+	uint32_t num_descs;      /* power of two */
+	uint64_t ring_base;
+	uint64_t cq_ring_base;
+	uint64_t sg_ring_base;
+	uint64_t features;
+	uint32_t head;           /* next descriptor the device takes */
+	uint32_t p_index;        /* producer index from the last doorbell */
+	uint32_t cq_tail;        /* next completion slot */
+	uint8_t cq_color;        /* color of the current pass, starts at 1 */
+	uint64_t next_eid;       /* notifyq only */
+};
+
+struct ionic_filter {
+	bool used;
+	uint16_t match;
+	uint16_t vlan;
+	uint8_t mac[6];
+};
+
+struct ionic_lif {
+	bool inited;
+	uint64_t info_pa;        /* lif_info in guest memory, 0 before LIF_INIT */
+	uint8_t state;
+	char name[17];
+	uint32_t mtu;
+	uint8_t mac[6];
+	uint64_t features;
+	uint16_t rx_mode;
+	struct ionic_queue adminq;
+	struct ionic_queue notifyq;
+	struct ionic_queue rxq[IONIC_NRXQ];
+	struct ionic_queue txq[IONIC_NTXQ];
+	struct ionic_filter filters[IONIC_MAX_FILTERS];
+};
+
+struct ionic_intr_state {
+	uint32_t coal_init;
+	uint32_t mask;
+	int32_t credits;          /* events not yet returned by the driver */
+	uint32_t mask_on_assert;
+	bool pending;             /* raised while masked */
+};
+
+struct ionic_dev {
+	struct ionic_dev_config cfg;
+	struct ionic_dev_env env;
+	struct ionic_dev_stats stats;
+	union {
+		uint8_t bytes[IONIC_BAR0_DEV_CMD_OFFSET + sizeof(struct ionic_dev_cmd_regs)];
+		struct {
+			struct ionic_dev_info_regs info;
+			struct ionic_dev_cmd_regs cmd;
+		};
+	} bar0;
+	struct ionic_intr_state intr[IONIC_NINTRS];
+	uint64_t port_info_pa;
+	uint8_t port_state;
+	uint32_t port_mtu;
+	struct ionic_lif lif;
+};
+
+/* A guest mistake: logged at debug and counted, never fatal. */
+void ionic_guest_error(struct ionic_dev *dev, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Raise interrupt index idx through its interrupt control block. */
+void ionic_intr_raise(struct ionic_dev *dev, uint32_t idx);
+
+/* Guest memory; -EFAULT when the range is not mapped for the device. */
+int ionic_dma_read(struct ionic_dev *dev, uint64_t addr, void *buf, size_t len);
+int ionic_dma_write(struct ionic_dev *dev, uint64_t addr, const void *buf, size_t len);
+
+/*
+ * Execute one 64-byte command (from dev_cmd or the admin queue) into a 16-byte
+ * completion; returns the status (IONIC_RC_*), also stored in comp[0].
+ */
+uint8_t ionic_cmd_exec(struct ionic_dev *dev, const uint8_t *cmd, uint8_t *comp, bool adminq);
+
+/* Reset the LIF and its queues. */
+void ionic_lif_reset(struct ionic_dev *dev);
+
+/* Write the LIF's status (link up, speed, eid) into the driver's lif_info. */
+void ionic_lif_write_status(struct ionic_dev *dev);
+
+/* Queue set-up shared by Q_INIT: 0 or an IONIC_RC_* status. */
+uint8_t ionic_queue_init(struct ionic_dev *dev, struct ionic_queue *q, const struct ionic_q_init_cmd *c);
+
+/* A doorbell for (qtype, qid) with producer index p_index on the kernel's page. */
+void ionic_queue_doorbell(struct ionic_dev *dev, uint32_t qtype, uint32_t qid, uint32_t ring, uint32_t p_index);
+
+/* Write a 16-byte completion into q's completion ring (body first, color last). 0 or -errno. */
+int ionic_cq_post(struct ionic_dev *dev, struct ionic_queue *q, uint8_t comp[16]);
+
+/* Post a link-change event on the notify queue, if it is up. */
+void ionic_notify_link(struct ionic_dev *dev);
+
+#endif
