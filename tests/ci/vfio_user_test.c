@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../lib/ionic_guest.h"
 #include "../lib/vfu_client.h"
 
 static const char *binary;
@@ -392,6 +393,117 @@ static void test_ionic_dev_info_and_cmd(void **state)
 	assert_int_equal(vfc_read32(&cl, BAR0, 0), 0x44455649);
 }
 
+
+/* ---- the admin queue, as the driver uses it after LIF_INIT ---- */
+
+static void aq_cmd(uint8_t *cmd, uint8_t opcode, uint8_t b1)
+{
+	memset(cmd, 0, 64);
+	cmd[0] = opcode;
+	cmd[1] = b1;
+}
+
+static void test_adminq(void **state)
+{
+	struct ionic_guest g;
+	uint8_t cmd[64], comp[16];
+	const uint8_t *lif_info;
+
+	(void)state;
+	assert_int_equal(ionic_guest_setup(&g, &cl), 0);
+	/* LIF_INIT wrote the link status into the driver's lif_info. */
+	lif_info = guest_ptr(&g, GUEST_LIF_INFO);
+	assert_int_equal(lif_info[266] | lif_info[267] << 8, 1);          /* link up */
+	assert_int_equal(lif_info[268] | lif_info[269] << 8 | lif_info[270] << 16, 100000); /* Mbps */
+
+	/* A NOP: one completion naming descriptor 0, color 1, and the vector fires. */
+	aq_cmd(cmd, 0, 0);
+	assert_int_equal(ionic_guest_aq_post(&g, cmd), 0);
+	assert_true(ionic_guest_wait_irq(&g, 5000));
+	assert_true(ionic_guest_aq_comp(&g, comp));
+	assert_int_equal(comp[0], 0);
+	assert_int_equal(comp[2] | comp[3] << 8, 0);
+	assert_int_equal(comp[15] & 0x80, 0x80);
+	assert_false(ionic_guest_aq_comp(&g, comp)); /* nothing more */
+	ionic_guest_irq_rearm(&g, 1);
+
+	/* LIF_GETATTR MAC answers the --mac address. */
+	aq_cmd(cmd, 23, 3);
+	ionic_guest_aq_post(&g, cmd);
+	assert_true(ionic_guest_wait_irq(&g, 5000));
+	assert_true(ionic_guest_aq_comp(&g, comp));
+	assert_int_equal(comp[0], 0);
+	static const uint8_t mac[6] = { 0x02, 0x45, 0x52, 0x4e, 0x49, 0x43 };
+	assert_memory_equal(comp + 4, mac, 6);
+	/* dev_cmd-only commands and unknown opcodes are EOPCODE on the admin queue. */
+	aq_cmd(cmd, 1, 2);
+	ionic_guest_aq_post(&g, cmd);
+	assert_true(ionic_guest_wait_irq(&g, 5000));
+	assert_true(ionic_guest_aq_comp(&g, comp));
+	assert_int_equal(comp[0], 2);
+	aq_cmd(cmd, 0xfe, 0);
+	ionic_guest_aq_post(&g, cmd);
+	assert_true(ionic_guest_wait_irq(&g, 5000));
+	assert_true(ionic_guest_aq_comp(&g, comp));
+	assert_int_equal(comp[0], 2);
+	/* A bad MTU is refused, a good one taken. */
+	aq_cmd(cmd, 24, 2);
+	uint32_t mtu = 65000;
+	memcpy(cmd + 4, &mtu, 4);
+	ionic_guest_aq_post(&g, cmd);
+	assert_true(ionic_guest_wait_irq(&g, 5000));
+	assert_true(ionic_guest_aq_comp(&g, comp));
+	assert_int_equal(comp[0], 14); /* EINVAL */
+
+	/* Many commands: indexes wrap, and the color flips on every pass of the ring. */
+	for (int i = 0; i < 2 * GUEST_AQ_DEPTH; i++) {
+		uint32_t idx;
+
+		aq_cmd(cmd, 0, 0);
+		idx = ionic_guest_aq_post(&g, cmd);
+		for (int t = 0; t < 500 && !ionic_guest_aq_comp(&g, comp); t++)
+			usleep(1000);
+		assert_int_equal(comp[0], 0);
+		assert_int_equal(comp[2] | comp[3] << 8, idx);
+	}
+	while (ionic_guest_wait_irq(&g, 0))
+		;
+
+	/* Masked: the event waits; unmasking delivers it. */
+	vfc_write32(&cl, BAR0, 0x2000 + 4, 1, false);
+	aq_cmd(cmd, 0, 0);
+	ionic_guest_aq_post(&g, cmd);
+	for (int t = 0; t < 500 && !ionic_guest_aq_comp(&g, comp); t++)
+		usleep(1000);
+	assert_false(ionic_guest_wait_irq(&g, 200));
+	assert_true(vfc_read32(&cl, BAR0, 0x2000 + 8) > 0); /* outstanding credits */
+	vfc_write32(&cl, BAR0, 0x2000 + 4, 0, false);
+	assert_true(ionic_guest_wait_irq(&g, 5000));
+	/* Returning all credits zeroes the count. */
+	uint32_t cred = vfc_read32(&cl, BAR0, 0x2000 + 8) & 0xffff;
+	ionic_guest_irq_rearm(&g, cred);
+	assert_int_equal(vfc_read32(&cl, BAR0, 0x2000 + 8), 0);
+
+	/* Doorbells that name no queue, or an index past the ring, move nothing. */
+	uint64_t db = GUEST_AQ_DEPTH + 3;
+	assert_int_equal(vfc_write(&cl, BAR2, 0, &db, 8, false), 0);
+	db = (uint64_t)5 << 24 | 1;
+	assert_int_equal(vfc_write(&cl, BAR2, 0, &db, 8, false), 0);
+	assert_int_equal(vfc_write(&cl, BAR2, 7 * 8, &db, 8, false), 0);
+	assert_int_equal(vfc_write(&cl, BAR2, 3, &db, 4, false), 0);
+	assert_false(ionic_guest_wait_irq(&g, 200));
+	assert_false(ionic_guest_aq_comp(&g, comp));
+
+	/* The guest pulls its memory away: a doorbell then reaches nothing, and nothing breaks. */
+	struct vfu_dma_unmap u = { .argsz = sizeof(u), .flags = 2 };
+	assert_int_equal(call_err(VFU_CMD_DMA_UNMAP, &u, sizeof(u), NULL, 0), 0);
+	aq_cmd(cmd, 0, 0);
+	ionic_guest_aq_post(&g, cmd);
+	assert_false(ionic_guest_wait_irq(&g, 200));
+	assert_int_equal(vfc_read32(&cl, CFG, 0), 0x10021dd8);
+	ionic_guest_teardown(&g);
+}
+
 /* ---- interrupts ---- */
 
 static int set_irqs(uint32_t flags, uint32_t index, uint32_t start, uint32_t count, const void *data,
@@ -735,6 +847,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_config_writes, connect_negotiated, disconnect),
 		cmocka_unit_test_setup_teardown(test_region_bounds, connect_negotiated, disconnect),
 		cmocka_unit_test_setup_teardown(test_ionic_dev_info_and_cmd, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_adminq, connect_negotiated, disconnect),
 		cmocka_unit_test_setup_teardown(test_irqs, connect_negotiated, disconnect),
 		cmocka_unit_test_setup_teardown(test_dma_map, connect_negotiated, disconnect),
 		cmocka_unit_test_setup_teardown(test_write_multi, connect_negotiated, disconnect),

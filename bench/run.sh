@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Build (Release) and run the benchmarks; results go to bench/results/*.csv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DERNIC_TESTS=OFF >/dev/null
+cmake --build build-bench -j "$(nproc)" --target rocm-ernic vfu-bench >/dev/null
+mkdir -p bench/results
+echo "== vfio-user socket (bench/results/vfu.csv)"
+build-bench/vfu-bench build-bench/rocm-ernic "${VFU_BENCH_ITERS:-20000}" bench/results/vfu.csv

@@ -1,0 +1,57 @@
+/*
+ * A minimal guest-side ionic driver over the test vfio-user client: guest
+ * memory in a memfd mapped into the device, dev_cmd, the LIF and the admin
+ * queue with its interrupt on an eventfd. Enough to drive the device the way
+ * the Linux driver does, from a test or a benchmark.
+ */
+#ifndef ERNIC_TESTS_IONIC_GUEST_H
+#define ERNIC_TESTS_IONIC_GUEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vfu_client.h"
+
+#define GUEST_IOVA      0x100000ull
+#define GUEST_SIZE      (4u << 20)
+#define GUEST_LIF_INFO  (GUEST_IOVA + 0x0000)
+#define GUEST_PORT_INFO (GUEST_IOVA + 0x1000)
+#define GUEST_AQ_RING   (GUEST_IOVA + 0x2000)
+#define GUEST_AQ_CQ     (GUEST_IOVA + 0x3000)
+#define GUEST_AQ_DEPTH  16
+
+struct ionic_guest {
+	struct vfc *c;
+	int memfd;
+	uint8_t *mem;        /* the guest's view of [GUEST_IOVA, +GUEST_SIZE) */
+	int irq_fd;          /* eventfd of MSI-X vector 0 (the admin queue's) */
+	uint32_t aq_head;    /* next descriptor to post */
+	uint32_t cq_tail;
+	uint8_t cq_color;
+};
+
+/* Map memory, identify, LIF_INIT, admin queue init; 0 or a negative step number. */
+int ionic_guest_setup(struct ionic_guest *g, struct vfc *c);
+void ionic_guest_teardown(struct ionic_guest *g);
+
+/* dev_cmd: write cmd, ring (posted), poll done; the 16-byte completion into comp. 0 or -1. */
+int ionic_guest_dev_cmd(struct ionic_guest *g, const void *cmd64, uint8_t comp[16]);
+
+/* Put a command on the admin queue and ring its doorbell (posted write); returns its index. */
+uint32_t ionic_guest_aq_post(struct ionic_guest *g, const void *cmd64);
+
+/* Wait up to timeout_ms for the admin queue's interrupt. */
+bool ionic_guest_wait_irq(struct ionic_guest *g, int timeout_ms);
+
+/* Take the next completion if its color says it is new. */
+bool ionic_guest_aq_comp(struct ionic_guest *g, uint8_t comp[16]);
+
+/* Return interrupt credits and unmask, as the driver's NAPI poll does. */
+void ionic_guest_irq_rearm(struct ionic_guest *g, uint32_t credits);
+
+static inline void *guest_ptr(struct ionic_guest *g, uint64_t iova)
+{
+	return g->mem + (iova - GUEST_IOVA);
+}
+
+#endif
