@@ -10,6 +10,7 @@ PACKAGES=(
 	libexpat1-dev                       # S3 XML request bodies
 	libcmocka-dev                       # unit tests
 	python3 iproute2 procps coreutils   # tests that start the binary
+	debootstrap util-linux              # guest test lane (tests/vm): chroots, mount namespaces
 )
 
 missing=()
