@@ -3,7 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DERNIC_TESTS=OFF >/dev/null
-cmake --build build-bench -j "$(nproc)" --target rocm-ernic vfu-bench >/dev/null
+cmake --build build-bench -j "$(nproc)" --target rocm-ernic vfu-bench s3-bench >/dev/null
 mkdir -p bench/results
 echo "== vfio-user socket (bench/results/vfu.csv)"
 build-bench/vfu-bench build-bench/rocm-ernic "${VFU_BENCH_ITERS:-20000}" bench/results/vfu.csv
+echo "== S3 store RDMA path (bench/results/s3.csv)"
+build-bench/s3-bench "${S3_BENCH_SECONDS:-1}" bench/results/s3.csv

@@ -84,7 +84,9 @@ void http_parser_reset(struct http_parser *p);
 
 /*
  * Feed up to len bytes. Returns how many were consumed and sets *ev. Stops
- * after each event, so a caller loops: feed, handle the event, feed the rest.
+ * after each event, so a caller loops: feed, handle the event, feed the rest,
+ * until HTTP_EV_NEED_MORE, HTTP_EV_DONE or HTTP_EV_ERROR, also when no bytes
+ * are left (the DONE after a message's last byte comes from such a call).
  * HTTP_EV_BODY points *body into in (no copy). At HTTP_EV_DONE the bytes
  * after the message are not consumed.
  */
@@ -126,9 +128,12 @@ struct http_response_head {
 };
 
 /*
- * "HTTP/1.1 <status> <reason>\r\n", Date (now), Server, Content-Length,
- * Connection: keep-alive|close, the extra headers, and the blank line.
- * Returns the length, or -ENOSPC (nothing usable written).
+ * "HTTP/1.1 <status> <reason>\r\n", Date (now), Server, Content-Length (none
+ * for 1xx and 204, RFC 7230 3.3.2), Connection: keep-alive|close, the extra
+ * headers, and the blank line. Returns the length (out is NUL-terminated, so
+ * cap must exceed it), -ENOSPC (nothing usable written), or -EINVAL for a
+ * status outside 100..999 or an extra header whose name is not a token or
+ * whose value holds CR, LF or another control character.
  */
 int http_format_response_head(const struct http_response_head *h, char *out, size_t cap);
 

@@ -107,7 +107,9 @@ int s3_reply_parse(const char *value, struct s3_reply *out);
 
 /*
  * Format "<status>:<88 hex>" (or the bare status when token is NULL) into out.
- * Returns the length written (without the NUL), or -ENOSPC.
+ * Returns the length written (without the NUL), -ENOSPC when cap cannot hold
+ * it and its NUL (out then holds "" if cap > 0), or -EINVAL for a status
+ * outside 100..599, which s3_reply_parse() would refuse.
  */
 int s3_reply_format(int status, const struct s3_token *token, char *out, size_t cap);
 

@@ -1,0 +1,43 @@
+/*
+ * One HTTP connection to the S3 store, independent of any transport: bytes
+ * in, bytes out. It runs the HTTP parser over the input, feeds requests and
+ * bodies to the store, answers Expect: 100-continue, keeps pipelined
+ * responses in order, and queues response bodies without copying object
+ * data (the queue holds references). The transport (the in-band TCP stack,
+ * or a test) moves the bytes.
+ *
+ * Flow control: s3_conn_input() consumes less than it is given while too
+ * many responses wait to be sent; the transport keeps the rest (its window
+ * closes) and offers it again after output drained.
+ */
+#ifndef ERNIC_S3_S3_CONN_H
+#define ERNIC_S3_S3_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct s3_store;
+struct s3_conn;
+
+struct s3_conn *s3_conn_new(struct s3_store *st);
+/* Drops an unfinished request without touching the store. */
+void s3_conn_free(struct s3_conn *c);
+
+/* Received bytes; returns how many were consumed. */
+size_t s3_conn_input(struct s3_conn *c, const uint8_t *data, size_t len);
+
+/* The peer will send nothing more. */
+void s3_conn_input_eof(struct s3_conn *c);
+
+/* The next contiguous bytes to send (0 when nothing is queued). */
+size_t s3_conn_output(struct s3_conn *c, const uint8_t **data);
+/* n bytes of that were sent. */
+void s3_conn_output_done(struct s3_conn *c, size_t n);
+/* Bytes queued for sending. */
+uint64_t s3_conn_output_pending(const struct s3_conn *c);
+
+/* Once the output is drained, the connection should be closed (error, Connection: close, EOF). */
+bool s3_conn_wants_close(const struct s3_conn *c);
+
+#endif

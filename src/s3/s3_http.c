@@ -1,0 +1,1060 @@
+/*
+ * The HTTP/1.1 subset of the S3 endpoint; see s3_http.h for the contract.
+ *
+ * Everything here treats its input as hostile: every length is bounded, the
+ * parser reads only the bytes it was given, and the only allocation is the
+ * parser itself (fixed size). Boundaries, precisely:
+ *
+ * - Request line: at most HTTP_MAX_REQUEST_LINE bytes, not counting its line
+ *   terminator (CRLF or LF). One byte more is a 414, reported as soon as that
+ *   byte arrives.
+ * - Header section: at most HTTP_MAX_HEADER_BYTES bytes counted as received
+ *   from the first byte of the request line up to and including the LF of the
+ *   empty line that ends the headers (every CR and LF counts). More is a 431.
+ *   Empty lines ignored before the request line do not count (at most
+ *   LEADING_EMPTY_MAX bytes of them, else 400).
+ * - At most HTTP_MAX_HEADERS header lines; the next one is a 431.
+ * - Chunk size lines (HTTP chunked and aws-chunked alike): at most
+ *   CHUNK_LINE_MAX bytes not counting the terminator (else 400); the size is
+ *   1..15 significant hex digits (leading zeros are free), more is a 413.
+ *   The chunked body total must stay within INT64_MAX (else 413).
+ * - Trailers (both layers): at most HTTP_MAX_HEADERS lines and
+ *   HTTP_MAX_HEADER_BYTES bytes (including terminators) per layer, else 431;
+ *   they are checked for "token:value" shape and dropped.
+ *
+ * Return value of http_parse() on the first error: the bytes examined, the
+ * offending one included; afterwards 0 with HTTP_EV_ERROR every time.
+ * After HTTP_EV_DONE, further calls return HTTP_EV_DONE and consume nothing
+ * until http_parser_reset().
+ *
+ * Storage: request line and header lines are kept in place in buf, their
+ * terminators replaced by NULs (so the stored form is never longer than what
+ * was counted against HTTP_MAX_HEADER_BYTES); the decoded path has its own
+ * buffer. Body bytes are never copied.
+ */
+#include "s3/s3_http.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CHUNK_LINE_MAX    256
+#define CHUNK_DIGITS_MAX  15
+#define LEADING_EMPTY_MAX 64
+
+/* ---- character classes -------------------------------------------------- */
+
+static bool is_tchar(unsigned char c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+		return true;
+	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static bool is_ows(unsigned char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* field-content octets: HTAB, SP, VCHAR, obs-text */
+static bool is_field_char(unsigned char c)
+{
+	return c == '\t' || (c >= 0x20 && c != 0x7f);
+}
+
+static int hexval(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static unsigned char lower(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') ? (unsigned char)(c - 'A' + 'a') : c;
+}
+
+/* ASCII case-insensitive equality of a NUL-terminated string and [b, b+blen). */
+static bool ieq_n(const char *a, const char *b, size_t blen)
+{
+	size_t i;
+
+	for (i = 0; i < blen; i++)
+		if (a[i] == '\0' || lower((unsigned char)a[i]) != lower((unsigned char)b[i]))
+			return false;
+	return a[i] == '\0';
+}
+
+static bool ieq(const char *a, const char *b)
+{
+	return ieq_n(a, b, strlen(b));
+}
+
+/* Does the comma-separated list value hold token (case-insensitive, OWS trimmed)? */
+static bool list_has(const char *value, const char *token)
+{
+	const char *s = value;
+
+	for (;;) {
+		const char *e = strchr(s, ',');
+		const char *end = e ? e : s + strlen(s);
+		const char *a = s, *b = end;
+
+		while (a < b && is_ows((unsigned char)*a))
+			a++;
+		while (b > a && is_ows((unsigned char)b[-1]))
+			b--;
+		if (ieq_n(token, a, (size_t)(b - a)))
+			return true;
+		if (!e)
+			return false;
+		s = e + 1;
+	}
+}
+
+/* ---- chunk framing (used for Transfer-Encoding: chunked and aws-chunked) --- */
+
+enum ck_state {
+	CK_SIZE,       /* in a chunk-size line */
+	CK_SIZE_LF,    /* its CR seen */
+	CK_DATA,       /* chunk data; the caller consumes it */
+	CK_DATA_END,   /* the CRLF after chunk data */
+	CK_DATA_LF,
+	CK_TRAILER,    /* trailer lines after the last chunk */
+	CK_TRAILER_LF,
+	CK_DONE,
+};
+
+enum { SZ_DIGITS, SZ_BWS, SZ_EXT };  /* within a size line */
+enum { TR_START, TR_NAME, TR_VALUE }; /* within a trailer line */
+
+struct chunk_dec {
+	enum ck_state st;
+	int sub;
+	bool any_digit;
+	unsigned digits;        /* significant hex digits */
+	unsigned line_len;      /* size line bytes, terminator excluded */
+	uint64_t size;          /* the size being parsed */
+	uint64_t remaining;     /* of the current chunk's data */
+	uint64_t total;         /* sum of chunk sizes so far */
+	uint64_t max_total;
+	int over_status;        /* when total would exceed max_total */
+	bool exact;             /* total must equal max_total at the end */
+	unsigned trailers;
+	size_t trailer_bytes;
+};
+
+static void ck_init(struct chunk_dec *c, uint64_t max_total, int over_status, bool exact)
+{
+	memset(c, 0, sizeof(*c));
+	c->st = CK_SIZE;
+	c->max_total = max_total;
+	c->over_status = over_status;
+	c->exact = exact;
+}
+
+static int ck_size_line_end(struct chunk_dec *c)
+{
+	if (!c->any_digit)
+		return 400;
+	if (c->size == 0) {
+		if (c->exact && c->total != c->max_total)
+			return 400;
+		c->st = CK_TRAILER;
+		c->sub = TR_START;
+		return 0;
+	}
+	if (c->size > c->max_total - c->total)
+		return c->over_status;
+	c->total += c->size;
+	c->remaining = c->size;
+	c->st = CK_DATA;
+	return 0;
+}
+
+static void ck_new_size_line(struct chunk_dec *c)
+{
+	c->st = CK_SIZE;
+	c->sub = SZ_DIGITS;
+	c->any_digit = false;
+	c->digits = 0;
+	c->line_len = 0;
+	c->size = 0;
+}
+
+static int ck_trailer_line_end(struct chunk_dec *c)
+{
+	if (c->sub == TR_START) {
+		c->st = CK_DONE;
+		return 0;
+	}
+	if (c->sub != TR_VALUE)
+		return 400; /* no colon */
+	if (++c->trailers > HTTP_MAX_HEADERS)
+		return 431;
+	c->st = CK_TRAILER;
+	c->sub = TR_START;
+	return 0;
+}
+
+/* One framing byte; returns 0 or an error status. */
+static int ck_byte(struct chunk_dec *c, unsigned char ch)
+{
+	int v;
+
+	switch (c->st) {
+	case CK_SIZE:
+		if (ch == '\r') {
+			c->st = CK_SIZE_LF;
+			return 0;
+		}
+		if (ch == '\n')
+			return ck_size_line_end(c);
+		if (++c->line_len > CHUNK_LINE_MAX)
+			return 400;
+		switch (c->sub) {
+		case SZ_DIGITS:
+			v = hexval(ch);
+			if (v >= 0) {
+				c->any_digit = true;
+				if (c->digits == 0 && v == 0)
+					return 0;
+				if (++c->digits > CHUNK_DIGITS_MAX)
+					return 413;
+				c->size = c->size * 16 + (uint64_t)v;
+				return 0;
+			}
+			if (!c->any_digit)
+				return 400;
+			if (is_ows(ch))
+				c->sub = SZ_BWS;
+			else if (ch == ';')
+				c->sub = SZ_EXT;
+			else
+				return 400;
+			return 0;
+		case SZ_BWS:
+			if (ch == ';')
+				c->sub = SZ_EXT;
+			else if (!is_ows(ch))
+				return 400;
+			return 0;
+		default: /* SZ_EXT: ignored, but no control characters */
+			return is_field_char(ch) ? 0 : 400;
+		}
+	case CK_SIZE_LF:
+		return ch == '\n' ? ck_size_line_end(c) : 400;
+	case CK_DATA_END:
+		if (ch == '\r') {
+			c->st = CK_DATA_LF;
+			return 0;
+		}
+		if (ch != '\n')
+			return 400;
+		ck_new_size_line(c);
+		return 0;
+	case CK_DATA_LF:
+		if (ch != '\n')
+			return 400;
+		ck_new_size_line(c);
+		return 0;
+	case CK_TRAILER:
+		if (++c->trailer_bytes > HTTP_MAX_HEADER_BYTES)
+			return 431;
+		if (ch == '\r') {
+			c->st = CK_TRAILER_LF;
+			return 0;
+		}
+		if (ch == '\n')
+			return ck_trailer_line_end(c);
+		switch (c->sub) {
+		case TR_START:
+			if (!is_tchar(ch))
+				return 400; /* folding, empty name, junk */
+			c->sub = TR_NAME;
+			return 0;
+		case TR_NAME:
+			if (ch == ':')
+				c->sub = TR_VALUE;
+			else if (!is_tchar(ch))
+				return 400;
+			return 0;
+		default:
+			return is_field_char(ch) ? 0 : 400;
+		}
+	case CK_TRAILER_LF:
+		if (++c->trailer_bytes > HTTP_MAX_HEADER_BYTES)
+			return 431;
+		return ch == '\n' ? ck_trailer_line_end(c) : 400;
+	case CK_DATA:
+	case CK_DONE:
+		break;
+	}
+	return 400; /* not reached: the caller never feeds data or post-end bytes here */
+}
+
+/*
+ * Run framing bytes until chunk data starts (st == CK_DATA), the framing ends
+ * (CK_DONE) or the input runs out. *used: bytes examined (the offending one
+ * included on error). Returns 0 or an error status.
+ */
+static int ck_frame(struct chunk_dec *c, const uint8_t *in, size_t len, size_t *used)
+{
+	size_t i = 0;
+
+	while (i < len && c->st != CK_DATA && c->st != CK_DONE) {
+		int s = ck_byte(c, in[i++]);
+
+		if (s) {
+			*used = i;
+			return s;
+		}
+	}
+	*used = i;
+	return 0;
+}
+
+static void ck_consume(struct chunk_dec *c, uint64_t n)
+{
+	c->remaining -= n;
+	if (c->remaining == 0)
+		c->st = CK_DATA_END;
+}
+
+/* ---- the parser ---------------------------------------------------------- */
+
+enum p_state { PS_START, PS_HEAD, PS_BODY, PS_DONE, PS_ERROR };
+enum outer_kind { OUT_NONE, OUT_LENGTH, OUT_CHUNKED };
+
+struct http_parser {
+	/* everything up to buf is cleared by http_parser_reset() */
+	enum p_state st;
+	int status;
+	bool headers_done;
+	bool cr;              /* a CR was seen; only LF may follow */
+	bool in_request_line;
+	size_t leading;       /* bytes of empty lines before the request line */
+	size_t raw;           /* header-section bytes counted so far */
+	size_t pos;           /* bytes used in buf */
+	size_t line_start;    /* where the current line starts in buf */
+	enum outer_kind outer;
+	uint64_t remaining;   /* OUT_LENGTH: body bytes still to come */
+	struct chunk_dec ock; /* OUT_CHUNKED framing */
+	bool aws;             /* aws-chunked inner framing */
+	struct chunk_dec ick;
+	struct http_request req;
+	char buf[HTTP_MAX_HEADER_BYTES];
+	char path[HTTP_MAX_REQUEST_LINE + 1];
+};
+
+struct http_parser *http_parser_new(void)
+{
+	struct http_parser *p = calloc(1, sizeof(*p));
+
+	if (p)
+		http_parser_reset(p);
+	return p;
+}
+
+void http_parser_free(struct http_parser *p)
+{
+	free(p);
+}
+
+void http_parser_reset(struct http_parser *p)
+{
+	if (!p || p->st == PS_ERROR)
+		return; /* an error is final: the connection must close */
+	memset(p, 0, offsetof(struct http_parser, buf));
+	p->st = PS_START;
+}
+
+const struct http_request *http_parser_request(const struct http_parser *p)
+{
+	return (p && p->headers_done) ? &p->req : NULL;
+}
+
+int http_parser_error_status(const struct http_parser *p)
+{
+	if (!p)
+		return 400;
+	return p->st == PS_ERROR ? p->status : 0;
+}
+
+static size_t fail(struct http_parser *p, int status, size_t used, enum http_event *ev)
+{
+	p->st = PS_ERROR;
+	p->status = status;
+	*ev = HTTP_EV_ERROR;
+	return used;
+}
+
+static bool is_method_char(unsigned char c)
+{
+	return is_tchar(c) && !(c >= 'a' && c <= 'z');
+}
+
+/* The request line s[0..n), NUL-terminated at s[n]; parsed in place. */
+static int parse_request_line(struct http_parser *p, char *s, size_t n)
+{
+	struct http_request *r = &p->req;
+	char *sp1, *sp2, *target, *version, *q;
+	size_t mlen, tlen, vlen, plen, i;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c != ' ' && (c <= 0x20 || c >= 0x7f))
+			return 400;
+	}
+	sp1 = memchr(s, ' ', n);
+	if (!sp1)
+		return 400;
+	mlen = (size_t)(sp1 - s);
+	if (mlen == 0 || mlen >= sizeof(r->method))
+		return 400;
+	for (i = 0; i < mlen; i++)
+		if (!is_method_char((unsigned char)s[i]))
+			return 400;
+	target = sp1 + 1;
+	sp2 = memchr(target, ' ', n - mlen - 1);
+	if (!sp2)
+		return 400;
+	tlen = (size_t)(sp2 - target);
+	version = sp2 + 1;
+	vlen = n - (size_t)(version - s);
+	if (tlen == 0 || memchr(version, ' ', vlen))
+		return 400;
+	if (vlen != 8 || memcmp(version, "HTTP/", 5) != 0 || hexval((unsigned char)version[5]) < 0 ||
+	    hexval((unsigned char)version[5]) > 9 || version[6] != '.' ||
+	    hexval((unsigned char)version[7]) < 0 || hexval((unsigned char)version[7]) > 9)
+		return 400;
+	if (version[5] != '1' || (version[7] != '0' && version[7] != '1'))
+		return 505;
+	if (target[0] != '/')
+		return 400; /* origin-form only */
+
+	memcpy(r->method, s, mlen);
+	r->method[mlen] = '\0';
+	r->version_minor = version[7] - '0';
+	*sp2 = '\0';
+	r->target = target;
+	q = memchr(target, '?', tlen);
+	plen = q ? (size_t)(q - target) : tlen;
+	r->query = q ? q + 1 : target + tlen;
+	if (http_percent_decode(target, plen, p->path, sizeof(p->path)) < 0)
+		return 400;
+	r->path = p->path;
+	return 0;
+}
+
+/* A header line s[0..n), NUL-terminated at s[n]; split in place. */
+static int parse_header_line(struct http_parser *p, char *s, size_t n)
+{
+	struct http_request *r = &p->req;
+	size_t colon, vs, ve, i;
+
+	if (is_ows((unsigned char)s[0]))
+		return 400; /* obsolete line folding (or space before the first field) */
+	if (r->nheaders >= HTTP_MAX_HEADERS)
+		return 431;
+	for (colon = 0; colon < n && s[colon] != ':'; colon++)
+		if (!is_tchar((unsigned char)s[colon]))
+			return 400;
+	if (colon == 0 || colon == n)
+		return 400;
+	for (i = colon + 1; i < n; i++)
+		if (!is_field_char((unsigned char)s[i]))
+			return 400;
+	s[colon] = '\0';
+	vs = colon + 1;
+	ve = n;
+	while (vs < ve && is_ows((unsigned char)s[vs]))
+		vs++;
+	while (ve > vs && is_ows((unsigned char)s[ve - 1]))
+		ve--;
+	s[ve] = '\0';
+	r->headers[r->nheaders].name = s;
+	r->headers[r->nheaders].value = s + vs;
+	r->nheaders++;
+	return 0;
+}
+
+/* Decimal, digits only; 400 if not, 413 above INT64_MAX. */
+static int parse_length(const char *v, uint64_t *out)
+{
+	uint64_t n = 0;
+	bool over = false;
+	size_t i;
+
+	if (v[0] == '\0')
+		return 400;
+	for (i = 0; v[i]; i++) {
+		unsigned d;
+
+		if (v[i] < '0' || v[i] > '9')
+			return 400;
+		d = (unsigned)(v[i] - '0');
+		if (n > ((uint64_t)INT64_MAX - d) / 10)
+			over = true;
+		else
+			n = n * 10 + d;
+	}
+	if (over)
+		return 413;
+	*out = n;
+	return 0;
+}
+
+/* Headers complete: derive framing, keep-alive and expectations. */
+static int finish_headers(struct http_parser *p)
+{
+	struct http_request *r = &p->req;
+	bool conn_close = false, conn_keep = false, expect = false, te_ok = true;
+	unsigned te = 0, i;
+	int s;
+
+	for (i = 0; i < r->nheaders; i++) {
+		const char *n = r->headers[i].name, *v = r->headers[i].value;
+		uint64_t len;
+
+		if (ieq(n, "content-length")) {
+			s = parse_length(v, &len);
+			if (s)
+				return s;
+			if (r->has_content_length && r->content_length != len)
+				return 400;
+			r->has_content_length = true;
+			r->content_length = len;
+		} else if (ieq(n, "x-amz-decoded-content-length")) {
+			s = parse_length(v, &len);
+			if (s)
+				return s;
+			if (r->has_decoded_length && r->decoded_length != len)
+				return 400;
+			r->has_decoded_length = true;
+			r->decoded_length = len;
+		} else if (ieq(n, "transfer-encoding")) {
+			te++;
+			if (!ieq(v, "chunked"))
+				te_ok = false;
+		} else if (ieq(n, "content-encoding")) {
+			if (list_has(v, "aws-chunked"))
+				r->aws_chunked = true;
+		} else if (ieq(n, "connection")) {
+			if (list_has(v, "close"))
+				conn_close = true;
+			if (list_has(v, "keep-alive"))
+				conn_keep = true;
+		} else if (ieq(n, "expect")) {
+			if (ieq(v, "100-continue"))
+				expect = true;
+		}
+	}
+	if (te && r->has_content_length)
+		return 400; /* request smuggling territory */
+	if (te > 1 || !te_ok)
+		return 501; /* anything but a single "chunked" */
+	r->chunked = te == 1;
+	if (r->version_minor >= 1)
+		r->keep_alive = !conn_close;
+	else /* HTTP/1.0: opt-in; a 1.0 message with chunked framing is not trusted further */
+		r->keep_alive = conn_keep && !conn_close && !r->chunked;
+	r->expect_continue = expect && r->version_minor >= 1; /* RFC 7231 5.1.1: ignored for 1.0 */
+	if (r->aws_chunked && (!r->has_decoded_length || (!r->chunked && !r->has_content_length)))
+		return 400;
+
+	if (r->chunked) {
+		p->outer = OUT_CHUNKED;
+		ck_init(&p->ock, INT64_MAX, 413, false);
+	} else if (r->has_content_length && r->content_length > 0) {
+		p->outer = OUT_LENGTH;
+		p->remaining = r->content_length;
+	} else {
+		p->outer = OUT_NONE;
+	}
+	p->aws = r->aws_chunked;
+	if (p->aws)
+		ck_init(&p->ick, r->decoded_length, 400, true);
+	return 0;
+}
+
+/* A complete line [line_start, pos) of the header section. */
+static int head_line_end(struct http_parser *p, bool *headers_complete)
+{
+	size_t start = p->line_start, n = p->pos - start;
+	int s;
+
+	if (p->pos >= sizeof(p->buf))
+		return 431;
+	p->buf[p->pos++] = '\0';
+	if (p->in_request_line) {
+		p->in_request_line = false;
+		s = parse_request_line(p, p->buf + start, n);
+	} else if (n == 0) {
+		p->pos--; /* the empty line is not stored */
+		*headers_complete = true;
+		s = finish_headers(p);
+	} else {
+		s = parse_header_line(p, p->buf + start, n);
+	}
+	p->line_start = p->pos;
+	return s;
+}
+
+static size_t parse_head(struct http_parser *p, const uint8_t *in, size_t len, enum http_event *ev)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		unsigned char c = in[i];
+		bool eol = false, complete = false;
+		int s;
+
+		if (p->st == PS_START) {
+			if (c == '\r' || c == '\n') {
+				if (++p->leading > LEADING_EMPTY_MAX)
+					return fail(p, 400, i + 1, ev);
+				if (c == '\r' && p->cr)
+					return fail(p, 400, i + 1, ev);
+				p->cr = c == '\r';
+				continue;
+			}
+			if (p->cr)
+				return fail(p, 400, i + 1, ev); /* bare CR */
+			p->st = PS_HEAD;
+			p->in_request_line = true;
+		}
+
+		if (p->cr) {
+			if (c != '\n')
+				return fail(p, 400, i + 1, ev);
+			p->cr = false;
+			eol = true;
+		} else if (c == '\r') {
+			p->cr = true;
+		} else if (c == '\n') {
+			eol = true;
+		} else {
+			if (p->in_request_line && p->pos - p->line_start >= HTTP_MAX_REQUEST_LINE)
+				return fail(p, 414, i + 1, ev);
+		}
+		if (++p->raw > HTTP_MAX_HEADER_BYTES)
+			return fail(p, 431, i + 1, ev);
+		if (c == '\r')
+			continue;
+		if (!eol) {
+			if (p->pos >= sizeof(p->buf))
+				return fail(p, 431, i + 1, ev);
+			p->buf[p->pos++] = (char)c;
+			continue;
+		}
+		s = head_line_end(p, &complete);
+		if (s)
+			return fail(p, s, i + 1, ev);
+		if (complete) {
+			p->headers_done = true;
+			p->st = PS_BODY;
+			*ev = HTTP_EV_HEADERS;
+			return i + 1;
+		}
+	}
+	*ev = HTTP_EV_NEED_MORE;
+	return len;
+}
+
+static void outer_consume(struct http_parser *p, size_t n)
+{
+	if (p->outer == OUT_LENGTH)
+		p->remaining -= n;
+	else if (p->outer == OUT_CHUNKED)
+		ck_consume(&p->ock, n);
+}
+
+static size_t parse_body(struct http_parser *p, const uint8_t *in, size_t len, enum http_event *ev,
+			 const uint8_t **body, size_t *body_len)
+{
+	size_t off = 0;
+
+	for (;;) {
+		bool outer_done = false;
+		size_t avail = 0, n;
+		int s;
+
+		/* Outer layer: the span of body bytes available now. */
+		switch (p->outer) {
+		case OUT_NONE:
+			outer_done = true;
+			break;
+		case OUT_LENGTH:
+			if (p->remaining == 0)
+				outer_done = true;
+			else
+				avail = (uint64_t)(len - off) < p->remaining ? len - off : (size_t)p->remaining;
+			break;
+		case OUT_CHUNKED:
+			if (p->ock.st != CK_DATA) {
+				s = ck_frame(&p->ock, in + off, len - off, &n);
+				off += n;
+				if (s)
+					return fail(p, s, off, ev);
+			}
+			if (p->ock.st == CK_DONE)
+				outer_done = true;
+			else if (p->ock.st == CK_DATA)
+				avail = (uint64_t)(len - off) < p->ock.remaining ? len - off
+										  : (size_t)p->ock.remaining;
+			break;
+		}
+		if (outer_done) {
+			if (p->aws && p->ick.st != CK_DONE)
+				return fail(p, 400, off, ev); /* aws-chunked framing cut short */
+			p->st = PS_DONE;
+			*ev = HTTP_EV_DONE;
+			return off;
+		}
+		if (avail == 0) {
+			*ev = HTTP_EV_NEED_MORE;
+			return off;
+		}
+
+		/* Inner layer over that span. */
+		if (!p->aws) {
+			*body = in + off;
+			*body_len = avail;
+			outer_consume(p, avail);
+			*ev = HTTP_EV_BODY;
+			return off + avail;
+		}
+		if (p->ick.st == CK_DONE)
+			return fail(p, 400, off + 1, ev); /* bytes after the aws-chunked end */
+		if (p->ick.st == CK_DATA) {
+			n = (uint64_t)avail < p->ick.remaining ? avail : (size_t)p->ick.remaining;
+			*body = in + off;
+			*body_len = n;
+			ck_consume(&p->ick, n);
+			outer_consume(p, n);
+			*ev = HTTP_EV_BODY;
+			return off + n;
+		}
+		s = ck_frame(&p->ick, in + off, avail, &n);
+		outer_consume(p, n);
+		off += n;
+		if (s)
+			return fail(p, s, off, ev);
+	}
+}
+
+size_t http_parse(struct http_parser *p, const uint8_t *in, size_t len, enum http_event *ev,
+		  const uint8_t **body, size_t *body_len)
+{
+	enum http_event ev_dummy;
+	const uint8_t *body_dummy;
+	size_t len_dummy;
+
+	if (!ev)
+		ev = &ev_dummy;
+	if (!body)
+		body = &body_dummy;
+	if (!body_len)
+		body_len = &len_dummy;
+	*body = NULL;
+	*body_len = 0;
+	if (!p) {
+		*ev = HTTP_EV_ERROR;
+		return 0;
+	}
+	if (!in)
+		len = 0;
+	switch (p->st) {
+	case PS_START:
+	case PS_HEAD:
+		return parse_head(p, in, len, ev);
+	case PS_BODY:
+		return parse_body(p, in, len, ev, body, body_len);
+	case PS_DONE:
+		*ev = HTTP_EV_DONE;
+		return 0;
+	case PS_ERROR:
+		break;
+	}
+	*ev = HTTP_EV_ERROR;
+	return 0;
+}
+
+const char *http_header_get(const struct http_request *r, const char *name)
+{
+	unsigned i;
+
+	if (!r || !name)
+		return NULL;
+	for (i = 0; i < r->nheaders && i < HTTP_MAX_HEADERS; i++)
+		if (ieq(name, r->headers[i].name))
+			return r->headers[i].value;
+	return NULL;
+}
+
+/* ---- percent-decoding and the query string ------------------------------- */
+
+/*
+ * Decode one octet at s[*i] of [s, s+n): -1 malformed ("%" without two hex
+ * digits) or a decoded NUL, else the octet.
+ */
+static int decode_at(const char *s, size_t n, size_t *i)
+{
+	int hi, lo;
+
+	if (s[*i] != '%')
+		return (unsigned char)s[(*i)++];
+	if (n - *i < 3)
+		return -1;
+	hi = hexval((unsigned char)s[*i + 1]);
+	lo = hexval((unsigned char)s[*i + 2]);
+	if (hi < 0 || lo < 0 || (hi | lo) == 0)
+		return -1;
+	*i += 3;
+	return hi * 16 + lo;
+}
+
+int http_percent_decode(const char *in, size_t len, char *out, size_t outlen)
+{
+	size_t i = 0, o = 0;
+
+	if (!out || outlen == 0)
+		return -ENOSPC;
+	out[0] = '\0';
+	if (!in && len)
+		return -EINVAL;
+	while (i < len) {
+		int c = decode_at(in, len, &i);
+
+		if (c < 0) {
+			out[0] = '\0';
+			return -EINVAL;
+		}
+		if (o + 1 >= outlen || o >= INT_MAX) {
+			out[0] = '\0';
+			return -ENOSPC;
+		}
+		out[o++] = (char)c;
+	}
+	out[o] = '\0';
+	return (int)o;
+}
+
+/* Does the raw key [s, s+n) decode to exactly key? */
+static bool key_matches(const char *s, size_t n, const char *key)
+{
+	size_t i = 0, k = 0;
+
+	while (i < n) {
+		int c = decode_at(s, n, &i);
+
+		if (c < 0 || key[k] == '\0' || (unsigned char)key[k] != c)
+			return false;
+		k++;
+	}
+	return key[k] == '\0';
+}
+
+/* First parameter whose decoded key is key: its raw value (NULL if no "="). */
+static bool query_find(const struct http_request *r, const char *key, const char **val,
+		       size_t *vlen)
+{
+	const char *q;
+
+	if (!r || !key || !r->query)
+		return false;
+	q = r->query;
+	for (;;) {
+		const char *amp = strchr(q, '&');
+		const char *end = amp ? amp : q + strlen(q);
+		const char *eq = memchr(q, '=', (size_t)(end - q));
+		size_t klen = (size_t)((eq ? eq : end) - q);
+
+		if (end > q && key_matches(q, klen, key)) {
+			*val = eq ? eq + 1 : NULL;
+			*vlen = eq ? (size_t)(end - eq - 1) : 0;
+			return true;
+		}
+		if (!amp)
+			return false;
+		q = amp + 1;
+	}
+}
+
+int http_query_get(const struct http_request *r, const char *key, char *out, size_t outlen)
+{
+	const char *val;
+	size_t vlen;
+
+	if (out && outlen)
+		out[0] = '\0';
+	if (!query_find(r, key, &val, &vlen))
+		return -ENOENT;
+	if (!out || outlen == 0)
+		return -ENOSPC;
+	if (!val)
+		return 0;
+	return http_percent_decode(val, vlen, out, outlen);
+}
+
+bool http_query_has(const struct http_request *r, const char *key)
+{
+	const char *val;
+	size_t vlen;
+
+	return query_find(r, key, &val, &vlen);
+}
+
+/* ---- responses ------------------------------------------------------------ */
+
+const char *http_reason(int status)
+{
+	switch (status) {
+	case 100: return "Continue";
+	case 101: return "Switching Protocols";
+	case 200: return "OK";
+	case 201: return "Created";
+	case 202: return "Accepted";
+	case 204: return "No Content";
+	case 206: return "Partial Content";
+	case 301: return "Moved Permanently";
+	case 302: return "Found";
+	case 303: return "See Other";
+	case 304: return "Not Modified";
+	case 307: return "Temporary Redirect";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 409: return "Conflict";
+	case 411: return "Length Required";
+	case 412: return "Precondition Failed";
+	case 413: return "Payload Too Large";
+	case 414: return "URI Too Long";
+	case 415: return "Unsupported Media Type";
+	case 416: return "Range Not Satisfiable";
+	case 417: return "Expectation Failed";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 503: return "Service Unavailable";
+	case 505: return "HTTP Version Not Supported";
+	case 507: return "Insufficient Storage";
+	default: return "Unknown";
+	}
+}
+
+static void put2(char *o, int v)
+{
+	o[0] = (char)('0' + v / 10 % 10);
+	o[1] = (char)('0' + v % 10);
+}
+
+void http_format_date(int64_t unix_time, char out[30])
+{
+	static const char wday[7][4] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
+	static const char mon[12][4] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+					 "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+	const int64_t max = 253402300799; /* 9999-12-31 23:59:59: four-digit years only */
+	struct tm tm;
+	time_t t;
+
+	if (unix_time < 0)
+		unix_time = 0;
+	if (unix_time > max)
+		unix_time = max;
+	t = (time_t)unix_time;
+	if (!gmtime_r(&t, &tm) || tm.tm_wday < 0 || tm.tm_wday > 6 || tm.tm_mon < 0 || tm.tm_mon > 11) {
+		memcpy(out, "Thu, 01 Jan 1970 00:00:00 GMT", 30);
+		return;
+	}
+	/* "Sun, 06 Nov 1994 08:49:37 GMT" */
+	memcpy(out, wday[tm.tm_wday], 3);
+	memcpy(out + 3, ", ", 2);
+	put2(out + 5, tm.tm_mday);
+	out[7] = ' ';
+	memcpy(out + 8, mon[tm.tm_mon], 3);
+	out[11] = ' ';
+	put2(out + 12, (tm.tm_year + 1900) / 100);
+	put2(out + 14, (tm.tm_year + 1900) % 100);
+	out[16] = ' ';
+	put2(out + 17, tm.tm_hour);
+	out[19] = ':';
+	put2(out + 20, tm.tm_min);
+	out[22] = ':';
+	put2(out + 23, tm.tm_sec);
+	memcpy(out + 25, " GMT", 5);
+}
+
+static bool put(char *out, size_t cap, size_t *n, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static bool put(char *out, size_t cap, size_t *n, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vsnprintf(out + *n, cap - *n, fmt, ap);
+	va_end(ap);
+	if (r < 0 || (size_t)r >= cap - *n)
+		return false;
+	*n += (size_t)r;
+	return true;
+}
+
+static bool safe_field(const char *s, bool name)
+{
+	if (!s || (name && !*s))
+		return false;
+	for (; *s; s++)
+		if (name ? !is_tchar((unsigned char)*s) : !is_field_char((unsigned char)*s))
+			return false;
+	return true;
+}
+
+int http_format_response_head(const struct http_response_head *h, char *out, size_t cap)
+{
+	char date[30];
+	size_t n = 0;
+	bool ok;
+	unsigned i;
+
+	if (!out || cap == 0)
+		return -ENOSPC;
+	out[0] = '\0';
+	if (!h || h->status < 100 || h->status > 999 || (h->nheaders && !h->headers))
+		return -EINVAL;
+	for (i = 0; i < h->nheaders; i++) /* no response splitting through an extra header */
+		if (!safe_field(h->headers[i].name, true) || !safe_field(h->headers[i].value, false))
+			return -EINVAL;
+
+	http_format_date(time(NULL), date);
+	ok = put(out, cap, &n, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: rocm-ernic\r\n", h->status,
+		 http_reason(h->status), date);
+	/* RFC 7230 3.3.2: no Content-Length in 1xx and 204 responses */
+	if (ok && h->status >= 200 && h->status != 204)
+		ok = put(out, cap, &n, "Content-Length: %llu\r\n", (unsigned long long)h->content_length);
+	if (ok)
+		ok = put(out, cap, &n, "Connection: %s\r\n", h->keep_alive ? "keep-alive" : "close");
+	for (i = 0; ok && i < h->nheaders; i++)
+		ok = put(out, cap, &n, "%s: %s\r\n", h->headers[i].name, h->headers[i].value);
+	if (ok)
+		ok = put(out, cap, &n, "\r\n");
+	if (!ok || n > INT_MAX) {
+		out[0] = '\0';
+		return -ENOSPC;
+	}
+	return (int)n;
+}

@@ -1,0 +1,110 @@
+/*
+ * The S3 store: one bucket of objects in anonymous memory, with the request
+ * handling of the s3 backend specification (path-style addressing, listings
+ * V1 and V2, ranged GET, multipart uploads, S3 XML errors) and the RDMA path
+ * (x-amz-rdma-token: GET by RDMA WRITE, PUT by RDMA READ, through dma_ops).
+ *
+ * It is fed parsed requests (struct http_request) and body bytes, and
+ * produces responses; it knows nothing of TCP or queues.
+ *
+ * Capacity: object bytes and multipart part bytes count against size=; an
+ * object overwritten by a PUT keeps its bytes until the new one is complete,
+ * so a failed PUT leaves it intact and leaks nothing. objects= counts stored
+ * keys. Object data is reference-counted, so a response may go on sending an
+ * object that a later request replaced or deleted.
+ */
+#ifndef ERNIC_S3_S3_TARGET_H
+#define ERNIC_S3_S3_TARGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "s3/s3_http.h"
+#include "s3/s3_token.h"
+#include "util/backend_opts.h"
+#include "util/dma_ops.h"
+
+#define S3_MAX_KEY_LEN        1024
+#define S3_MAX_PARTS          10000
+#define S3_MIN_PART_SIZE      (5ull << 20)
+#define S3_MAX_UPLOADS        1024
+#define S3_MAX_XML_BODY       (1u << 20)
+#define S3_MAX_RESP_HEADERS   16
+
+/* Object data shared by the store and responses in flight. */
+struct s3_blob {
+	unsigned refs;
+	size_t len;
+	uint8_t *data;
+};
+
+void s3_blob_put(struct s3_blob *b);
+
+struct s3_response {
+	int status;
+	struct http_header headers[S3_MAX_RESP_HEADERS];
+	unsigned nheaders;
+	char hdrbuf[2048];          /* storage for header names and values */
+	size_t hdrused;
+	uint64_t content_length;    /* what Content-Length says */
+	bool send_body;             /* false for HEAD and empty responses */
+	char *xml;                  /* owned body, or NULL */
+	struct s3_blob *blob;       /* referenced body: blob->data[off, off+len) */
+	uint64_t off, len;
+	bool close;                 /* close the connection after this response */
+};
+
+/* Release what a response holds (safe on a zeroed response). */
+void s3_response_release(struct s3_response *r);
+
+struct s3_store_stats {
+	uint64_t used_bytes;        /* object and part bytes held */
+	uint32_t objects;
+	uint32_t uploads;
+	uint64_t requests;
+	uint64_t rdma_bytes;
+};
+
+struct s3_store;
+
+/* server_token: what the x-amz-rdma-reply carries (may be NULL: an all-zero RC token). */
+struct s3_store *s3_store_new(const struct s3_config *cfg, const struct s3_token *server_token);
+void s3_store_free(struct s3_store *st);
+
+/* The guest memory the RDMA path reaches (NULL: RDMA requests get 500). */
+void s3_store_set_dma(struct s3_store *st, const struct dma_ops *ops);
+
+const struct s3_store_stats *s3_store_stats(const struct s3_store *st);
+
+/*
+ * An error response for a request the store never saw (HTTP-level failures):
+ * the S3 XML error of e, with resource and a fresh request id; closes the connection.
+ */
+void s3_store_error_response(struct s3_store *st, int e, const char *resource, struct s3_response *resp);
+
+/* One request in progress. */
+struct s3_op;
+
+/*
+ * Headers are complete: start handling req (only valid during this call; the
+ * op copies what it needs). Never NULL (out of memory answers 500).
+ */
+struct s3_op *s3_op_begin(struct s3_store *st, const struct http_request *req);
+
+/*
+ * The op wants the request body (false when the response is already known,
+ * e.g. an error found from the headers; body bytes fed then are dropped).
+ */
+bool s3_op_wants_body(const struct s3_op *op);
+
+/* Body bytes, in order. */
+void s3_op_body(struct s3_op *op, const uint8_t *data, size_t len);
+
+/* The body is complete: fill *resp and free the op. */
+void s3_op_finish(struct s3_op *op, struct s3_response *resp);
+
+/* The connection went away: drop the op, change nothing in the store. */
+void s3_op_abort(struct s3_op *op);
+
+#endif

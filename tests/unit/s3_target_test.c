@@ -1,0 +1,1168 @@
+/*
+ * s3-target-unit: the S3 store through a transport-less connection (s3_conn):
+ * raw HTTP in, raw HTTP out, with a fake set of DMA ops standing in for the
+ * guest's registered memory. Covers the method set, listings, ranges,
+ * multipart, capacity and slots, every error path, and the RDMA transfers.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "s3/s3_conn.h"
+#include "s3/s3_target.h"
+#include "s3/s3_token.h"
+#include "util/backend_opts.h"
+
+/* ---- fake guest memory: registrations by key ---- */
+
+struct fake_mr {
+	uint32_t key;
+	uint64_t addr;
+	size_t len;
+	uint8_t *buf;
+	bool readable, writable;
+};
+
+static struct fake_mr mrs[4];
+static unsigned nmrs;
+static unsigned dma_calls;
+
+static struct fake_mr *mr_find(uint32_t key)
+{
+	for (unsigned i = 0; i < nmrs; i++)
+		if (mrs[i].key == key)
+			return &mrs[i];
+	return NULL;
+}
+
+static int fake_check(struct fake_mr *m, uint64_t addr, size_t len)
+{
+	if (addr < m->addr || addr - m->addr > m->len || len > m->len - (addr - m->addr))
+		return -EFAULT;
+	return 0;
+}
+
+static int fake_read(void *ctx, uint32_t key, uint64_t addr, void *dst, size_t len)
+{
+	struct fake_mr *m = mr_find(key);
+
+	(void)ctx;
+	dma_calls++;
+	if (key == 0 || m == NULL)
+		return -ENOKEY;
+	if (!m->readable)
+		return -EACCES;
+	if (fake_check(m, addr, len))
+		return -EFAULT;
+	memcpy(dst, m->buf + (addr - m->addr), len);
+	return 0;
+}
+
+static int fake_write(void *ctx, uint32_t key, uint64_t addr, const void *src, size_t len)
+{
+	struct fake_mr *m = mr_find(key);
+
+	(void)ctx;
+	dma_calls++;
+	if (key == 0 || m == NULL)
+		return -ENOKEY;
+	if (!m->writable)
+		return -EACCES;
+	if (fake_check(m, addr, len))
+		return -EFAULT;
+	memcpy(m->buf + (addr - m->addr), src, len);
+	return 0;
+}
+
+static const struct dma_ops fake_ops = { NULL, fake_read, fake_write };
+
+static struct fake_mr *add_mr(uint32_t key, uint64_t addr, size_t len)
+{
+	struct fake_mr *m = &mrs[nmrs++];
+
+	m->key = key;
+	m->addr = addr;
+	m->len = len;
+	m->buf = calloc(1, len);
+	m->readable = m->writable = true;
+	return m;
+}
+
+/* ---- a store and a connection, raw HTTP both ways ---- */
+
+static struct s3_store *st;
+static struct s3_conn *conn;
+
+struct resp {
+	int status;
+	char head[8192];
+	uint8_t *body;
+	size_t body_len;
+};
+
+static struct s3_store *make_store(const char *spec)
+{
+	struct backend_config cfg;
+	char err[256];
+	struct s3_token server = { .transport = S3_TRANSPORT_RC, .qpn = 0x00c00042, .port = 1 };
+
+	if (backend_config_parse(spec, &cfg, err, sizeof(err)))
+		fail_msg("%s", err);
+	server.gid[10] = 0xff;
+	server.gid[11] = 0xff;
+	server.gid[12] = 192; server.gid[13] = 168; server.gid[14] = 200; server.gid[15] = 1;
+	return s3_store_new(&cfg.s3, &server);
+}
+
+static int setup_spec(const char *spec)
+{
+	st = make_store(spec);
+	s3_store_set_dma(st, &fake_ops);
+	conn = s3_conn_new(st);
+	nmrs = 0;
+	dma_calls = 0;
+	return st && conn ? 0 : -1;
+}
+
+static int setup(void **state) { (void)state; return setup_spec("s3"); }
+
+static int teardown(void **state)
+{
+	(void)state;
+	s3_conn_free(conn);
+	s3_store_free(st);
+	for (unsigned i = 0; i < nmrs; i++)
+		free(mrs[i].buf);
+	nmrs = 0;
+	return 0;
+}
+
+/* Everything the connection has to send, concatenated. */
+static uint8_t *drain(size_t *len)
+{
+	size_t cap = 1 << 16, n = 0;
+	uint8_t *out = malloc(cap);
+	const uint8_t *p;
+	size_t k;
+
+	while ((k = s3_conn_output(conn, &p)) > 0) {
+		while (n + k > cap)
+			out = realloc(out, cap *= 2);
+		memcpy(out + n, p, k);
+		n += k;
+		s3_conn_output_done(conn, k);
+	}
+	*len = n;
+	return out;
+}
+
+/* Parse one response at *pos of out. */
+static bool parse_resp(const uint8_t *out, size_t len, size_t *pos, struct resp *r)
+{
+	const char *start = (const char *)out + *pos, *end;
+	size_t hlen;
+	const char *cl;
+
+	memset(r, 0, sizeof(*r));
+	if (*pos >= len)
+		return false;
+	end = memmem(start, len - *pos, "\r\n\r\n", 4);
+	assert_non_null(end);
+	hlen = (size_t)(end - start) + 4;
+	assert_true(hlen < sizeof(r->head));
+	memcpy(r->head, start, hlen);
+	r->head[hlen] = '\0';
+	assert_int_equal(sscanf(r->head, "HTTP/1.1 %d", &r->status), 1);
+	*pos += hlen;
+	if (r->status == 100)
+		return true;
+	cl = strcasestr(r->head, "\r\nContent-Length: ");
+	if (cl == NULL) /* 204 and 304 carry none */
+		assert_true(r->status == 204 || r->status == 304);
+	r->body_len = cl ? strtoull(cl + 18, NULL, 10) : 0;
+	return true;
+}
+
+/* Send one request (whole) and return its (final) response; body bytes copied out. */
+static struct resp exchange(const void *req, size_t len, bool has_body_on_head)
+{
+	struct resp r;
+	size_t olen, pos = 0;
+	uint8_t *out;
+
+	size_t used = s3_conn_input(conn, req, len);
+
+	if (used != len) /* only a connection that is closing leaves input behind */
+		assert_true(s3_conn_wants_close(conn));
+	out = drain(&olen);
+	do {
+		assert_true(parse_resp(out, olen, &pos, &r));
+	} while (r.status == 100);
+	if (has_body_on_head) {
+		assert_true(pos + r.body_len <= olen);
+		r.body = malloc(r.body_len + 1);
+		memcpy(r.body, out + pos, r.body_len);
+		r.body[r.body_len] = '\0';
+		pos += r.body_len;
+	}
+	assert_int_equal(pos, olen); /* nothing else was sent */
+	free(out);
+	return r;
+}
+
+static struct resp req_str(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static struct resp req_str(const char *fmt, ...)
+{
+	char buf[8192];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return exchange(buf, (size_t)n, strncmp(buf, "HEAD ", 5) != 0);
+}
+
+static struct resp put_bytes(const char *path, const uint8_t *data, size_t len, const char *extra)
+{
+	char head[1024];
+	int n = snprintf(head, sizeof(head), "PUT %s HTTP/1.1\r\nHost: s3\r\nContent-Length: %zu\r\n%s\r\n", path, len,
+			 extra ? extra : "");
+	uint8_t *msg = malloc((size_t)n + len);
+	struct resp r;
+
+	memcpy(msg, head, (size_t)n);
+	if (len)
+		memcpy(msg + n, data, len);
+	r = exchange(msg, (size_t)n + len, true);
+	free(msg);
+	return r;
+}
+
+static const char *hdr(const struct resp *r, const char *name, char *out, size_t cap)
+{
+	char pat[128];
+	const char *p, *e;
+
+	snprintf(pat, sizeof(pat), "\r\n%s: ", name);
+	p = strcasestr(r->head, pat);
+	if (p == NULL)
+		return NULL;
+	p += strlen(pat);
+	e = strstr(p, "\r\n");
+	snprintf(out, cap, "%.*s", (int)(e - p), p);
+	return out;
+}
+
+static void assert_error(const struct resp *r, int status, const char *code, const char *resource)
+{
+	char want[512];
+
+	if (r->status != status)
+		fail_msg("status %d, want %d: %s", r->status, status, r->body ? (char *)r->body : "");
+	snprintf(want, sizeof(want), "<Code>%s</Code>", code);
+	if (strstr((char *)r->body, want) == NULL)
+		fail_msg("want %s in: %s", want, (char *)r->body);
+	assert_non_null(strstr((char *)r->body, "<Message>"));
+	assert_non_null(strstr((char *)r->body, "<RequestId>"));
+	if (resource) {
+		snprintf(want, sizeof(want), "<Resource>%s</Resource>", resource);
+		assert_non_null(strstr((char *)r->body, want));
+	}
+}
+
+static void md5_hex(const uint8_t *d, size_t n, char out[33])
+{
+	uint8_t md[16];
+	unsigned int len = 16;
+
+	EVP_Digest(d, n, md, &len, EVP_md5(), NULL);
+	for (int i = 0; i < 16; i++)
+		sprintf(out + 2 * i, "%02x", md[i]);
+}
+
+static uint8_t *pattern(size_t n, unsigned seed)
+{
+	uint8_t *p = malloc(n ? n : 1);
+
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(i * 131 + seed * 7 + (i >> 9));
+	return p;
+}
+
+static void free_resp(struct resp *r)
+{
+	free(r->body);
+	r->body = NULL;
+}
+
+/* ---- service and bucket ---- */
+
+static void test_list_buckets(void **state)
+{
+	struct resp r = req_str("GET / HTTP/1.1\r\nHost: s3\r\n\r\n");
+	char v[64];
+
+	(void)state;
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr((char *)r.body, "<ListAllMyBucketsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"));
+	assert_non_null(strstr((char *)r.body, "<Bucket><Name>ernic</Name><CreationDate>"));
+	assert_string_equal(hdr(&r, "Content-Type", v, sizeof(v)), "application/xml");
+	assert_non_null(hdr(&r, "x-amz-request-id", v, sizeof(v)));
+	assert_non_null(hdr(&r, "Date", v, sizeof(v)));
+	free_resp(&r);
+	r = req_str("HEAD /ernic HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.status, 200);
+	r = req_str("HEAD /other HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.status, 404);
+	r = req_str("GET /other/ HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_error(&r, 404, "NoSuchBucket", "/other/");
+	free_resp(&r);
+	r = req_str("GET /other/key HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_error(&r, 404, "NoSuchBucket", "/other/key");
+	free_resp(&r);
+	r = req_str("PUT /ernic HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\n\r\n");
+	assert_error(&r, 409, "BucketAlreadyOwnedByYou", NULL);
+	free_resp(&r);
+	r = req_str("DELETE /ernic HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_error(&r, 405, "MethodNotAllowed", NULL);
+	free_resp(&r);
+	r = req_str("PATCH /ernic/k HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\n\r\n");
+	assert_error(&r, 405, "MethodNotAllowed", "/ernic/k");
+	free_resp(&r);
+	r = req_str("GET /ernic?location HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr((char *)r.body, "<LocationConstraint"));
+	free_resp(&r);
+	r = req_str("GET /ernic/k?acl HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_error(&r, 501, "NotImplemented", NULL);
+	free_resp(&r);
+	r = req_str("POST /ernic?delete HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\n\r\n");
+	assert_error(&r, 501, "NotImplemented", NULL);
+	free_resp(&r);
+}
+
+/* ---- objects over the body path ---- */
+
+static void test_put_get_head_delete(void **state)
+{
+	const size_t sizes[] = { 0, 1, 4096, 1 << 20, (1 << 20) + 7 };
+	char v[128], md5[33], want[40];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint8_t *data = pattern(sizes[i], (unsigned)i);
+		struct resp r = put_bytes("/ernic/dir/obj", data, sizes[i], "Content-Type: text/plain\r\n");
+
+		assert_int_equal(r.status, 200);
+		md5_hex(data, sizes[i], md5);
+		snprintf(want, sizeof(want), "\"%s\"", md5);
+		assert_string_equal(hdr(&r, "ETag", v, sizeof(v)), want);
+		free_resp(&r);
+
+		r = req_str("GET /ernic/dir/obj HTTP/1.1\r\nHost: s3\r\n\r\n");
+		assert_int_equal(r.status, 200);
+		assert_int_equal(r.body_len, sizes[i]);
+		assert_memory_equal(r.body, data, sizes[i]);
+		assert_string_equal(hdr(&r, "ETag", v, sizeof(v)), want);
+		assert_string_equal(hdr(&r, "Content-Type", v, sizeof(v)), "text/plain");
+		assert_non_null(hdr(&r, "Last-Modified", v, sizeof(v)));
+		free_resp(&r);
+
+		r = req_str("HEAD /ernic/dir/obj HTTP/1.1\r\nHost: s3\r\n\r\n");
+		assert_int_equal(r.status, 200);
+		assert_int_equal(r.body_len, sizes[i]); /* Content-Length says the size, no body follows */
+		assert_string_equal(hdr(&r, "ETag", v, sizeof(v)), want);
+		free(data);
+	}
+	assert_int_equal(s3_store_stats(st)->objects, 1);
+	assert_int_equal(s3_store_stats(st)->used_bytes, (1 << 20) + 7);
+
+	struct resp r = req_str("DELETE /ernic/dir/obj HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.status, 204);
+	free_resp(&r);
+	assert_int_equal(s3_store_stats(st)->used_bytes, 0);
+	r = req_str("GET /ernic/dir/obj HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_error(&r, 404, "NoSuchKey", "/ernic/dir/obj");
+	free_resp(&r);
+	r = req_str("HEAD /ernic/dir/obj HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.status, 404);
+	/* Deletes are idempotent. */
+	r = req_str("DELETE /ernic/dir/obj HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.status, 204);
+	free_resp(&r);
+	/* Percent-encoded keys are stored decoded. */
+	r = put_bytes("/ernic/a%20b%2Bc", (const uint8_t *)"x", 1, NULL);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	r = req_str("GET /ernic/a%%20b+c HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	/* A key longer than 1024 bytes. */
+	char longkey[1200];
+	memset(longkey, 'k', 1025);
+	longkey[1025] = '\0';
+	r = req_str("GET /ernic/%s HTTP/1.1\r\nHost: s3\r\n\r\n", longkey);
+	assert_error(&r, 400, "KeyTooLongError", NULL);
+	free_resp(&r);
+}
+
+static void test_content_md5(void **state)
+{
+	struct resp r;
+
+	(void)state;
+	/* MD5("hello") = 5d41402abc4b2a76b9719d911017c592, base64 XUFAKrxLKna5cZ2REBfFkg== */
+	r = put_bytes("/ernic/h", (const uint8_t *)"hello", 5, "Content-MD5: XUFAKrxLKna5cZ2REBfFkg==\r\n");
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	r = put_bytes("/ernic/h", (const uint8_t *)"hellO", 5, "Content-MD5: XUFAKrxLKna5cZ2REBfFkg==\r\n");
+	assert_error(&r, 400, "BadDigest", NULL);
+	free_resp(&r);
+	r = put_bytes("/ernic/h", (const uint8_t *)"hello", 5, "Content-MD5: nonsense\r\n");
+	assert_error(&r, 400, "InvalidDigest", NULL);
+	free_resp(&r);
+	/* The failed PUTs left the first one alone. */
+	r = req_str("GET /ernic/h HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.status, 200);
+	assert_memory_equal(r.body, "hello", 5);
+	free_resp(&r);
+	assert_int_equal(s3_store_stats(st)->used_bytes, 5);
+}
+
+static void test_ranges(void **state)
+{
+	uint8_t *data = pattern(4096, 3);
+	struct resp r = put_bytes("/ernic/r", data, 4096, NULL);
+	char v[128];
+
+	(void)state;
+	free_resp(&r);
+	r = req_str("GET /ernic/r HTTP/1.1\r\nHost: s3\r\nRange: bytes=1024-1535\r\n\r\n");
+	assert_int_equal(r.status, 206);
+	assert_int_equal(r.body_len, 512);
+	assert_memory_equal(r.body, data + 1024, 512);
+	assert_string_equal(hdr(&r, "Content-Range", v, sizeof(v)), "bytes 1024-1535/4096");
+	free_resp(&r);
+	r = req_str("GET /ernic/r HTTP/1.1\r\nHost: s3\r\nRange: bytes=4000-\r\n\r\n");
+	assert_int_equal(r.status, 206);
+	assert_int_equal(r.body_len, 96);
+	assert_memory_equal(r.body, data + 4000, 96);
+	free_resp(&r);
+	r = req_str("GET /ernic/r HTTP/1.1\r\nHost: s3\r\nRange: bytes=-100\r\n\r\n");
+	assert_int_equal(r.status, 206);
+	assert_memory_equal(r.body, data + 3996, 100);
+	assert_string_equal(hdr(&r, "Content-Range", v, sizeof(v)), "bytes 3996-4095/4096");
+	free_resp(&r);
+	r = req_str("GET /ernic/r HTTP/1.1\r\nHost: s3\r\nRange: bytes=4000-999999\r\n\r\n"); /* end clamped */
+	assert_int_equal(r.status, 206);
+	assert_int_equal(r.body_len, 96);
+	free_resp(&r);
+	r = req_str("GET /ernic/r HTTP/1.1\r\nHost: s3\r\nRange: bytes=-99999\r\n\r\n"); /* longer suffix: all */
+	assert_int_equal(r.status, 206);
+	assert_int_equal(r.body_len, 4096);
+	free_resp(&r);
+	/* Unsatisfiable: 416 InvalidRange. */
+	r = req_str("GET /ernic/r HTTP/1.1\r\nHost: s3\r\nRange: bytes=4096-\r\n\r\n");
+	assert_error(&r, 416, "InvalidRange", NULL);
+	assert_string_equal(hdr(&r, "Content-Range", v, sizeof(v)), "bytes */4096");
+	free_resp(&r);
+	r = req_str("GET /ernic/r HTTP/1.1\r\nHost: s3\r\nRange: bytes=-0\r\n\r\n");
+	assert_error(&r, 416, "InvalidRange", NULL);
+	free_resp(&r);
+	r = req_str("GET /ernic/r HTTP/1.1\r\nHost: s3\r\nRange: bytes=99999999999999999999999-\r\n\r\n");
+	assert_error(&r, 416, "InvalidRange", NULL);
+	free_resp(&r);
+	/* Ignored: malformed, multi-range, reversed, other units. */
+	const char *ignored[] = { "bytes=abc", "bytes=1-2,4-5", "bytes=10-5", "items=0-1", "bytes=", "bytes=-" };
+	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++) {
+		r = req_str("GET /ernic/r HTTP/1.1\r\nHost: s3\r\nRange: %s\r\n\r\n", ignored[i]);
+		assert_int_equal(r.status, 200);
+		assert_int_equal(r.body_len, 4096);
+		free_resp(&r);
+	}
+	/* HEAD with a range reports the range's length. */
+	r = req_str("HEAD /ernic/r HTTP/1.1\r\nHost: s3\r\nRange: bytes=0-9\r\n\r\n");
+	assert_int_equal(r.status, 206);
+	assert_int_equal(r.body_len, 10);
+	free(data);
+}
+
+/* ---- listings ---- */
+
+static void put_small(const char *key)
+{
+	char path[512];
+	struct resp r;
+
+	snprintf(path, sizeof(path), "/ernic/%s", key);
+	r = put_bytes(path, (const uint8_t *)"x", 1, NULL);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+}
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+		n++;
+	return n;
+}
+
+static void test_list_v1(void **state)
+{
+	const char *keys[] = { "a/1", "a/2", "b/1", "c", "d&<e>" };
+	struct resp r;
+
+	(void)state;
+	for (size_t i = 0; i < 5; i++)
+		put_small(keys[i]);
+	r = req_str("GET /ernic HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr((char *)r.body, "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>ernic</Name>"));
+	assert_int_equal(count((char *)r.body, "<Contents>"), 5);
+	assert_non_null(strstr((char *)r.body, "<Key>d&amp;&lt;e&gt;</Key>")); /* escaped */
+	assert_non_null(strstr((char *)r.body, "<IsTruncated>false</IsTruncated>"));
+	/* Keys come in byte order. */
+	assert_true(strstr((char *)r.body, "<Key>a/2</Key>") < strstr((char *)r.body, "<Key>b/1</Key>"));
+	free_resp(&r);
+
+	r = req_str("GET /ernic/?prefix=a/ HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(count((char *)r.body, "<Contents>"), 2);
+	assert_non_null(strstr((char *)r.body, "<Prefix>a/</Prefix>"));
+	free_resp(&r);
+	r = req_str("GET /ernic/?delimiter=/ HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(count((char *)r.body, "<Contents>"), 2); /* c, d&<e> */
+	assert_int_equal(count((char *)r.body, "<CommonPrefixes>"), 2);
+	assert_non_null(strstr((char *)r.body, "<CommonPrefixes><Prefix>a/</Prefix></CommonPrefixes>"));
+	assert_non_null(strstr((char *)r.body, "<Delimiter>/</Delimiter>"));
+	free_resp(&r);
+	/* max-keys truncates; NextMarker continues. */
+	r = req_str("GET /ernic/?max-keys=2 HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(count((char *)r.body, "<Contents>"), 2);
+	assert_non_null(strstr((char *)r.body, "<IsTruncated>true</IsTruncated>"));
+	assert_non_null(strstr((char *)r.body, "<NextMarker>a/2</NextMarker>"));
+	assert_non_null(strstr((char *)r.body, "<MaxKeys>2</MaxKeys>"));
+	free_resp(&r);
+	r = req_str("GET /ernic/?max-keys=2&marker=a/2 HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_non_null(strstr((char *)r.body, "<Key>b/1</Key>"));
+	assert_non_null(strstr((char *)r.body, "<Key>c</Key>"));
+	assert_null(strstr((char *)r.body, "<Key>a/2</Key>"));
+	free_resp(&r);
+	r = req_str("GET /ernic/?max-keys=bogus HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_error(&r, 400, "InvalidArgument", NULL);
+	free_resp(&r);
+	r = req_str("GET /ernic/?max-keys=-1 HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_error(&r, 400, "InvalidArgument", NULL);
+	free_resp(&r);
+}
+
+static void test_list_v2(void **state)
+{
+	char tok[256], *p, *e;
+	struct resp r;
+	int seen = 0;
+
+	(void)state;
+	for (int i = 0; i < 7; i++) {
+		char k[16];
+
+		snprintf(k, sizeof(k), "k%02d", i);
+		put_small(k);
+	}
+	/* Walk the bucket two keys at a time with continuation tokens. */
+	tok[0] = '\0';
+	for (int page = 0; page < 10; page++) {
+		if (tok[0])
+			r = req_str("GET /ernic?list-type=2&max-keys=2&continuation-token=%s HTTP/1.1\r\nHost: s3\r\n\r\n", tok);
+		else
+			r = req_str("GET /ernic?list-type=2&max-keys=2 HTTP/1.1\r\nHost: s3\r\n\r\n");
+		assert_int_equal(r.status, 200);
+		seen += count((char *)r.body, "<Contents>");
+		assert_non_null(strstr((char *)r.body, "<KeyCount>"));
+		p = strstr((char *)r.body, "<NextContinuationToken>");
+		if (p == NULL) {
+			assert_non_null(strstr((char *)r.body, "<IsTruncated>false</IsTruncated>"));
+			free_resp(&r);
+			break;
+		}
+		p += strlen("<NextContinuationToken>");
+		e = strstr(p, "<");
+		snprintf(tok, sizeof(tok), "%.*s", (int)(e - p), p);
+		free_resp(&r);
+	}
+	assert_int_equal(seen, 7);
+	r = req_str("GET /ernic?list-type=2&start-after=k04 HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(count((char *)r.body, "<Contents>"), 2);
+	assert_non_null(strstr((char *)r.body, "<KeyCount>2</KeyCount>"));
+	assert_non_null(strstr((char *)r.body, "<StartAfter>k04</StartAfter>"));
+	free_resp(&r);
+	r = req_str("GET /ernic?list-type=2&continuation-token=zz HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_error(&r, 400, "InvalidArgument", NULL);
+	free_resp(&r);
+	r = req_str("GET /ernic?list-type=3 HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_error(&r, 400, "InvalidArgument", NULL);
+	free_resp(&r);
+}
+
+/* ---- capacity, slots, maxpart, failed PUTs ---- */
+
+static void test_capacity(void **state)
+{
+	uint8_t *data = pattern(600 << 10, 1);
+	struct resp r;
+
+	(void)state;
+	teardown(NULL);
+	setup_spec("s3:size=1M,objects=2,maxpart=700K");
+	r = put_bytes("/ernic/a", data, 600 << 10, NULL);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	/* A second 600K does not fit in 1M: 507, nothing held. */
+	r = put_bytes("/ernic/b", data, 600 << 10, NULL);
+	assert_error(&r, 507, "InsufficientStorage", NULL);
+	free_resp(&r);
+	assert_int_equal(s3_store_stats(st)->used_bytes, 600 << 10);
+	/* Overwriting needs room for both copies while the new one arrives; the old stays intact. */
+	r = put_bytes("/ernic/a", data + 1, 500 << 10, NULL);
+	assert_error(&r, 507, "InsufficientStorage", NULL);
+	free_resp(&r);
+	r = req_str("GET /ernic/a HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.body_len, 600 << 10);
+	assert_memory_equal(r.body, data, 600 << 10);
+	free_resp(&r);
+	/* Past maxpart: EntityTooLarge, decided from the headers. */
+	r = req_str("PUT /ernic/big HTTP/1.1\r\nHost: s3\r\nContent-Length: 800000\r\nExpect: 100-continue\r\n\r\n");
+	assert_error(&r, 400, "EntityTooLarge", NULL);
+	free_resp(&r);
+	assert_true(s3_conn_wants_close(conn)); /* the client was waiting for 100: answered and closed */
+	s3_conn_free(conn);
+	conn = s3_conn_new(st);
+	/* Slots: two keys, the third is refused; overwriting an existing key takes no slot. */
+	r = put_bytes("/ernic/s1", (const uint8_t *)"1", 1, NULL);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	r = put_bytes("/ernic/s2", (const uint8_t *)"2", 1, NULL);
+	assert_error(&r, 507, "InsufficientStorage", NULL);
+	free_resp(&r);
+	r = put_bytes("/ernic/s1", (const uint8_t *)"3", 1, NULL);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	assert_int_equal(s3_store_stats(st)->objects, 2);
+	free(data);
+}
+
+static void test_interrupted_put(void **state)
+{
+	const char head[] = "PUT /ernic/x HTTP/1.1\r\nHost: s3\r\nContent-Length: 100000\r\n\r\n";
+	uint8_t *data = pattern(100000, 5);
+	struct resp r = put_bytes("/ernic/x", (const uint8_t *)"old", 3, NULL);
+	size_t olen;
+
+	(void)state;
+	free_resp(&r);
+	/* Half a body, then the connection is gone: nothing changes, nothing leaks. */
+	assert_int_equal(s3_conn_input(conn, (const uint8_t *)head, sizeof(head) - 1), sizeof(head) - 1);
+	assert_int_equal(s3_conn_input(conn, data, 50000), 50000);
+	assert_int_equal(s3_store_stats(st)->used_bytes, 3 + 100000); /* reserved while in flight */
+	s3_conn_input_eof(conn);
+	free(drain(&olen));
+	assert_int_equal(olen, 0);
+	s3_conn_free(conn);
+	conn = s3_conn_new(st);
+	assert_int_equal(s3_store_stats(st)->used_bytes, 3);
+	r = req_str("GET /ernic/x HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.body_len, 3);
+	assert_memory_equal(r.body, "old", 3);
+	free_resp(&r);
+	free(data);
+}
+
+/* ---- protocol behaviour of the connection ---- */
+
+static void test_conn_behaviour(void **state)
+{
+	struct resp r;
+	size_t olen, pos = 0;
+	uint8_t *out;
+	char v[64];
+
+	(void)state;
+	/* 100-continue, then the body, then the final answer. */
+	const char put[] = "PUT /ernic/c HTTP/1.1\r\nHost: s3\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n";
+	assert_int_equal(s3_conn_input(conn, (const uint8_t *)put, sizeof(put) - 1), sizeof(put) - 1);
+	out = drain(&olen);
+	assert_int_equal(olen, 25);
+	assert_memory_equal(out, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+	free(out);
+	r = exchange("abc", 3, true);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	/* Pipelined: three requests in one write, three responses in order. */
+	const char pipe[] = "GET /ernic/c HTTP/1.1\r\nHost: s3\r\n\r\n"
+			    "GET /ernic/missing HTTP/1.1\r\nHost: s3\r\n\r\n"
+			    "HEAD /ernic/c HTTP/1.1\r\nHost: s3\r\n\r\n";
+	assert_int_equal(s3_conn_input(conn, (const uint8_t *)pipe, sizeof(pipe) - 1), sizeof(pipe) - 1);
+	out = drain(&olen);
+	assert_true(parse_resp(out, olen, &pos, &r));
+	assert_int_equal(r.status, 200);
+	assert_memory_equal(out + pos, "abc", 3);
+	pos += r.body_len;
+	assert_true(parse_resp(out, olen, &pos, &r));
+	assert_int_equal(r.status, 404);
+	pos += r.body_len;
+	assert_true(parse_resp(out, olen, &pos, &r));
+	assert_int_equal(r.status, 200);
+	assert_int_equal(pos, olen);
+	free(out);
+	assert_false(s3_conn_wants_close(conn));
+	/* aws-chunked uploads are stored decoded. */
+	static const char aws_body[] = "b;chunk-signature=0000\r\nhello world\r\n0;chunk-signature=0000\r\n"
+				       "x-amz-checksum-crc32:AAAAAA==\r\n\r\n";
+	char fixed[512];
+	snprintf(fixed, sizeof(fixed), "PUT /ernic/aws HTTP/1.1\r\nHost: s3\r\nContent-Encoding: aws-chunked\r\n"
+		 "x-amz-decoded-content-length: 11\r\nContent-Length: %zu\r\n\r\n%s", strlen(aws_body), aws_body);
+	r = exchange(fixed, strlen(fixed), true);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	r = req_str("GET /ernic/aws HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.body_len, 11);
+	assert_memory_equal(r.body, "hello world", 11);
+	free_resp(&r);
+	/* Chunked body without a known length. */
+	r = req_str("PUT /ernic/ch HTTP/1.1\r\nHost: s3\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n2\r\nef\r\n0\r\n\r\n");
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	r = req_str("GET /ernic/ch HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.body_len, 6);
+	assert_memory_equal(r.body, "abcdef", 6);
+	free_resp(&r);
+	/* PUT without any length: 411. */
+	r = req_str("PUT /ernic/nolen HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_error(&r, 411, "MissingContentLength", NULL);
+	free_resp(&r);
+	/* Connection: close is honoured. */
+	r = req_str("GET /ernic/c HTTP/1.1\r\nHost: s3\r\nConnection: close\r\n\r\n");
+	assert_string_equal(hdr(&r, "Connection", v, sizeof(v)), "close");
+	free_resp(&r);
+	assert_true(s3_conn_wants_close(conn));
+}
+
+static void test_http_errors(void **state)
+{
+	struct resp r;
+	char big[20000];
+
+	(void)state;
+	r = req_str("NOT HTTP AT ALL\r\n\r\n");
+	assert_error(&r, 400, "BadRequest", NULL);
+	free_resp(&r);
+	assert_true(s3_conn_wants_close(conn));
+	s3_conn_free(conn);
+	conn = s3_conn_new(st);
+	int n = snprintf(big, sizeof(big), "GET /ernic/x HTTP/1.1\r\n");
+	for (int i = 0; i < 70; i++)
+		n += snprintf(big + n, sizeof(big) - (size_t)n, "X-H%d: v\r\n", i);
+	snprintf(big + n, sizeof(big) - (size_t)n, "\r\n");
+	r = req_str("%s", big);
+	assert_error(&r, 431, "RequestHeaderSectionTooLarge", NULL);
+	free_resp(&r);
+	assert_true(s3_conn_wants_close(conn));
+}
+
+/* ---- multipart ---- */
+
+static void initiate(const char *key, char id[64])
+{
+	struct resp r = req_str("POST /ernic/%s?uploads HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\n\r\n", key);
+	char *p, *e;
+
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr((char *)r.body, "<InitiateMultipartUploadResult"));
+	p = strstr((char *)r.body, "<UploadId>");
+	assert_non_null(p);
+	p += 10;
+	e = strstr(p, "</UploadId>");
+	snprintf(id, 64, "%.*s", (int)(e - p), p);
+	assert_int_equal(strlen(id), 32);
+	free_resp(&r);
+}
+
+static void upload_part(const char *key, const char *id, int n, const uint8_t *d, size_t len, char etag[48])
+{
+	char path[256], v[64];
+	struct resp r;
+
+	snprintf(path, sizeof(path), "/ernic/%s?partNumber=%d&uploadId=%s", key, n, id);
+	r = put_bytes(path, d, len, NULL);
+	assert_int_equal(r.status, 200);
+	snprintf(etag, 48, "%s", hdr(&r, "ETag", v, sizeof(v)));
+	free_resp(&r);
+}
+
+static struct resp complete(const char *key, const char *id, const char *xml)
+{
+	char head[512];
+	static char msg[1 << 16];
+	int n = snprintf(head, sizeof(head), "POST /ernic/%s?uploadId=%s HTTP/1.1\r\nHost: s3\r\nContent-Length: %zu\r\n\r\n",
+			 key, id, strlen(xml));
+
+	snprintf(msg, sizeof(msg), "%s%s", head, xml);
+	return exchange(msg, (size_t)n + strlen(xml), true);
+}
+
+static void test_multipart(void **state)
+{
+	const size_t p1 = 5 << 20, p2 = 1234;
+	uint8_t *d1 = pattern(p1, 11), *d2 = pattern(p2, 12);
+	char id[64], e1[48], e2[48], xml[1024], want[64], v[128];
+	uint8_t md[32], digest[16];
+	unsigned int mdlen = 16;
+	struct resp r;
+
+	(void)state;
+	initiate("mp", id);
+	upload_part("mp", id, 1, d1, p1, e1);
+	upload_part("mp", id, 2, d2, p2, e2);
+	assert_int_equal(s3_store_stats(st)->used_bytes, p1 + p2);
+	/* List the parts. */
+	r = req_str("GET /ernic/mp?uploadId=%s HTTP/1.1\r\nHost: s3\r\n\r\n", id);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(count((char *)r.body, "<Part>"), 2);
+	assert_non_null(strstr((char *)r.body, "<Size>1234</Size>"));
+	free_resp(&r);
+	/* Errors at completion, each leaving the upload usable. */
+	snprintf(xml, sizeof(xml), "<CompleteMultipartUpload><Part><PartNumber>2</PartNumber><ETag>%s</ETag></Part>"
+		 "<Part><PartNumber>1</PartNumber><ETag>%s</ETag></Part></CompleteMultipartUpload>", e2, e1);
+	r = complete("mp", id, xml);
+	assert_error(&r, 400, "InvalidPartOrder", NULL);
+	free_resp(&r);
+	snprintf(xml, sizeof(xml), "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>\"0000\"</ETag></Part>"
+		 "</CompleteMultipartUpload>");
+	r = complete("mp", id, xml);
+	assert_error(&r, 400, "InvalidPart", NULL);
+	free_resp(&r);
+	snprintf(xml, sizeof(xml), "<CompleteMultipartUpload><Part><PartNumber>3</PartNumber><ETag>%s</ETag></Part>"
+		 "</CompleteMultipartUpload>", e1);
+	r = complete("mp", id, xml);
+	assert_error(&r, 400, "InvalidPart", NULL);
+	free_resp(&r);
+	r = complete("mp", id, "<CompleteMultipartUpload><Part><PartNumber>1</Part>");
+	assert_error(&r, 400, "MalformedXML", NULL);
+	free_resp(&r);
+	r = complete("mp", id, "<Other/>");
+	assert_error(&r, 400, "MalformedXML", NULL);
+	free_resp(&r);
+	r = complete("mp", id, "<CompleteMultipartUpload></CompleteMultipartUpload>");
+	assert_error(&r, 400, "MalformedXML", NULL);
+	free_resp(&r);
+	/* The good one: ETags with and without quotes are both accepted. */
+	snprintf(xml, sizeof(xml), "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+		 "<Part><PartNumber>1</PartNumber><ETag>%s</ETag></Part>"
+		 "<Part><ETag>%.32s</ETag><PartNumber> 2 </PartNumber></Part></CompleteMultipartUpload>", e1, e2 + 1);
+	r = complete("mp", id, xml);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr((char *)r.body, "<CompleteMultipartUploadResult"));
+	/* ETag: MD5 of the two binary part digests, then "-2". */
+	EVP_Digest(d1, p1, md, &mdlen, EVP_md5(), NULL);
+	EVP_Digest(d2, p2, md + 16, &mdlen, EVP_md5(), NULL);
+	EVP_Digest(md, 32, digest, &mdlen, EVP_md5(), NULL);
+	want[0] = '"';
+	for (int i = 0; i < 16; i++)
+		sprintf(want + 1 + 2 * i, "%02x", digest[i]);
+	strcat(want, "-2\"");
+	assert_string_equal(hdr(&r, "ETag", v, sizeof(v)), want);
+	free_resp(&r);
+	assert_int_equal(s3_store_stats(st)->used_bytes, p1 + p2); /* parts released, object held */
+	assert_int_equal(s3_store_stats(st)->uploads, 0);
+	r = req_str("GET /ernic/mp HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.body_len, p1 + p2);
+	assert_memory_equal(r.body, d1, p1);
+	assert_memory_equal(r.body + p1, d2, p2);
+	assert_string_equal(hdr(&r, "ETag", v, sizeof(v)), want);
+	free_resp(&r);
+	/* The upload is gone now. */
+	r = complete("mp", id, xml);
+	assert_error(&r, 404, "NoSuchUpload", NULL);
+	free_resp(&r);
+	free(d1);
+	free(d2);
+}
+
+static void test_multipart_rules(void **state)
+{
+	uint8_t small[100] = { 1 };
+	char id[64], e1[48], e2[48], xml[1024];
+	struct resp r;
+
+	(void)state;
+	initiate("s", id);
+	upload_part("s", id, 1, small, sizeof(small), e1);
+	upload_part("s", id, 2, small, sizeof(small), e2);
+	snprintf(xml, sizeof(xml), "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>%s</ETag></Part>"
+		 "<Part><PartNumber>2</PartNumber><ETag>%s</ETag></Part></CompleteMultipartUpload>", e1, e2);
+	r = complete("s", id, xml);
+	assert_error(&r, 400, "EntityTooSmall", NULL);
+	free_resp(&r);
+	/* Bad part numbers, unknown uploads, the wrong key. */
+	r = req_str("PUT /ernic/s?partNumber=0&uploadId=%s HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\n\r\n", id);
+	assert_error(&r, 400, "InvalidArgument", NULL);
+	free_resp(&r);
+	r = req_str("PUT /ernic/s?partNumber=10001&uploadId=%s HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\n\r\n", id);
+	assert_error(&r, 400, "InvalidArgument", NULL);
+	free_resp(&r);
+	r = req_str("PUT /ernic/s?partNumber=1&uploadId=ffff HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\n\r\n");
+	assert_error(&r, 404, "NoSuchUpload", NULL);
+	free_resp(&r);
+	r = req_str("PUT /ernic/other?partNumber=1&uploadId=%s HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\n\r\n", id);
+	assert_error(&r, 404, "NoSuchUpload", NULL);
+	free_resp(&r);
+	/* Completing just the last part alone is fine (no size rule for a single part). */
+	snprintf(xml, sizeof(xml), "<CompleteMultipartUpload><Part><PartNumber>2</PartNumber><ETag>%s</ETag></Part>"
+		 "</CompleteMultipartUpload>", e2);
+	initiate("t", id);
+	char eT[48];
+	upload_part("t", id, 2, small, sizeof(small), eT);
+	snprintf(xml, sizeof(xml), "<CompleteMultipartUpload><Part><PartNumber>2</PartNumber><ETag>%s</ETag></Part>"
+		 "</CompleteMultipartUpload>", eT);
+	r = complete("t", id, xml);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	/* Abort frees the parts; aborting again is NoSuchUpload. */
+	uint64_t before = s3_store_stats(st)->used_bytes;
+	initiate("u", id);
+	upload_part("u", id, 1, small, sizeof(small), e1);
+	assert_int_equal(s3_store_stats(st)->used_bytes, before + sizeof(small));
+	r = req_str("DELETE /ernic/u?uploadId=%s HTTP/1.1\r\nHost: s3\r\n\r\n", id);
+	assert_int_equal(r.status, 204);
+	free_resp(&r);
+	assert_int_equal(s3_store_stats(st)->used_bytes, before);
+	r = req_str("DELETE /ernic/u?uploadId=%s HTTP/1.1\r\nHost: s3\r\n\r\n", id);
+	assert_error(&r, 404, "NoSuchUpload", NULL);
+	free_resp(&r);
+}
+
+/* ---- the RDMA path ---- */
+
+static const char *token_hdr(uint32_t rkey, uint64_t addr, uint64_t len, char out[128])
+{
+	struct s3_token t = { .transport = S3_TRANSPORT_RC, .qpn = 0x11, .rkey = rkey, .addr = addr, .len = len, .port = 1 };
+	char hex[S3_TOKEN_HEX + 1];
+
+	s3_token_to_hex(&t, hex);
+	snprintf(out, 128, "%s", hex);
+	return out;
+}
+
+static struct resp rdma_req(const char *method, const char *path, uint32_t rkey, uint64_t addr, uint64_t len,
+			    const char *extra)
+{
+	char tok[128];
+
+	return req_str("%s %s HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\nx-amz-rdma-token: %s\r\n%s\r\n", method, path,
+		       token_hdr(rkey, addr, len, tok), extra ? extra : "");
+}
+
+static void assert_rdma(const struct resp *r, int status, uint64_t moved)
+{
+	char v[256], want[32];
+	struct s3_reply rep;
+
+	assert_int_equal(r->status, status);
+	assert_non_null(hdr(r, "x-amz-rdma-reply", v, sizeof(v)));
+	assert_int_equal(s3_reply_parse(v, &rep), 0);
+	assert_int_equal(rep.kind, S3_REPLY_STATUS_TOKEN);
+	assert_int_equal(rep.status, status);
+	assert_int_equal(rep.token.qpn, 0x00c00042); /* the server's own token */
+	snprintf(want, sizeof(want), "%" PRIu64, moved);
+	assert_string_equal(hdr(r, "x-amz-rdma-bytes", v, sizeof(v)), want);
+	assert_string_equal(hdr(r, "x-amz-rdma-bytes-transferred", v, sizeof(v)), want);
+}
+
+static void test_rdma_put_get(void **state)
+{
+	const size_t size = 1 << 20;
+	struct fake_mr *m = add_mr(0x1234, 0x7f0000000000ull, 2 * size);
+	uint8_t *src = pattern(size, 21);
+	char v[64], md5[33], want[40];
+	struct resp r;
+
+	(void)state;
+	memcpy(m->buf, src, size);
+	/* PUT: the store RDMA-READs the low half of the buffer. */
+	r = rdma_req("PUT", "/ernic/obj", 0x1234, m->addr, size, NULL);
+	assert_rdma(&r, 200, size);
+	assert_int_equal(r.body_len, 0);
+	md5_hex(src, size, md5);
+	snprintf(want, sizeof(want), "\"%s\"", md5);
+	assert_string_equal(hdr(&r, "ETag", v, sizeof(v)), want);
+	free_resp(&r);
+	/* GET: RDMA-WRITE into the high half; the body path sees the same bytes. */
+	r = rdma_req("GET", "/ernic/obj", 0x1234, m->addr + size, size, NULL);
+	assert_rdma(&r, 200, size);
+	assert_int_equal(r.body_len, 0);
+	assert_memory_equal(m->buf + size, src, size);
+	free_resp(&r);
+	r = req_str("GET /ernic/obj HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_memory_equal(r.body, src, size);
+	free_resp(&r);
+	/* hipObject's three-field form, overriding address and length. */
+	char tok[128], three[200];
+	memset(m->buf + size, 0, size);
+	snprintf(three, sizeof(three), "%s:%016llx:%016llx", token_hdr(0x1234, 0, 0, tok),
+		 (unsigned long long)(m->addr + size), 4096ull);
+	r = req_str("GET /ernic/obj HTTP/1.1\r\nHost: s3\r\nx-amz-rdma-token: %s\r\n\r\n", three);
+	assert_rdma(&r, 200, 4096);
+	assert_memory_equal(m->buf + size, src, 4096);
+	assert_int_equal(m->buf[size + 4096], 0);
+	free_resp(&r);
+	free(src);
+}
+
+static void test_rdma_short_and_range(void **state)
+{
+	const size_t size = 64 << 10;
+	struct fake_mr *m = add_mr(0x99, 0x10000, 2 * size);
+	uint8_t *src = pattern(size, 22);
+	struct resp r = put_bytes("/ernic/o", src, size, NULL);
+	char v[64];
+
+	(void)state;
+	free_resp(&r);
+	memset(m->buf, 0xcc, 2 * size);
+	/* A window shorter than the object: the write stops at the window, and says so. */
+	r = rdma_req("GET", "/ernic/o", 0x99, m->addr, 1000, NULL);
+	assert_rdma(&r, 200, 1000);
+	assert_memory_equal(m->buf, src, 1000);
+	assert_int_equal(m->buf[1000], 0xcc);
+	free_resp(&r);
+	/* A ranged GET moves only the range. */
+	memset(m->buf, 0xcc, 2 * size);
+	r = rdma_req("GET", "/ernic/o", 0x99, m->addr, size, "Range: bytes=1024-1535\r\n");
+	assert_rdma(&r, 206, 512);
+	assert_string_equal(hdr(&r, "Content-Range", v, sizeof(v)), "bytes 1024-1535/65536");
+	assert_memory_equal(m->buf, src + 1024, 512);
+	assert_int_equal(m->buf[512], 0xcc);
+	free_resp(&r);
+	free(src);
+}
+
+static void test_rdma_errors(void **state)
+{
+	struct fake_mr *m = add_mr(0x77, 0x20000, 8192);
+	struct resp r = put_bytes("/ernic/e", (const uint8_t *)"data", 4, NULL);
+	char tok[128];
+
+	(void)state;
+	free_resp(&r);
+	/* rkey 0 is the driver's reserved DMA key: refused before any DMA. */
+	dma_calls = 0;
+	r = rdma_req("GET", "/ernic/e", 0, m->addr, 4, NULL);
+	assert_rdma(&r, 500, 0);
+	assert_int_equal(dma_calls, 0);
+	free_resp(&r);
+	r = rdma_req("PUT", "/ernic/e2", 0, m->addr, 4, NULL);
+	assert_rdma(&r, 500, 0);
+	assert_int_equal(dma_calls, 0);
+	free_resp(&r);
+	/* Unknown key, window outside the registration, read-only registration. */
+	r = rdma_req("GET", "/ernic/e", 0x78, m->addr, 4, NULL);
+	assert_rdma(&r, 500, 0);
+	free_resp(&r);
+	r = rdma_req("GET", "/ernic/e", 0x77, m->addr + 8190, 4, NULL);
+	assert_rdma(&r, 500, 0);
+	free_resp(&r);
+	r = rdma_req("PUT", "/ernic/e3", 0x77, m->addr + 4096, 8192, NULL);
+	assert_rdma(&r, 500, 0);
+	free_resp(&r);
+	m->writable = false;
+	r = rdma_req("GET", "/ernic/e", 0x77, m->addr, 4, NULL);
+	assert_rdma(&r, 500, 0);
+	free_resp(&r);
+	m->writable = true;
+	/* Failed PUTs by RDMA store nothing and hold nothing. */
+	r = req_str("HEAD /ernic/e3 HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.status, 404);
+	assert_int_equal(s3_store_stats(st)->used_bytes, 4);
+	/* Malformed token, missing key, wrong bucket: S3 errors, still with the reply header. */
+	r = req_str("GET /ernic/e HTTP/1.1\r\nHost: s3\r\nx-amz-rdma-token: 1234\r\n\r\n");
+	assert_int_equal(r.status, 400);
+	assert_non_null(hdr(&r, "x-amz-rdma-reply", tok, sizeof(tok)));
+	assert_non_null(strstr((char *)r.body, "<Code>InvalidArgument</Code>"));
+	free_resp(&r);
+	r = rdma_req("GET", "/ernic/nothere", 0x77, m->addr, 4, NULL);
+	assert_rdma(&r, 404, 0);
+	free_resp(&r);
+	r = rdma_req("GET", "/wrong/e", 0x77, m->addr, 4, NULL);
+	assert_rdma(&r, 404, 0);
+	free_resp(&r);
+	/* No guest memory attached at all. */
+	s3_store_set_dma(st, NULL);
+	r = rdma_req("GET", "/ernic/e", 0x77, m->addr, 4, NULL);
+	assert_rdma(&r, 500, 0);
+	free_resp(&r);
+}
+
+static void test_rdma_maxpart(void **state)
+{
+	struct fake_mr *m;
+	uint8_t *src = pattern(8192, 9);
+	struct resp r;
+
+	(void)state;
+	teardown(NULL);
+	setup_spec("s3:maxpart=4K");
+	m = add_mr(0x55, 0x40000, 16384);
+	memcpy(m->buf, src, 8192);
+	/* PUT larger than maxpart: EntityTooLarge. */
+	r = rdma_req("PUT", "/ernic/big", 0x55, m->addr, 8192, NULL);
+	assert_int_equal(r.status, 400);
+	assert_non_null(strstr((char *)r.body, "EntityTooLarge"));
+	free_resp(&r);
+	r = rdma_req("PUT", "/ernic/ok", 0x55, m->addr, 4096, NULL);
+	assert_rdma(&r, 200, 4096);
+	free_resp(&r);
+	/* Multipart parts by RDMA too. */
+	char id[64];
+	initiate("mp", id);
+	char path[128];
+	snprintf(path, sizeof(path), "/ernic/mp?partNumber=1&uploadId=%s", id);
+	r = rdma_req("PUT", path, 0x55, m->addr, 100, NULL);
+	assert_rdma(&r, 200, 100);
+	free_resp(&r);
+	free(src);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_list_buckets, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_put_get_head_delete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_content_md5, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ranges, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_v1, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_v2, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_capacity, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_interrupted_put, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_conn_behaviour, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_http_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_multipart_rules, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rdma_put_get, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rdma_short_and_range, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rdma_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rdma_maxpart, setup, teardown),
+	};
+
+	return cmocka_run_group_tests_name("s3-target-unit", tests, NULL, NULL);
+}
