@@ -1,0 +1,109 @@
+/*
+ * The in-band TCP/IP stack of the S3 endpoint: one host on the emulated
+ * Ethernet segment with one IPv4 address and MAC, listening on one port.
+ * Frames in and frames out through callbacks; it knows nothing of vfio-user,
+ * queues or TAP devices, and takes the time as an argument (tests drive it
+ * with a fake clock).
+ *
+ * What it does: answers ARP requests for its address (and learns the
+ * senders), ICMP echo, and TCP as a server: three-way handshake (MSS option
+ * honoured down to 536; no window scaling, SACK or timestamps are offered),
+ * in-order data with cumulative ACKs, segmentation at min(1460, peer MSS),
+ * a 64 KiB receive window advertised truthfully (a slow application closes
+ * it; a window update follows when it reopens), one retransmission timer
+ * per connection (200 ms, go-back-N from the oldest unacknowledged byte),
+ * orderly FIN in both directions, RST for segments of unknown connections or
+ * to closed ports, TIME_WAIT that a new SYN from the same peer may reuse at
+ * once, and at most S3_TCP_MAX_CONNS connections (another SYN gets RST).
+ *
+ * Everything on the wire is hostile: IPv4 and TCP checksums are verified,
+ * fragments, IP options and malformed headers are dropped (counted), and
+ * out-of-order segments are dropped with an ACK of what is expected; nothing
+ * is buffered beyond the receive window.
+ *
+ * The application (the S3 connection) is reached through struct s3_tcp_ops.
+ * Its output is never copied into the stack: the stack peeks at the
+ * application's queued bytes by offset from the oldest unacknowledged byte,
+ * and tells it how many were acknowledged.
+ */
+#ifndef ERNIC_S3_S3_TCP_H
+#define ERNIC_S3_S3_TCP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define S3_TCP_MAX_CONNS   8
+#define S3_TCP_MSS         1460
+#define S3_TCP_MIN_MSS     536
+#define S3_TCP_WINDOW      65535
+#define S3_TCP_RTO_MS      200
+#define S3_TCP_MAX_RETRIES 12      /* then the connection is reset */
+#define S3_TCP_TIME_WAIT_MS 2000   /* short: the segment is one host away */
+#define S3_TCP_MAX_FRAME   1514
+
+struct s3_tcp_config {
+	uint32_t ip;        /* host byte order */
+	uint8_t mac[6];
+	uint16_t port;
+};
+
+struct s3_tcp_ops {
+	void *ctx;
+	/* A frame to put on the segment (Ethernet header included, no FCS). */
+	void (*send_frame)(void *ctx, const uint8_t *frame, size_t len);
+
+	/* A connection was established: return its application state, or NULL to refuse (RST). */
+	void *(*open)(void *ctx);
+	/* In-order received bytes; returns how many the application took (the rest stays in the window). */
+	size_t (*input)(void *app, const uint8_t *data, size_t len);
+	/* The peer sent FIN. */
+	void (*input_eof)(void *app);
+	/* Bytes to send, starting off bytes after the oldest unacknowledged one; 0 when none. */
+	size_t (*peek)(void *app, uint64_t off, const uint8_t **data);
+	/* n bytes from the front were acknowledged and may be released. */
+	void (*acked)(void *app, size_t n);
+	/* The application is done once its output is acknowledged: the stack then sends FIN. */
+	bool (*wants_close)(void *app);
+	/* The connection is gone (closed, reset or timed out): free the application state. */
+	void (*close)(void *app);
+};
+
+struct s3_tcp_stats {
+	uint64_t frames_in, frames_out;
+	uint64_t arp_replies, icmp_echo_replies;
+	uint64_t conns_accepted, conns_refused, resets_sent;
+	uint64_t retransmits;
+	uint64_t bytes_in, bytes_out;
+	uint64_t drop_bad_eth, drop_bad_ip, drop_bad_csum, drop_fragment, drop_ip_options;
+	uint64_t drop_not_mine, drop_bad_tcp, drop_out_of_order;
+};
+
+struct s3_tcp;
+
+struct s3_tcp *s3_tcp_new(const struct s3_tcp_config *cfg, const struct s3_tcp_ops *ops);
+/* Closes every connection (the application's close() is called), sends nothing. */
+void s3_tcp_free(struct s3_tcp *t);
+
+/*
+ * A frame from the segment (the caller has already decided it may be for us;
+ * anything else is dropped and counted). now_ms: a monotonic clock.
+ */
+void s3_tcp_input(struct s3_tcp *t, const uint8_t *frame, size_t len, uint64_t now_ms);
+
+/*
+ * Timers (retransmission, TIME_WAIT) and any output that became possible:
+ * call every few tens of milliseconds, and after the application may have
+ * new output or freed input space outside of s3_tcp_input().
+ */
+void s3_tcp_poll(struct s3_tcp *t, uint64_t now_ms);
+
+/* Whether a frame is addressed to this host: unicast to its MAC, or an ARP request for its address. */
+bool s3_tcp_wants_frame(const struct s3_tcp *t, const uint8_t *frame, size_t len);
+
+/* Connections not yet fully closed (TIME_WAIT excluded). */
+unsigned s3_tcp_active_conns(const struct s3_tcp *t);
+
+const struct s3_tcp_stats *s3_tcp_stats(const struct s3_tcp *t);
+
+#endif
