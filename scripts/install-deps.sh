@@ -10,6 +10,8 @@ PACKAGES=(
 	libexpat1-dev                       # S3 XML request bodies
 	libcmocka-dev                       # unit tests
 	python3 iproute2 procps coreutils   # tests that start the binary
+	curl python3-boto3 nftables         # s3-tap-ci: real HTTP and S3 clients, packet loss
+	iputils-ping                        # s3-tap-ci: ICMP echo
 	debootstrap util-linux              # guest test lane (tests/vm): chroots, mount namespaces
 )
 

@@ -20,6 +20,8 @@
 
 #include "ionic/ionic_datapath.h"
 #include "ionic/ionic_pci.h"
+#include "net/net_switch.h"
+#include "net/tap.h"
 #include "util/backend_opts.h"
 #include "util/evloop.h"
 #include "util/log.h"
@@ -209,6 +211,8 @@ int main(int argc, char **argv)
 	struct ionic_datapath *dp = NULL;
 	struct vfu_server *srv = NULL;
 	struct ionic_pci *nic = NULL;
+	struct net_switch *sw = NULL;
+	struct tap *tap = NULL;
 	struct ionic_dev_config nic_cfg;
 	struct ev_watch *sig_watch = NULL;
 	sigset_t mask;
@@ -236,19 +240,27 @@ int main(int argc, char **argv)
 	if (sig_watch == NULL)
 		goto out;
 
-	dp = ionic_datapath_create(&opts.backend, err, sizeof(err));
+	sw = net_switch_new();
+	if (sw == NULL)
+		goto out;
+	dp = ionic_datapath_create(&opts.backend, sig.loop, sw, err, sizeof(err));
 	if (dp == NULL) {
 		fprintf(stderr, "%s\n", err);
 		goto out;
 	}
 	LOG_INFO("ionic: guest NIC mac %02x:%02x:%02x:%02x:%02x:%02x", opts.mac[0], opts.mac[1],
 		 opts.mac[2], opts.mac[3], opts.mac[4], opts.mac[5]);
-	if (opts.tap)
-		LOG_WARN("--tap %s: joining a TAP device is not implemented yet; it is left alone", opts.tap);
+	if (opts.tap) {
+		tap = tap_open(opts.tap, sig.loop, sw, err, sizeof(err));
+		if (tap == NULL) {
+			LOG_ERR("%s", err);
+			goto out;
+		}
+	}
 
 	memcpy(nic_cfg.mac, opts.mac, sizeof(nic_cfg.mac));
 	nic = ionic_pci_new(&nic_cfg);
-	if (nic == NULL) {
+	if (nic == NULL || ionic_pci_attach_segment(nic, sw)) {
 		LOG_ERR("cannot create the device");
 		goto out;
 	}
@@ -266,7 +278,9 @@ int main(int argc, char **argv)
 out:
 	vfu_server_stop(srv);
 	ionic_pci_free(nic);
+	tap_close(tap);
 	ionic_datapath_destroy(dp);
+	net_switch_free(sw);
 	if (sig.loop) {
 		evloop_del_fd(sig.loop, sig_watch);
 		evloop_free(sig.loop);

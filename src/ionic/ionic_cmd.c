@@ -351,7 +351,7 @@ static uint8_t cmd_q_control(struct ionic_dev *dev, const uint8_t *cmd, uint8_t 
 	if (!q->inited)
 		return IONIC_RC_EINVAL;
 	if (c->oper == IONIC_Q_ENABLE)
-		q->enabled = true;
+		q->enabled = true; /* doorbells rung before this are honoured from now on */
 	else if (c->oper == IONIC_Q_DISABLE)
 		q->enabled = false;
 	else

@@ -5,11 +5,13 @@
 #include <stdlib.h>
 
 #include "nvmeof/nvmeof_ns.h"
+#include "s3/s3_endpoint.h"
 #include "util/log.h"
 
 struct ionic_datapath {
 	const struct backend_config *cfg;
 	struct nvmeof_ns ns; /* BACKEND_NVMEOF */
+	struct s3_endpoint *s3; /* BACKEND_S3 */
 };
 
 static void format_ipv4(uint32_t ip, char buf[16])
@@ -54,7 +56,8 @@ static void log_backend(const struct ionic_datapath *dp)
 	}
 }
 
-struct ionic_datapath *ionic_datapath_create(const struct backend_config *cfg, char *err, size_t errlen)
+struct ionic_datapath *ionic_datapath_create(const struct backend_config *cfg, struct evloop *loop,
+					     struct net_switch *sw, char *err, size_t errlen)
 {
 	struct ionic_datapath *dp = calloc(1, sizeof(*dp));
 
@@ -68,6 +71,13 @@ struct ionic_datapath *ionic_datapath_create(const struct backend_config *cfg, c
 		free(dp);
 		return NULL;
 	}
+	if (cfg->kind == BACKEND_S3) {
+		dp->s3 = s3_endpoint_new(&cfg->s3, loop, sw, err, errlen);
+		if (dp->s3 == NULL) {
+			free(dp);
+			return NULL;
+		}
+	}
 	log_backend(dp);
 	return dp;
 }
@@ -78,5 +88,6 @@ void ionic_datapath_destroy(struct ionic_datapath *dp)
 		return;
 	if (dp->cfg->kind == BACKEND_NVMEOF)
 		nvmeof_ns_close(&dp->ns);
+	s3_endpoint_free(dp->s3);
 	free(dp);
 }

@@ -16,8 +16,15 @@
 
 struct ionic_datapath;
 
-/* Returns the data path, or NULL with a one-line reason in err. cfg must outlive it. */
-struct ionic_datapath *ionic_datapath_create(const struct backend_config *cfg, char *err, size_t errlen);
+struct evloop;
+struct net_switch;
+
+/*
+ * Returns the data path, or NULL with a one-line reason in err. cfg must
+ * outlive it. In-process endpoints (the s3 store's host) join the segment sw.
+ */
+struct ionic_datapath *ionic_datapath_create(const struct backend_config *cfg, struct evloop *loop,
+					     struct net_switch *sw, char *err, size_t errlen);
 
 /* Release the backend; a file-backed namespace is written back first. NULL is ignored. */
 void ionic_datapath_destroy(struct ionic_datapath *dp);

@@ -23,6 +23,8 @@ struct ionic_dev_env {
 	void *ctx;
 	void (*raise_irq)(void *ctx, uint32_t vector);
 	struct dma_map *(*dma)(void *ctx);  /* the guest's memory; may be empty */
+	/* A frame the guest transmitted (NULL: frames are dropped). */
+	void (*tx_frame)(void *ctx, const uint8_t *frame, size_t len);
 };
 
 struct ionic_dev_config {
@@ -41,12 +43,21 @@ void ionic_dev_reset(struct ionic_dev *dev);
 int ionic_dev_bar0_access(void *dev, uint64_t offset, void *buf, size_t len, bool is_write);
 int ionic_dev_bar2_access(void *dev, uint64_t offset, void *buf, size_t len, bool is_write);
 
+/*
+ * A frame from the segment for the guest: placed in the next posted RX buffer
+ * of queue 0 when the LIF's receive mode and filters accept it; dropped and
+ * counted otherwise (no buffer, queue not enabled, too long).
+ */
+void ionic_dev_rx_frame(struct ionic_dev *dev, const uint8_t *frame, size_t len);
+
 /* Counters for tests and logs. */
 struct ionic_dev_stats {
 	uint64_t dev_cmds;
 	uint64_t dev_cmd_errors;
 	uint64_t doorbells;
 	uint64_t guest_errors;
+	uint64_t tx_frames, tx_bytes, tx_errors;
+	uint64_t rx_frames, rx_bytes, rx_no_buffer, rx_filtered, rx_too_long;
 };
 const struct ionic_dev_stats *ionic_dev_stats(const struct ionic_dev *dev);
 

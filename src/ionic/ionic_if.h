@@ -597,6 +597,66 @@ struct ionic_notifyq_event {
 _Static_assert(sizeof(struct ionic_notifyq_event) == 64, "notifyq event");
 #define IONIC_EVENT_LINK_CHANGE 1
 
+/* TX: 16-byte descriptors; cmd packs flags, opcode, SG count and the first buffer's address. */
+struct ionic_txq_desc {
+	le64 cmd;
+	le16 len;
+	le16 vlan_tci;
+	le16 csum_start;
+	le16 csum_offset;
+};
+_Static_assert(sizeof(struct ionic_txq_desc) == 16, "txq desc");
+#define IONIC_TXQ_DESC_OPCODE_SHIFT 4
+#define IONIC_TXQ_DESC_OPCODE_MASK  0xfu
+#define IONIC_TXQ_DESC_NSGE_SHIFT   8
+#define IONIC_TXQ_DESC_NSGE_MASK    0xfu
+#define IONIC_TXQ_DESC_ADDR_SHIFT   12
+#define IONIC_TXQ_DESC_ADDR_MASK    ((1ull << 52) - 1)
+#define IONIC_TXQ_DESC_OPCODE_CSUM_NONE    0
+#define IONIC_TXQ_DESC_OPCODE_CSUM_PARTIAL 1
+#define IONIC_TXQ_DESC_OPCODE_CSUM_HW      2
+#define IONIC_TXQ_DESC_OPCODE_TSO          3
+
+struct ionic_sg_elem {
+	le64 addr;
+	le16 len;
+	le16 rsvd[3];
+};
+_Static_assert(sizeof(struct ionic_sg_elem) == 16, "sg elem");
+#define IONIC_TX_SG_ROW_V0 128
+#define IONIC_TX_SG_ROW_V1 256
+#define IONIC_RX_SG_ROW    128
+
+struct ionic_rxq_desc {
+	uint8_t opcode;
+	uint8_t rsvd[5];
+	le16 len;
+	le64 addr;
+};
+_Static_assert(sizeof(struct ionic_rxq_desc) == 16, "rxq desc");
+#define IONIC_RXQ_DESC_OPCODE_SIMPLE 0
+#define IONIC_RXQ_DESC_OPCODE_SG     1
+
+struct ionic_rxq_comp {
+	uint8_t status;
+	uint8_t num_sg_elems;
+	le16 comp_index;
+	le32 rss_hash;
+	le16 csum;
+	le16 vlan_tci;
+	le16 len;
+	uint8_t csum_flags;
+	uint8_t pkt_type_color;
+};
+_Static_assert(sizeof(struct ionic_rxq_comp) == 16, "rxq comp");
+
+/* RX_MODE_SET bits. */
+#define IONIC_RX_MODE_F_UNICAST   0x01
+#define IONIC_RX_MODE_F_MULTICAST 0x02
+#define IONIC_RX_MODE_F_BROADCAST 0x04
+#define IONIC_RX_MODE_F_PROMISC   0x08
+#define IONIC_RX_MODE_F_ALLMULTI  0x10
+
 /* Interrupt control: credits register bits. */
 #define IONIC_INTR_CRED_COUNT_SIGNED 0xffffu
 #define IONIC_INTR_CRED_UNMASK       0x10000u

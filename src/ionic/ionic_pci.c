@@ -4,13 +4,42 @@
 #include <stdlib.h>
 
 #include "ionic/ionic_if.h"
+#include "net/net_switch.h"
 #include "vfio_user/vfu_server.h"
 
 struct ionic_pci {
 	struct pci_dev *pd;
 	struct ionic_dev *dev;
 	struct vfu_server *srv;
+	struct net_switch *sw;
+	int port;
 };
+
+static void tx_frame(void *ctx, const uint8_t *frame, size_t len)
+{
+	struct ionic_pci *ip = ctx;
+
+	if (ip->sw)
+		net_switch_input(ip->sw, ip->port, frame, len);
+}
+
+static void rx_deliver(void *ctx, const uint8_t *frame, size_t len)
+{
+	struct ionic_pci *ip = ctx;
+
+	ionic_dev_rx_frame(ip->dev, frame, len);
+}
+
+int ionic_pci_attach_segment(struct ionic_pci *ip, struct net_switch *sw)
+{
+	struct net_port p = { .name = "guest", .ctx = ip, .deliver = rx_deliver };
+
+	ip->port = net_switch_attach(sw, &p);
+	if (ip->port < 0)
+		return -1;
+	ip->sw = sw;
+	return 0;
+}
 
 static void raise_irq(void *ctx, uint32_t vector)
 {
@@ -34,7 +63,7 @@ static void reset(void *opaque)
 struct ionic_pci *ionic_pci_new(const struct ionic_dev_config *cfg)
 {
 	struct ionic_pci *ip = calloc(1, sizeof(*ip));
-	struct ionic_dev_env env = { .raise_irq = raise_irq, .dma = guest_dma };
+	struct ionic_dev_env env = { .raise_irq = raise_irq, .dma = guest_dma, .tx_frame = tx_frame };
 	struct pci_function fn = {
 		.vendor_id = IONIC_PCI_VENDOR_ID,
 		.device_id = IONIC_PCI_DEVICE_ID_PF,
@@ -50,6 +79,7 @@ struct ionic_pci *ionic_pci_new(const struct ionic_dev_config *cfg)
 
 	if (ip == NULL)
 		return NULL;
+	ip->port = -1;
 	env.ctx = ip;
 	ip->dev = ionic_dev_new(cfg, &env);
 	if (ip->dev == NULL)
@@ -70,6 +100,8 @@ void ionic_pci_free(struct ionic_pci *ip)
 {
 	if (ip == NULL)
 		return;
+	if (ip->sw)
+		net_switch_detach(ip->sw, ip->port);
 	pci_dev_free(ip->pd);
 	ionic_dev_free(ip->dev);
 	free(ip);

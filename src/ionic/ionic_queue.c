@@ -121,14 +121,62 @@ static void adminq_run(struct ionic_dev *dev, struct ionic_queue *q)
 }
 
 /*
- * Transmit: until the segment switch is attached, frames are consumed and
- * completed, so the driver's rings keep moving and nothing times out.
+ * Gather one TX descriptor's frame: the first buffer, then nsge elements of
+ * the descriptor's SG row (v1 rows are 256 bytes, v0 128). Returns its length,
+ * or 0 when the descriptor is unusable (a guest error; the frame is dropped).
  */
+static size_t tx_gather(struct ionic_dev *dev, struct ionic_queue *q, uint32_t idx, uint8_t *buf, size_t cap)
+{
+	struct ionic_txq_desc d;
+	uint64_t cmd, addr;
+	unsigned opcode, nsge, row = q->ver >= 1 ? IONIC_TX_SG_ROW_V1 : IONIC_TX_SG_ROW_V0;
+	size_t len, total;
+
+	if (ionic_dma_read(dev, q->ring_base + (uint64_t)idx * sizeof(d), &d, sizeof(d)))
+		return 0;
+	cmd = le64_get(d.cmd);
+	opcode = (unsigned)(cmd >> IONIC_TXQ_DESC_OPCODE_SHIFT) & IONIC_TXQ_DESC_OPCODE_MASK;
+	nsge = (unsigned)(cmd >> IONIC_TXQ_DESC_NSGE_SHIFT) & IONIC_TXQ_DESC_NSGE_MASK;
+	addr = (cmd >> IONIC_TXQ_DESC_ADDR_SHIFT) & IONIC_TXQ_DESC_ADDR_MASK;
+	len = le16_get(d.len);
+	if (opcode != IONIC_TXQ_DESC_OPCODE_CSUM_NONE || nsge > row / sizeof(struct ionic_sg_elem) || len > cap ||
+	    (nsge && q->sg_ring_base == 0))
+		return 0; /* offloads are never granted; SG only within the row */
+	if (len && ionic_dma_read(dev, addr, buf, len))
+		return 0;
+	total = len;
+	for (unsigned i = 0; i < nsge; i++) {
+		struct ionic_sg_elem e;
+		size_t elen;
+
+		if (ionic_dma_read(dev, q->sg_ring_base + (uint64_t)idx * row + i * sizeof(e), &e, sizeof(e)))
+			return 0;
+		elen = le16_get(e.len);
+		if (elen > cap - total)
+			return 0;
+		if (elen && ionic_dma_read(dev, le64_get(e.addr), buf + total, elen))
+			return 0;
+		total += elen;
+	}
+	return total;
+}
+
+/* Transmit: every posted descriptor becomes a frame on the segment; one completion for the burst. */
 static void txq_run(struct ionic_dev *dev, struct ionic_queue *q)
 {
 	uint32_t done = 0, last = 0;
 
 	while (q->head != q->p_index && done < q->num_descs) {
+		size_t len = tx_gather(dev, q, q->head, dev->frame, sizeof(dev->frame));
+
+		if (len >= 14 && dev->env.tx_frame) {
+			dev->stats.tx_frames++;
+			dev->stats.tx_bytes += len;
+			dev->env.tx_frame(dev->env.ctx, dev->frame, len);
+		} else {
+			dev->stats.tx_errors++;
+			ionic_guest_error(dev, "txq %u descriptor %u unusable", q->index, q->head);
+		}
 		last = q->head;
 		q->head = (q->head + 1) & (q->num_descs - 1);
 		done++;
@@ -146,6 +194,112 @@ static void txq_run(struct ionic_dev *dev, struct ionic_queue *q)
 		if (q->flags & IONIC_QINIT_F_IRQ)
 			ionic_intr_raise(dev, q->intr_index);
 	}
+}
+
+/* Whether the LIF takes a frame for this destination (receive mode and MAC filters). */
+static bool rx_accept(const struct ionic_lif *lif, const uint8_t *dst)
+{
+	static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+	if (lif->rx_mode & IONIC_RX_MODE_F_PROMISC)
+		return true;
+	if (memcmp(dst, bcast, 6) == 0)
+		return (lif->rx_mode & IONIC_RX_MODE_F_BROADCAST) != 0;
+	if (dst[0] & 1)
+		return (lif->rx_mode & (IONIC_RX_MODE_F_ALLMULTI | IONIC_RX_MODE_F_MULTICAST)) != 0;
+	if (memcmp(dst, lif->mac, 6) == 0)
+		return true;
+	for (int i = 0; i < IONIC_MAX_FILTERS; i++)
+		if (lif->filters[i].used && lif->filters[i].match != IONIC_RX_FILTER_MATCH_VLAN &&
+		    memcmp(lif->filters[i].mac, dst, 6) == 0)
+			return true;
+	return false;
+}
+
+static uint8_t rx_pkt_type(const uint8_t *f, size_t len)
+{
+	uint16_t et = len >= 14 ? (uint16_t)(f[12] << 8 | f[13]) : 0;
+
+	if (et == 0x0800 && len >= 34) {
+		uint8_t proto = f[23];
+
+		return proto == 6 ? 0x03 : proto == 17 ? 0x05 : 0x01;
+	}
+	if (et == 0x86dd && len >= 54) {
+		uint8_t next = f[20];
+
+		return next == 6 ? 0x18 : next == 17 ? 0x28 : 0x08;
+	}
+	return 0;
+}
+
+void ionic_dev_rx_frame(struct ionic_dev *dev, const uint8_t *frame, size_t len)
+{
+	struct ionic_lif *lif = &dev->lif;
+	struct ionic_queue *q = &lif->rxq[0];
+	struct ionic_rxq_desc d;
+	struct ionic_rxq_comp comp = { 0 };
+	uint64_t bufs[1 + IONIC_RX_SG_ROW / sizeof(struct ionic_sg_elem)];
+	size_t blen[sizeof(bufs) / sizeof(bufs[0])], room = 0, off = 0;
+	unsigned nbufs = 1;
+	uint32_t idx;
+
+	if (len < 14 || !lif->inited || !q->inited || !q->enabled || !rx_accept(lif, frame)) {
+		dev->stats.rx_filtered++;
+		return;
+	}
+	if (q->head == q->p_index) {
+		dev->stats.rx_no_buffer++;
+		return;
+	}
+	idx = q->head;
+	if (ionic_dma_read(dev, q->ring_base + (uint64_t)idx * sizeof(d), &d, sizeof(d))) {
+		ionic_guest_error(dev, "rxq descriptor %u is not mapped", idx);
+		return;
+	}
+	bufs[0] = le64_get(d.addr);
+	blen[0] = le16_get(d.len);
+	room = blen[0];
+	if (d.opcode == IONIC_RXQ_DESC_OPCODE_SG && q->sg_ring_base) {
+		for (unsigned i = 0; i < IONIC_RX_SG_ROW / sizeof(struct ionic_sg_elem) && room < len; i++) {
+			struct ionic_sg_elem e;
+
+			if (ionic_dma_read(dev, q->sg_ring_base + (uint64_t)idx * IONIC_RX_SG_ROW + i * sizeof(e), &e,
+					   sizeof(e)))
+				break;
+			if (le64_get(e.addr) == 0 || le16_get(e.len) == 0)
+				break; /* an empty element ends a short list */
+			bufs[nbufs] = le64_get(e.addr);
+			blen[nbufs] = le16_get(e.len);
+			room += blen[nbufs++];
+		}
+	}
+	if (len > room) {
+		dev->stats.rx_too_long++;
+		return; /* the buffer stays posted for the next frame */
+	}
+	for (unsigned i = 0; i < nbufs && off < len; i++) {
+		size_t k = len - off < blen[i] ? len - off : blen[i];
+
+		if (ionic_dma_write(dev, bufs[i], frame + off, k)) {
+			ionic_guest_error(dev, "rx buffer of descriptor %u is not mapped", idx);
+			return;
+		}
+		off += k;
+		comp.num_sg_elems = (uint8_t)i;
+	}
+	comp.comp_index = le16_set((uint16_t)idx);
+	comp.len = le16_set((uint16_t)len);
+	comp.pkt_type_color = rx_pkt_type(frame, len);
+	q->head = (idx + 1) & (q->num_descs - 1);
+	if (ionic_cq_post(dev, q, (uint8_t *)&comp)) {
+		ionic_guest_error(dev, "rxq completion ring is not mapped");
+		return;
+	}
+	dev->stats.rx_frames++;
+	dev->stats.rx_bytes += len;
+	if (q->flags & IONIC_QINIT_F_IRQ)
+		ionic_intr_raise(dev, q->intr_index);
 }
 
 void ionic_queue_doorbell(struct ionic_dev *dev, uint32_t qtype, uint32_t qid, uint32_t ring, uint32_t p_index)
@@ -177,6 +331,7 @@ void ionic_queue_doorbell(struct ionic_dev *dev, uint32_t qtype, uint32_t qid, u
 		adminq_run(dev, q);
 	else if (q->type == IONIC_QTYPE_TXQ)
 		txq_run(dev, q);
+	/* RX: the new buffers wait for frames (ionic_dev_rx_frame takes them). */
 }
 
 void ionic_notify_link(struct ionic_dev *dev)

@@ -253,6 +253,22 @@ size_t s3_conn_output(struct s3_conn *c, const uint8_t **data)
 	return c->head->len;
 }
 
+size_t s3_conn_output_peek(struct s3_conn *c, uint64_t off, const uint8_t **data)
+{
+	const uint8_t *dummy;
+
+	s3_conn_output(c, &dummy); /* drop finished markers at the front */
+	for (const struct seg *s = c->head; s; s = s->next) {
+		if (off < s->len) {
+			*data = s->p + off;
+			return s->len - (size_t)off;
+		}
+		off -= s->len;
+	}
+	*data = NULL;
+	return 0;
+}
+
 void s3_conn_output_done(struct s3_conn *c, size_t n)
 {
 	while (n > 0 && c->head) {

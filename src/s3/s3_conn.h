@@ -32,6 +32,12 @@ void s3_conn_input_eof(struct s3_conn *c);
 
 /* The next contiguous bytes to send (0 when nothing is queued). */
 size_t s3_conn_output(struct s3_conn *c, const uint8_t **data);
+/*
+ * The contiguous bytes that start off bytes after the front of the queue
+ * (a transport that keeps bytes in flight until they are acknowledged reads
+ * ahead with this, and releases with s3_conn_output_done()). 0 past the end.
+ */
+size_t s3_conn_output_peek(struct s3_conn *c, uint64_t off, const uint8_t **data);
 /* n bytes of that were sent. */
 void s3_conn_output_done(struct s3_conn *c, size_t n);
 /* Bytes queued for sending. */

@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/log.h"
@@ -122,4 +124,62 @@ int evloop_run(struct evloop *loop)
 		reap(loop);
 	}
 	return 0;
+}
+
+struct ev_timer {
+	int fd;
+	struct ev_watch *w;
+	ev_fd_cb cb;
+	void *arg;
+};
+
+static void on_timer(void *arg, uint32_t events)
+{
+	struct ev_timer *t = arg;
+	uint64_t expirations;
+
+	(void)events;
+	if (read(t->fd, &expirations, sizeof(expirations)) != (ssize_t)sizeof(expirations))
+		return;
+	t->cb(t->arg, 0);
+}
+
+struct ev_timer *evloop_add_timer(struct evloop *loop, unsigned interval_ms, ev_fd_cb cb, void *arg)
+{
+	struct ev_timer *t = calloc(1, sizeof(*t));
+	struct itimerspec its = {
+		.it_interval = { interval_ms / 1000, (long)(interval_ms % 1000) * 1000000 },
+		.it_value = { interval_ms / 1000, (long)(interval_ms % 1000) * 1000000 },
+	};
+
+	if (t == NULL)
+		return NULL;
+	t->cb = cb;
+	t->arg = arg;
+	t->fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (t->fd < 0 || timerfd_settime(t->fd, 0, &its, NULL) < 0 ||
+	    (t->w = evloop_add_fd(loop, t->fd, EPOLLIN, on_timer, t)) == NULL) {
+		if (t->fd >= 0)
+			close(t->fd);
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void evloop_del_timer(struct evloop *loop, struct ev_timer *t)
+{
+	if (t == NULL)
+		return;
+	evloop_del_fd(loop, t->w);
+	close(t->fd);
+	free(t);
+}
+
+uint64_t evloop_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }

@@ -27,6 +27,17 @@ int evloop_mod_fd(struct evloop *loop, struct ev_watch *w, uint32_t events);
 /* Stop watching; call before closing the fd. w must not be used afterwards; NULL is ignored. */
 void evloop_del_fd(struct evloop *loop, struct ev_watch *w);
 
+/*
+ * A periodic timer: cb(arg, 0) every interval_ms (first after interval_ms),
+ * until evloop_del_timer(). Returns NULL on failure.
+ */
+struct ev_timer;
+struct ev_timer *evloop_add_timer(struct evloop *loop, unsigned interval_ms, ev_fd_cb cb, void *arg);
+void evloop_del_timer(struct evloop *loop, struct ev_timer *t);
+
+/* Milliseconds of a monotonic clock. */
+uint64_t evloop_now_ms(void);
+
 /* Dispatch until evloop_stop(). Returns 0, or -errno if epoll itself failed. */
 int evloop_run(struct evloop *loop);
 void evloop_stop(struct evloop *loop);

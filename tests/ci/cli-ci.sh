@@ -31,7 +31,15 @@ expect_start cli-none "ionic_datapath: no backend" --backend none
 expect_start cli-mac "ionic: guest NIC mac 02:11:22:33:44:55" --mac 02:11:22:33:44:55
 expect_start cli-mac-upper "ionic: guest NIC mac 0a:bb:cc:dd:ee:ff" -m 0A:BB:CC:DD:EE:FF
 expect_start cli-log-level "ionic_datapath: no backend" -L debug -b none
-expect_start cli-tap "ionic: guest NIC mac 02:45:52:4e:49:43" -T ernic0
+# A TAP that does not exist is a start-up error (the server never creates interfaces).
+timeout 20 "$BIN" -s "$TMP/tap.sock" -T ernic-no0 2>"$TMP/tap.err" >/dev/null
+rc=$?
+if [ $rc = 1 ] && has_line "$TMP/tap.err" "error: tap ernic-no0: no such interface (create it first, e.g. ip tuntap add ernic-no0 mode tap)" &&
+	[ ! -e "$TMP/tap.sock" ]; then
+	pass cli-tap-missing
+else
+	fail cli-tap-missing "rc $rc: $(cat "$TMP/tap.err")"
+fi
 # At warn, info lines are not printed.
 sock="$TMP/quiet.sock"
 if READY=socket start_server quiet "$sock" -s "$sock" --log-level warn; then

@@ -836,6 +836,140 @@ static void test_second_client(void **state)
 	assert_serving();
 }
 
+/* ---- the Ethernet data path, against a server with the s3 endpoint on its segment ---- */
+
+static int start_s3_server(void **state)
+{
+	(void)state;
+	strcpy(dir, "/tmp/vfio-user-ci.XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	server = vfc_spawn_server(binary, dir, sock, sizeof(sock), (const char *const[]){ "-b", "s3", NULL });
+	return server > 0 ? 0 : -1;
+}
+
+static const uint8_t guest_mac[6] = { 0x02, 0x45, 0x52, 0x4e, 0x49, 0x43 };
+static const uint8_t ep_mac[6] = { 0x02, 0x53, 0xc0, 0xa8, 0xc8, 0x01 };
+
+static size_t arp_request(uint8_t *f)
+{
+	static const uint8_t hdr[8] = { 0, 1, 8, 0, 6, 4, 0, 1 };
+	static const uint8_t sip[4] = { 192, 168, 200, 2 }, tip[4] = { 192, 168, 200, 1 };
+
+	memset(f, 0xff, 6);
+	memcpy(f + 6, guest_mac, 6);
+	f[12] = 0x08;
+	f[13] = 0x06;
+	memcpy(f + 14, hdr, 8);
+	memcpy(f + 22, guest_mac, 6);
+	memcpy(f + 28, sip, 4);
+	memset(f + 32, 0, 6);
+	memcpy(f + 38, tip, 4);
+	memset(f + 42, 0, 18);
+	return 60;
+}
+
+static uint16_t csum(const uint8_t *p, size_t n)
+{
+	uint32_t s = 0;
+
+	for (size_t i = 0; i + 1 < n; i += 2)
+		s += (uint32_t)(p[i] << 8 | p[i + 1]);
+	if (n & 1)
+		s += (uint32_t)(p[n - 1] << 8);
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+static size_t icmp_echo(uint8_t *f, uint16_t seq, size_t payload)
+{
+	uint16_t c;
+
+	memcpy(f, ep_mac, 6);
+	memcpy(f + 6, guest_mac, 6);
+	f[12] = 0x08;
+	f[13] = 0x00;
+	uint8_t *ip = f + 14, *icmp = ip + 20;
+	memset(ip, 0, 20);
+	ip[0] = 0x45;
+	ip[2] = (uint8_t)((20 + 8 + payload) >> 8);
+	ip[3] = (uint8_t)(20 + 8 + payload);
+	ip[8] = 64;
+	ip[9] = 1;
+	ip[12] = 192; ip[13] = 168; ip[14] = 200; ip[15] = 2;
+	ip[16] = 192; ip[17] = 168; ip[18] = 200; ip[19] = 1;
+	c = csum(ip, 20);
+	ip[10] = (uint8_t)(c >> 8);
+	ip[11] = (uint8_t)c;
+	memset(icmp, 0, 8);
+	icmp[0] = 8;
+	icmp[6] = (uint8_t)(seq >> 8);
+	icmp[7] = (uint8_t)seq;
+	for (size_t i = 0; i < payload; i++)
+		icmp[8 + i] = (uint8_t)(i * 3 + seq);
+	c = csum(icmp, 8 + payload);
+	icmp[2] = (uint8_t)(c >> 8);
+	icmp[3] = (uint8_t)c;
+	return 14 + 20 + 8 + payload;
+}
+
+static void test_eth_to_s3_endpoint(void **state)
+{
+	struct ionic_guest g;
+	uint8_t f[2048], r[2048];
+	int n;
+
+	(void)state;
+	assert_int_equal(ionic_guest_setup(&g, &cl), 0);
+	assert_int_equal(ionic_guest_queues_up(&g), 0);
+	/* ARP: the endpoint answers for 192.168.200.1 with 02:53:c0:a8:c8:01. */
+	ionic_guest_tx(&g, f, arp_request(f));
+	n = ionic_guest_rx(&g, r, sizeof(r), 5000);
+	assert_true(n >= 42);
+	assert_memory_equal(r, guest_mac, 6);
+	assert_int_equal(r[12] << 8 | r[13], 0x0806);
+	assert_int_equal(r[21], 2); /* reply */
+	assert_memory_equal(r + 22, ep_mac, 6);
+	/* ICMP echo, a few sizes, payload echoed. */
+	for (uint16_t seq = 1; seq <= 3; seq++) {
+		size_t len = icmp_echo(f, seq, seq * 400u);
+
+		ionic_guest_tx(&g, f, len);
+		n = ionic_guest_rx(&g, r, sizeof(r), 5000);
+		if (n != (int)len)
+			fail_msg("seq %u: got %d bytes, ethertype %02x%02x, want %zu", seq, n, r[12], r[13], len);
+		assert_int_equal(r[34], 0); /* echo reply */
+		assert_memory_equal(r + 42, f + 42, len - 42);
+	}
+	/* Garbage descriptors: an offload opcode, too many SG elements, memory that is not mapped. */
+	uint8_t *d;
+	uint64_t bad[3] = { (GUEST_TX_BUF << 12) | (3u << 4), (GUEST_TX_BUF << 12) | (15u << 8), 0x7fff0000ull << 12 };
+	for (int i = 0; i < 3; i++) {
+		uint64_t db;
+
+		d = guest_ptr(&g, GUEST_TX_RING + g.tx_head * 16ull);
+		memset(d, 0, 16);
+		for (int e = 0; e < 16; e++) { /* SG elements that point nowhere */
+			uint8_t *sg = guest_ptr(&g, GUEST_TX_SG + g.tx_head * 256ull + e * 16ull);
+			uint64_t nowhere = 0x7fff00000000ull;
+
+			memcpy(sg, &nowhere, 8);
+			sg[8] = 100;
+		}
+		memcpy(d, &bad[i], 8);
+		d[8] = 64;
+		g.tx_head = (g.tx_head + 1) % GUEST_Q_DEPTH;
+		db = g.tx_head;
+		vfc_write(&cl, 2, 3 * 8, &db, 8, true);
+	}
+	/* ... and the path still works afterwards. */
+	ionic_guest_tx(&g, f, icmp_echo(f, 9, 100));
+	n = ionic_guest_rx(&g, r, sizeof(r), 5000);
+	assert_int_equal(n, 14 + 20 + 8 + 100);
+	ionic_guest_teardown(&g);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -863,6 +997,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	binary = argv[1];
+	const struct CMUnitTest eth_tests[] = {
+		cmocka_unit_test_setup_teardown(test_eth_to_s3_endpoint, connect_negotiated, disconnect),
+	};
+	int failed;
+
 	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests_name("vfio-user-ci", tests, start_server, stop_server);
+	failed = cmocka_run_group_tests_name("vfio-user-ci", tests, start_server, stop_server);
+	failed += cmocka_run_group_tests_name("vfio-user-ci-eth", eth_tests, start_s3_server, stop_server);
+	return failed;
 }

@@ -88,6 +88,8 @@ void ionic_guest_teardown(struct ionic_guest *g)
 		close(g->memfd);
 	if (g->irq_fd > 0)
 		close(g->irq_fd);
+	if (g->qirq_fd > 0)
+		close(g->qirq_fd);
 }
 
 uint32_t ionic_guest_aq_post(struct ionic_guest *g, const void *cmd64)
@@ -130,4 +132,130 @@ bool ionic_guest_aq_comp(struct ionic_guest *g, uint8_t comp[16])
 void ionic_guest_irq_rearm(struct ionic_guest *g, uint32_t credits)
 {
 	vfc_write32(g->c, BAR0, INTR_CTRL + 8, credits | 0x10000u, true);
+}
+
+int ionic_guest_aq_cmd(struct ionic_guest *g, const void *cmd64, uint8_t comp[16])
+{
+	ionic_guest_aq_post(g, cmd64);
+	for (int i = 0; i < 2000; i++) {
+		if (ionic_guest_aq_comp(g, comp)) {
+			ionic_guest_wait_irq(g, 0);
+			ionic_guest_irq_rearm(g, 1);
+			return comp[0];
+		}
+		usleep(1000);
+	}
+	return -1;
+}
+
+static int q_init(struct ionic_guest *g, uint8_t type, uint8_t ver, uint64_t ring, uint64_t cq, uint64_t sg)
+{
+	uint8_t cmd[64] = { 40 }, comp[16];
+	uint16_t flags = 0x1 | 0x4, intr = 1; /* IRQ | SG, not yet enabled */
+
+	cmd[4] = type;
+	cmd[5] = ver;
+	memcpy(cmd + 14, &intr, 2);
+	memcpy(cmd + 16, &flags, 2);
+	cmd[19] = 4; /* 16 descriptors */
+	memcpy(cmd + 20, &ring, 8);
+	memcpy(cmd + 28, &cq, 8);
+	memcpy(cmd + 36, &sg, 8);
+	return ionic_guest_aq_cmd(g, cmd, comp);
+}
+
+static int q_enable(struct ionic_guest *g, uint8_t type)
+{
+	uint8_t cmd[64] = { 41, type }, comp[16];
+
+	cmd[8] = 1;
+	return ionic_guest_aq_cmd(g, cmd, comp);
+}
+
+static void rx_post(struct ionic_guest *g, uint32_t idx)
+{
+	uint8_t *d = guest_ptr(g, GUEST_RX_RING + idx * 16ull);
+	uint16_t len = GUEST_BUF_SIZE;
+	uint64_t addr = GUEST_RX_BUF + idx * (uint64_t)GUEST_BUF_SIZE;
+
+	memset(d, 0, 16);
+	memcpy(d + 6, &len, 2);
+	memcpy(d + 8, &addr, 8);
+}
+
+int ionic_guest_queues_up(struct ionic_guest *g)
+{
+	struct vfu_irq_set s = { .argsz = sizeof(s), .flags = VFU_IRQ_SET_DATA_EVENTFD | VFU_IRQ_SET_ACTION_TRIGGER,
+				 .index = VFU_PCI_MSIX_IRQ, .start = 1, .count = 1 };
+	uint8_t rep[16], cmd[64] = { 30 }, comp[16];
+	size_t rlen;
+	uint32_t err;
+	uint16_t mode = 0x1f;
+	uint64_t db;
+
+	g->qirq_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	g->rx_cq_color = 1;
+	if (vfc_call(g->c, VFU_CMD_DEVICE_SET_IRQS, &s, sizeof(s), &g->qirq_fd, 1, rep, sizeof(rep), &rlen, &err) || err)
+		return -1;
+	if (q_init(g, 3, 1, GUEST_TX_RING, GUEST_TX_CQ, GUEST_TX_SG) || q_init(g, 2, 0, GUEST_RX_RING, GUEST_RX_CQ, GUEST_RX_SG))
+		return -1;
+	memcpy(cmd + 4, &mode, 2);
+	if (ionic_guest_aq_cmd(g, cmd, comp))
+		return -1;
+	/* Fill RX and ring it before enabling, as the driver does. */
+	for (uint32_t i = 0; i < GUEST_Q_DEPTH - 1; i++)
+		rx_post(g, i);
+	g->rx_tail = GUEST_Q_DEPTH - 1;
+	db = (uint64_t)g->rx_tail; /* qid 0 */
+	vfc_write(g->c, 2, 2 * 8, &db, 8, true);
+	if (q_enable(g, 2) || q_enable(g, 3))
+		return -1;
+	return 0;
+}
+
+void ionic_guest_tx(struct ionic_guest *g, const void *frame, size_t len)
+{
+	uint32_t idx = g->tx_head;
+	uint64_t addr = GUEST_TX_BUF + idx * (uint64_t)GUEST_BUF_SIZE, cmd, db;
+	uint8_t *d = guest_ptr(g, GUEST_TX_RING + idx * 16ull);
+	uint16_t l = (uint16_t)len;
+
+	memcpy(guest_ptr(g, addr), frame, len);
+	cmd = addr << 12; /* opcode CSUM_NONE, no SG */
+	memset(d, 0, 16);
+	memcpy(d, &cmd, 8);
+	memcpy(d + 8, &l, 2);
+	g->tx_head = (idx + 1) % GUEST_Q_DEPTH;
+	db = g->tx_head;
+	vfc_write(g->c, 2, 3 * 8, &db, 8, true);
+}
+
+int ionic_guest_rx(struct ionic_guest *g, void *buf, size_t cap, int timeout_ms)
+{
+	for (int t = 0; t <= timeout_ms; t++) {
+		volatile uint8_t *c = guest_ptr(g, GUEST_RX_CQ + g->rx_cq_tail * 16ull);
+
+		if (((c[15] & 0x80) != 0) == (g->rx_cq_color != 0)) {
+			uint16_t idx, len;
+			uint64_t db;
+
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			memcpy(&idx, (const void *)(c + 2), 2);
+			memcpy(&len, (const void *)(c + 12), 2);
+			if (len > cap || idx >= GUEST_Q_DEPTH)
+				return -1;
+			memcpy(buf, guest_ptr(g, GUEST_RX_BUF + idx * (uint64_t)GUEST_BUF_SIZE), len);
+			if (++g->rx_cq_tail == GUEST_Q_DEPTH) {
+				g->rx_cq_tail = 0;
+				g->rx_cq_color ^= 1;
+			}
+			rx_post(g, g->rx_tail);
+			g->rx_tail = (g->rx_tail + 1) % GUEST_Q_DEPTH;
+			db = g->rx_tail;
+			vfc_write(g->c, 2, 2 * 8, &db, 8, true);
+			return len;
+		}
+		usleep(1000);
+	}
+	return -1;
 }

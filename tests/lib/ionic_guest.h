@@ -19,6 +19,16 @@
 #define GUEST_AQ_RING   (GUEST_IOVA + 0x2000)
 #define GUEST_AQ_CQ     (GUEST_IOVA + 0x3000)
 #define GUEST_AQ_DEPTH  16
+#define GUEST_TX_RING   (GUEST_IOVA + 0x4000)
+#define GUEST_TX_CQ     (GUEST_IOVA + 0x5000)
+#define GUEST_TX_SG     (GUEST_IOVA + 0x6000)
+#define GUEST_RX_RING   (GUEST_IOVA + 0x7000)
+#define GUEST_RX_CQ     (GUEST_IOVA + 0x8000)
+#define GUEST_RX_SG     (GUEST_IOVA + 0x9000)
+#define GUEST_TX_BUF    (GUEST_IOVA + 0x10000)
+#define GUEST_RX_BUF    (GUEST_IOVA + 0x30000)
+#define GUEST_Q_DEPTH   16
+#define GUEST_BUF_SIZE  2048
 
 struct ionic_guest {
 	struct vfc *c;
@@ -28,6 +38,9 @@ struct ionic_guest {
 	uint32_t aq_head;    /* next descriptor to post */
 	uint32_t cq_tail;
 	uint8_t cq_color;
+	int qirq_fd;         /* eventfd of MSI-X vector 1 (TX/RX queue pair) */
+	uint32_t tx_head, rx_tail, rx_cq_tail;
+	uint8_t rx_cq_color;
 };
 
 /* Map memory, identify, LIF_INIT, admin queue init; 0 or a negative step number. */
@@ -45,6 +58,21 @@ bool ionic_guest_wait_irq(struct ionic_guest *g, int timeout_ms);
 
 /* Take the next completion if its color says it is new. */
 bool ionic_guest_aq_comp(struct ionic_guest *g, uint8_t comp[16]);
+
+/*
+ * Admin-queue command and wait for its completion (status returned, -1 on timeout);
+ * comp receives the completion.
+ */
+int ionic_guest_aq_cmd(struct ionic_guest *g, const void *cmd64, uint8_t comp[16]);
+
+/* Q_INIT TX 0 and RX 0 (interrupt 1), receive everything, enable both, post all RX buffers. 0 or -1. */
+int ionic_guest_queues_up(struct ionic_guest *g);
+
+/* Transmit one frame from TX buffer memory (posted doorbell). */
+void ionic_guest_tx(struct ionic_guest *g, const void *frame, size_t len);
+
+/* Wait up to timeout_ms for a received frame; copies it out, re-posts the buffer. Length or -1. */
+int ionic_guest_rx(struct ionic_guest *g, void *buf, size_t cap, int timeout_ms);
 
 /* Return interrupt credits and unmask, as the driver's NAPI poll does. */
 void ionic_guest_irq_rearm(struct ionic_guest *g, uint32_t credits);

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# s3-tap-ci: the S3 endpoint as a host on a real segment. Inside a network namespace this test
+# creates, the server joins a TAP device and the Linux kernel's own TCP stack is the peer:
+# ping, curl, boto3 (Debian's python3-boto3), parallel clients, a reader that stalls, and packet
+# loss. Nothing leaves the namespace.
+. "$(dirname "$0")/lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=/usr/bin/python3
+NS=ernic-s3ci-$$
+EP=192.168.200.1
+URL=http://$EP:9000
+nsx() { ip netns exec "$NS" "$@"; }
+
+cleanup_ns() {
+	[ -n "$SERVER_PID" ] && kill -KILL "$SERVER_PID" 2>/dev/null
+	ip netns del "$NS" 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup_ns EXIT
+
+if [ "$(id -u)" != 0 ] || ! ip netns add "$NS" 2>/dev/null; then
+	fail s3-tap-setup "needs root and network namespaces"
+	finish
+fi
+nsx ip link set lo up
+nsx ip tuntap add dev ernic0 mode tap
+nsx ip addr add 192.168.200.2/24 dev ernic0
+nsx ip link set ernic0 up
+
+sock=$TMP/s3.sock
+# Not through nsx: a function in the background is a subshell, and its pid is not the server's.
+ip netns exec "$NS" "$BIN" --socket "$sock" --backend s3:size=512M --tap ernic0 2>"$TMP/server.log" &
+SERVER_PID=$!
+for _ in $(seq 300); do has_line "$TMP/server.log" "vfio-user: listening on $sock" && break; sleep 0.1; done
+has_line "$TMP/server.log" "tap ernic0: joined to the segment" && pass s3-tap-joined ||
+	{ fail s3-tap-joined "$(cat "$TMP/server.log")"; finish; }
+
+# ARP + ICMP: the endpoint is a host on the segment, nothing configured by hand.
+nsx ping -c 3 -W 2 -i 0.2 $EP >"$TMP/ping" 2>&1 && pass s3-ping || fail s3-ping "$(tail -2 "$TMP/ping")"
+out=$(nsx curl -s -f --max-time 20 $URL/)
+grep -q "<Name>ernic</Name>" <<<"$out" && pass s3-curl-list-buckets || fail s3-curl-list-buckets "$out"
+nsx ip neigh show $EP | grep -q "lladdr 02:53:c0:a8:c8:01" && pass s3-arp-mac ||
+	fail s3-arp-mac "$(nsx ip neigh show $EP)"
+
+# PUT/GET/HEAD/DELETE of 0 B, 1 B, 1 MiB and 64 MiB, byte for byte.
+for size in 0 1 1048576 67108864; do
+	f=$TMP/obj-$size
+	head -c "$size" /dev/urandom >"$f"
+	md5=$(md5sum <"$f" | cut -d' ' -f1)
+	code=$(nsx curl -s -o /dev/null -w '%{http_code}' --max-time 120 -T "$f" "$URL/ernic/obj-$size")
+	[ "$code" = 200 ] && pass "s3-put-$size" || fail "s3-put-$size" "HTTP $code"
+	nsx curl -s -f --max-time 120 -o "$TMP/back-$size" "$URL/ernic/obj-$size" && cmp -s "$f" "$TMP/back-$size" &&
+		pass "s3-get-$size" || fail "s3-get-$size" "content differs ($(stat -c %s "$TMP/back-$size" 2>/dev/null) bytes)"
+	h=$(nsx curl -s -I --max-time 20 "$URL/ernic/obj-$size" | tr -d '\r')
+	grep -qi "^content-length: $size$" <<<"$h" && grep -qi "^etag: \"$md5\"$" <<<"$h" &&
+		pass "s3-head-$size" || fail "s3-head-$size" "$h"
+done
+code=$(nsx curl -s -o /dev/null -w '%{http_code}' --max-time 20 -X DELETE "$URL/ernic/obj-1")
+[ "$code" = 204 ] && pass s3-delete || fail s3-delete "HTTP $code"
+code=$(nsx curl -s -o "$TMP/err" -w '%{http_code}' --max-time 20 "$URL/ernic/obj-1")
+[ "$code" = 404 ] && grep -q "<Code>NoSuchKey</Code>" "$TMP/err" && pass s3-get-deleted || fail s3-get-deleted "HTTP $code"
+
+# A ranged GET.
+nsx curl -s -f --max-time 20 -r 1024-1535 -o "$TMP/range" -w '%{http_code}' "$URL/ernic/obj-1048576" >"$TMP/code"
+dd if="$TMP/obj-1048576" bs=1 skip=1024 count=512 status=none >"$TMP/range-want"
+[ "$(cat "$TMP/code")" = 206 ] && cmp -s "$TMP/range" "$TMP/range-want" && pass s3-range-get ||
+	fail s3-range-get "HTTP $(cat "$TMP/code")"
+
+# Multipart and listings through boto3.
+if nsx "$PY" "$HERE/s3_boto_check.py" "$URL" ernic >"$TMP/boto" 2>&1; then
+	pass s3-boto3
+else
+	fail s3-boto3 "$(grep -v '^ok' "$TMP/boto" | head -5 | tr '\n' '|')"
+fi
+
+# Eight clients at once, each with its own object.
+for i in 1 2 3 4 5 6 7 8; do head -c $((300000 + i)) /dev/urandom >"$TMP/par-$i"; done
+pids=()
+for i in 1 2 3 4 5 6 7 8; do
+	nsx sh -c "curl -s -f --max-time 60 -T '$TMP/par-$i' '$URL/ernic/par-$i' >/dev/null &&
+		curl -s -f --max-time 60 -o '$TMP/par-back-$i' '$URL/ernic/par-$i'" &
+	pids+=($!)
+done
+ok=1
+for i in 1 2 3 4 5 6 7 8; do wait "${pids[$((i - 1))]}" || ok=0; cmp -s "$TMP/par-$i" "$TMP/par-back-$i" || ok=0; done
+[ $ok = 1 ] && pass s3-eight-clients || fail s3-eight-clients "a transfer failed or differs"
+
+# A reader that stalls mid-GET and then resumes: the window closes, nothing is lost.
+head -c $((8 << 20)) /dev/urandom >"$TMP/slow"
+nsx curl -s -f --max-time 60 -T "$TMP/slow" "$URL/ernic/slow" >/dev/null
+if nsx "$PY" "$HERE/s3_slow_reader.py" $EP 9000 /ernic/slow "$(md5sum <"$TMP/slow" | cut -d' ' -f1)" 2 >"$TMP/slowout" 2>&1; then
+	pass s3-slow-reader
+else
+	fail s3-slow-reader "$(cat "$TMP/slowout")"
+fi
+
+# Packet loss on the TAP, both ways: retransmission carries the transfers through.
+loss=""
+if nsx tc qdisc add dev ernic0 root netem loss 5% 2>/dev/null; then
+	loss=netem
+elif nsx nft -f - <<'NFT' 2>/dev/null
+table inet ernicloss {
+	chain in { type filter hook input priority 0; iifname "ernic0" numgen random mod 20 == 0 drop; }
+	chain out { type filter hook output priority 0; oifname "ernic0" numgen random mod 20 == 0 drop; }
+}
+NFT
+then
+	loss=nftables
+fi
+if [ -n "$loss" ]; then
+	echo "# 5% loss both ways on ernic0 ($loss)"
+	head -c $((4 << 20)) /dev/urandom >"$TMP/lossy"
+	nsx curl -s -f --max-time 120 -T "$TMP/lossy" "$URL/ernic/lossy" >/dev/null &&
+		nsx curl -s -f --max-time 120 -o "$TMP/lossy-back" "$URL/ernic/lossy" &&
+		cmp -s "$TMP/lossy" "$TMP/lossy-back" && pass s3-loss-transfer || fail s3-loss-transfer "failed or differs"
+	nsx tc qdisc del dev ernic0 root 2>/dev/null
+	nsx nft delete table inet ernicloss 2>/dev/null
+else
+	fail s3-loss-transfer "neither tc netem nor nftables can drop packets here"
+fi
+
+kill -0 "$SERVER_PID" 2>/dev/null && pass s3-server-alive || fail s3-server-alive "server died: $(tail -5 "$TMP/server.log")"
+kill -TERM "$SERVER_PID"; wait "$SERVER_PID"; rc=$?; SERVER_PID=
+[ $rc = 0 ] && pass s3-server-exit || fail s3-server-exit "status $rc"
+finish
