@@ -9,3 +9,5 @@ echo "== vfio-user socket (bench/results/vfu.csv)"
 build-bench/vfu-bench build-bench/rocm-ernic "${VFU_BENCH_ITERS:-20000}" bench/results/vfu.csv
 echo "== S3 store RDMA path (bench/results/s3.csv)"
 build-bench/s3-bench "${S3_BENCH_SECONDS:-1}" bench/results/s3.csv
+echo "== S3 endpoint over a TAP, 64 MiB (bench/results/tap.csv)"
+bench/tap_bench.sh build-bench/rocm-ernic bench/results/tap.csv

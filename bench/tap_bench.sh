@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# tap-bench: curl GET and PUT of a 64 MiB object between the kernel's TCP stack and the S3
+# endpoint over a TAP (in a private network namespace), beside the same transfers against a
+# loopback HTTP server on the host side of that namespace, in the same run.
+# Usage: bench/tap_bench.sh path/to/rocm-ernic [csv-file]
+set -euo pipefail
+BIN=$(readlink -f "$1")
+CSV=${2:-}
+NS=ernic-bench-$$
+TMP=$(mktemp -d)
+SIZE=$((64 << 20))
+cleanup() {
+	[ -n "${SPID:-}" ] && kill "$SPID" 2>/dev/null
+	[ -n "${HPID:-}" ] && kill "$HPID" 2>/dev/null
+	ip netns del "$NS" 2>/dev/null || true
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+nsx() { ip netns exec "$NS" "$@"; }
+
+ip netns add "$NS"
+nsx ip link set lo up
+nsx ip tuntap add dev ernic0 mode tap
+nsx ip addr add 192.168.200.2/24 dev ernic0
+nsx ip link set ernic0 up
+ip netns exec "$NS" "$BIN" --socket "$TMP/s.sock" --backend s3:size=512M --tap ernic0 -L warn 2>"$TMP/server.log" &
+SPID=$!
+head -c $SIZE /dev/urandom >"$TMP/obj"
+mkdir -p "$TMP/www" && cp "$TMP/obj" "$TMP/www/obj"
+
+# The comparison: Python's HTTP server on loopback, GET from a file and PUT into memory.
+cat >"$TMP/httpd.py" <<'PY'
+import http.server, sys
+class H(http.server.SimpleHTTPRequestHandler):
+    def do_PUT(self):
+        n = int(self.headers["Content-Length"]); left = n
+        while left:
+            left -= len(self.rfile.read(min(left, 1 << 20)))
+        self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("127.0.0.1", 8099), lambda *a: H(*a, directory=sys.argv[1])).serve_forever()
+PY
+ip netns exec "$NS" /usr/bin/python3 "$TMP/httpd.py" "$TMP/www" &
+HPID=$!
+for _ in $(seq 50); do nsx curl -s -o /dev/null http://192.168.200.1:9000/ && nsx curl -s -o /dev/null http://127.0.0.1:8099/ && break; sleep 0.2; done
+
+rate() { # method url -> bytes per second as curl measured it
+	if [ "$1" = PUT ]; then
+		nsx curl -s -f -o /dev/null -w '%{speed_upload}' -T "$TMP/obj" "$2"
+	else
+		nsx curl -s -f -o /dev/null -w '%{speed_download}' "$2"
+	fi
+}
+best() { # method url: best of three, GB/s
+	local b=0 r
+	for _ in 1 2 3; do r=$(rate "$1" "$2"); b=$(awk -v a="$b" -v c="$r" 'BEGIN{print (c>a)?c:a}'); done
+	awk -v v="$b" 'BEGIN{printf "%.3f", v/1e9}'
+}
+put_s3=$(best PUT http://192.168.200.1:9000/ernic/obj)
+get_s3=$(best GET http://192.168.200.1:9000/ernic/obj)
+put_lo=$(best PUT http://127.0.0.1:8099/obj)
+get_lo=$(best GET http://127.0.0.1:8099/obj)
+printf '%-4s %-34s %8s\n' op path GB/s
+printf '%-4s %-34s %8s\n' GET "S3 endpoint over TAP" "$get_s3" GET "host loopback (python http.server)" "$get_lo"
+printf '%-4s %-34s %8s\n' PUT "S3 endpoint over TAP" "$put_s3" PUT "host loopback (python http.server)" "$put_lo"
+if [ -n "$CSV" ]; then
+	{ echo "op,path,gbps"; echo "GET,tap-s3,$get_s3"; echo "GET,loopback-python,$get_lo"
+	  echo "PUT,tap-s3,$put_s3"; echo "PUT,loopback-python,$put_lo"; } >"$CSV"
+fi

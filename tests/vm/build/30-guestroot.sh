@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Build step 3: the guest's root file system (a sid tree in $GUESTROOT): the guest kernel's
+# modules and image, the RDMA user space, the tools guest checks use, and ionic_rdma.ko in
+# updates/. No init system: the lane's own init (guest/init.sh) comes with the initramfs.
+# Idempotent: only missing packages are installed.
+set -euo pipefail
+# shellcheck source=SCRIPTDIR/../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+KVER=$(guest_kver)
+[ -n "$KVER" ] || die "no guest kernel recorded; run build/10-hostroot.sh first"
+KO=$VM_CACHE/ionic_rdma/ionic_rdma.ko
+[ -f "$KO" ] || die "no $KO; run build/20-ionic-rdma.sh first"
+
+GUEST_PACKAGES=(
+	kmod iproute2 pciutils procps ethtool util-linux   # devices, drivers, links
+	iputils-ping                                        # ICMP checks against the segment
+	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest libibverbs-dev
+	nvme-cli fio curl
+	gcc libc6-dev                                       # checks may compile small verbs programs
+	"linux-modules-$KVER" "linux-binary-$KVER"          # kernel without initramfs-tools/dracut
+)
+
+ensure_chroot "$GUESTROOT"
+chroot_ensure_pkgs "$GUESTROOT" "${GUEST_PACKAGES[@]}"
+chroot_run "$GUESTROOT" apt-get clean
+
+install -D -m 644 "$KO" "$GUESTROOT/usr/lib/modules/$KVER/updates/ionic_rdma.ko"
+chroot_run "$GUESTROOT" depmod -a "$KVER"
+[ -f "$GUESTROOT/usr/lib/modules/$KVER/vmlinuz" ] || die "linux-binary-$KVER has no vmlinuz where expected"
+
+echo ernic-guest >"$GUESTROOT/etc/hostname"
+printf '127.0.0.1 localhost\n127.0.1.1 ernic-guest\n' >"$GUESTROOT/etc/hosts"
+chroot_run "$GUESTROOT" passwd -d root >/dev/null
