@@ -120,6 +120,15 @@ else
 fi
 
 kill -0 "$SERVER_PID" 2>/dev/null && pass s3-server-alive || fail s3-server-alive "server died: $(tail -5 "$TMP/server.log")"
+
+# The TAP goes away under the server: logged, and the server goes on.
+nsx ip link del ernic0
+for _ in $(seq 50); do grep -q "^warning: tap ernic0: .*the segment goes on without it" "$TMP/server.log" && break; sleep 0.1; done
+if grep -q "^warning: tap ernic0: .*the segment goes on without it" "$TMP/server.log" && kill -0 "$SERVER_PID" 2>/dev/null; then
+	pass s3-tap-removed
+else
+	fail s3-tap-removed "$(tail -3 "$TMP/server.log" | tr '\n' '|')"
+fi
 kill -TERM "$SERVER_PID"; wait "$SERVER_PID"; rc=$?; SERVER_PID=
 [ $rc = 0 ] && pass s3-server-exit || fail s3-server-exit "status $rc"
 finish

@@ -7,6 +7,10 @@
 #   tests/vm/run-vm-test.sh --no-device --check tests/vm/checks/lane-selftest.sh [...]
 #   tests/vm/run-vm-test.sh [--binary B | --no-device] --shell     interactive guest console
 #   tests/vm/run-vm-test.sh --build-only                           just bring the cache up to date
+#   --netns-tap: run the server in a private network namespace joined (--tap ernic0) to a TAP
+#   whose host side is 192.168.200.3/24; the guest checks see ERNIC_TAP_PEER=192.168.200.3, and a
+#   host-side peer in the namespace pings the guest (192.168.200.2) while it runs (check
+#   host-peer-ping).
 #
 # What it does: checks the host prerequisites and brings the cache up to date (build-cache.sh),
 # starts the server once (BINARY --socket SOCK ARGS, SOCK in a private temporary directory),
@@ -36,7 +40,7 @@ usage() {
 	exit 2
 }
 
-BINARY="" CHECK="" BOOTS=1 RUNS=1 SERVER_ARGS="" NO_DEVICE=0 SHELL_MODE=0 BUILD_ONLY=0 KEEP=0
+BINARY="" CHECK="" BOOTS=1 RUNS=1 SERVER_ARGS="" NO_DEVICE=0 SHELL_MODE=0 BUILD_ONLY=0 KEEP=0 NETNS_TAP=0
 FW_VERSION=${ERNIC_FW_VERSION:-1.0.0-ernic}
 TIMEOUT=300 CHECK_TIMEOUT=180
 EXTRA_ENV=()
@@ -55,6 +59,7 @@ while [ $# -gt 0 ]; do
 	--shell) SHELL_MODE=1; shift ;;
 	--build-only) BUILD_ONLY=1; shift ;;
 	--keep) KEEP=1; shift ;;
+	--netns-tap) NETNS_TAP=1; shift ;;
 	-h | --help) usage ;;
 	*) echo "unknown argument '$1'" >&2; usage ;;
 	esac
@@ -91,7 +96,7 @@ finish() {
 
 # ---------------------------------------------------------------------------------------------
 # Processes this script starts, and their cleanup on every way out.
-WORK="" SERVER_PID="" QEMU_PID=""
+WORK="" SERVER_PID="" QEMU_PID="" NETNS="" PEER_PID=""
 
 # stop_pid PID SECONDS: SIGTERM, then SIGKILL after SECONDS; returns the exit status.
 stop_pid() {
@@ -108,7 +113,9 @@ stop_pid() {
 cleanup() {
 	[ -n "$QEMU_PID" ] && stop_pid "$QEMU_PID" 5
 	[ -n "$SERVER_PID" ] && stop_pid "$SERVER_PID" 5
-	QEMU_PID="" SERVER_PID=""
+	[ -n "$PEER_PID" ] && stop_pid "$PEER_PID" 1
+	[ -n "$NETNS" ] && ip netns del "$NETNS" 2>/dev/null
+	QEMU_PID="" SERVER_PID="" PEER_PID="" NETNS=""
 	if [ -n "$WORK" ] && [ -d "$WORK" ]; then
 		if [ "$KEEP" = 1 ] || [ "$FAILED" -gt 0 ]; then
 			echo "# job files kept in $WORK"
@@ -162,8 +169,21 @@ tail_file() {
 
 # ---------------------------------------------------------------------------------------------
 # The server: started once, for every run.
+SERVER_PREFIX=()
+if [ -n "$BINARY" ] && [ $NETNS_TAP = 1 ]; then
+	NETNS=ernic-vm-$$
+	if ! { ip netns add "$NETNS" && ip -n "$NETNS" link set lo up &&
+	       ip netns exec "$NETNS" ip tuntap add dev ernic0 mode tap &&
+	       ip -n "$NETNS" addr add 192.168.200.3/24 dev ernic0 && ip -n "$NETNS" link set ernic0 up; }; then
+		fail netns-tap "cannot create the namespace and its TAP"
+		finish
+	fi
+	SERVER_PREFIX=(ip netns exec "$NETNS")
+	SERVER_ARGV+=(--tap ernic0)
+	EXTRA_ENV+=("ERNIC_TAP_PEER=192.168.200.3")
+fi
 if [ -n "$BINARY" ]; then
-	"$BINARY" --socket "$SOCK" "${SERVER_ARGV[@]}" >"$WORK/server.log" 2>&1 8>&- &
+	"${SERVER_PREFIX[@]}" "$BINARY" --socket "$SOCK" "${SERVER_ARGV[@]}" >"$WORK/server.log" 2>&1 8>&- &
 	SERVER_PID=$!
 	for ((i = 0; i < 300; i++)); do
 		[ -S "$SOCK" ] && break
@@ -183,6 +203,12 @@ if [ -n "$BINARY" ]; then
 		fail server-start "$why: $(tail -n 3 "$WORK/server.log" | tr '\n' '|')"
 		finish
 	fi
+fi
+if [ -n "$NETNS" ]; then
+	# The host-side peer: keeps pinging the guest's address until one answer comes back.
+	ip netns exec "$NETNS" sh -c 'while :; do ping -c 1 -W 1 192.168.200.2 >/dev/null 2>&1 && { echo ok; exit 0; }; sleep 1; done' \
+		>"$WORK/host-peer-ping" 2>&1 8>&- &
+	PEER_PID=$!
 fi
 
 # qemu_args JOB BOOTS: the QEMU command line (paths as seen inside the chroot).
@@ -339,6 +365,11 @@ for ((run = 1; run <= RUNS; run++)); do
 done
 
 # ---------------------------------------------------------------------------------------------
+if [ -n "$NETNS" ]; then
+	grep -qx ok "$WORK/host-peer-ping" && pass host-peer-ping || fail host-peer-ping "the guest never answered the host-side peer"
+	stop_pid "$PEER_PID" 1
+	PEER_PID=""
+fi
 if [ -n "$SERVER_PID" ]; then
 	stop_pid "$SERVER_PID" 15
 	src=$?

@@ -67,6 +67,13 @@ ip link set "$IF" down
 ip link set "$IF" up
 wait_for 20 carrier && wait_for 30 reach && pass eth-down-up || fail eth-down-up "$(ip -br link show "$IF")"
 
+# With the server joined to a TAP (--netns-tap), a host-side peer shares the segment.
+if [ -n "${ERNIC_TAP_PEER:-}" ]; then
+	peer() { ping -c 1 -W 2 "$ERNIC_TAP_PEER"; }
+	wait_for 30 peer && pass eth-tap-peer-ping || fail eth-tap-peer-ping "$(ping -c 2 -W 2 "$ERNIC_TAP_PEER" 2>&1 | tail -2)"
+	sleep 3 # give the host-side peer its turn while the link is up
+fi
+
 # Unload and reload the driver: the device comes back and works.
 modprobe -r ionic_rdma 2>/dev/null
 if rmmod ionic && modprobe ionic && wait_for 30 ionic_if; then
