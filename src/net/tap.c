@@ -78,17 +78,6 @@ static void deliver(void *ctx, const uint8_t *frame, size_t len)
 	t->stats.tx_frames++;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch *sw, char *err, size_t errlen)
 {
 	struct tap *t;
@@ -96,17 +85,17 @@ struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch 
 	struct net_port port = { .name = "tap", .deliver = deliver };
 
 	if (strlen(ifname) >= IFNAMSIZ) {
-		fail(err, errlen, "tap %s: name too long", ifname);
+		err_set(err, errlen, "tap %s: name too long", ifname);
 		return NULL;
 	}
 	if (if_nametoindex(ifname) == 0) {
-		fail(err, errlen, "tap %s: no such interface (create it first, e.g. ip tuntap add %s mode tap)",
+		err_set(err, errlen, "tap %s: no such interface (create it first, e.g. ip tuntap add %s mode tap)",
 		     ifname, ifname);
 		return NULL;
 	}
 	t = calloc(1, sizeof(*t));
 	if (t == NULL) {
-		fail(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	snprintf(t->name, sizeof(t->name), "%s", ifname);
@@ -115,24 +104,24 @@ struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch 
 	t->port = -1;
 	t->fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (t->fd < 0) {
-		fail(err, errlen, "tap %s: /dev/net/tun: %s", ifname, strerror(errno));
+		err_set(err, errlen, "tap %s: /dev/net/tun: %s", ifname, strerror(errno));
 		goto out;
 	}
 	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
 	memcpy(ifr.ifr_name, ifname, strlen(ifname));
 	if (ioctl(t->fd, TUNSETIFF, &ifr) < 0) {
-		fail(err, errlen, "tap %s: cannot attach: %s", ifname, strerror(errno));
+		err_set(err, errlen, "tap %s: cannot attach: %s", ifname, strerror(errno));
 		goto out;
 	}
 	port.ctx = t;
 	t->port = net_switch_attach(sw, &port);
 	if (t->port < 0) {
-		fail(err, errlen, "tap %s: the segment has no free port", ifname);
+		err_set(err, errlen, "tap %s: the segment has no free port", ifname);
 		goto out;
 	}
 	t->watch = evloop_add_fd(loop, t->fd, EPOLLIN, on_readable, t);
 	if (t->watch == NULL) {
-		fail(err, errlen, "tap %s: cannot watch it", ifname);
+		err_set(err, errlen, "tap %s: cannot watch it", ifname);
 		goto out;
 	}
 	LOG_INFO("tap %s: joined to the segment", ifname);

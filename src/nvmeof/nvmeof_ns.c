@@ -13,29 +13,18 @@
 
 #include "util/log.h"
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 static int open_ram(struct nvmeof_ns *ns, char *err, size_t errlen)
 {
 	void *p;
 
 	if (ns->size > SIZE_MAX)
-		return fail(err, errlen, "nvmeof backend: cannot allocate %llu bytes",
+		return err_set(err, errlen, "nvmeof backend: cannot allocate %llu bytes",
 			    (unsigned long long)ns->size);
 	/* Pages are only committed when the guest writes them. */
 	p = mmap(NULL, (size_t)ns->size, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
-		return fail(err, errlen, "nvmeof backend: cannot allocate %llu bytes: %s",
+		return err_set(err, errlen, "nvmeof backend: cannot allocate %llu bytes: %s",
 			    (unsigned long long)ns->size, strerror(errno));
 	ns->ram = p;
 	return 0;
@@ -49,10 +38,10 @@ static int size_image(struct nvmeof_ns *ns, const struct nvmeof_config *cfg, uin
 
 	if (cur == 0 || (cfg->size_set && want > cur)) {
 		if (want > (uint64_t)INT64_MAX)
-			return fail(err, errlen, "nvmeof backend: size=%llu is too large for a file",
+			return err_set(err, errlen, "nvmeof backend: size=%llu is too large for a file",
 				    (unsigned long long)want);
 		if (ftruncate(ns->fd, (off_t)want) < 0)
-			return fail(err, errlen, "nvmeof backend: cannot size %s to %llu bytes: %s",
+			return err_set(err, errlen, "nvmeof backend: cannot size %s to %llu bytes: %s",
 				    cfg->file, (unsigned long long)want, strerror(errno));
 		if (cur != 0)
 			LOG_INFO("nvmeof backend: grew %s from %llu to %llu bytes", cfg->file,
@@ -61,10 +50,10 @@ static int size_image(struct nvmeof_ns *ns, const struct nvmeof_config *cfg, uin
 		return 0;
 	}
 	if (cfg->size_set && want < cur)
-		return fail(err, errlen, "nvmeof backend: %s is %llu bytes; size=%llu would truncate it",
+		return err_set(err, errlen, "nvmeof backend: %s is %llu bytes; size=%llu would truncate it",
 			    cfg->file, (unsigned long long)cur, (unsigned long long)want);
 	if (cur % cfg->bs != 0)
-		return fail(err, errlen, "nvmeof backend: %s is %llu bytes, not a whole number of %u-byte blocks",
+		return err_set(err, errlen, "nvmeof backend: %s is %llu bytes, not a whole number of %u-byte blocks",
 			    cfg->file, (unsigned long long)cur, cfg->bs);
 	ns->size = cur;
 	return 0;
@@ -76,20 +65,20 @@ static int open_file(struct nvmeof_ns *ns, const struct nvmeof_config *cfg, char
 
 	ns->fd = open(cfg->file, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (ns->fd < 0)
-		return fail(err, errlen, "nvmeof backend: cannot open %s: %s", cfg->file, strerror(errno));
+		return err_set(err, errlen, "nvmeof backend: cannot open %s: %s", cfg->file, strerror(errno));
 	if (fstat(ns->fd, &st) < 0) {
-		fail(err, errlen, "nvmeof backend: cannot stat %s: %s", cfg->file, strerror(errno));
+		err_set(err, errlen, "nvmeof backend: cannot stat %s: %s", cfg->file, strerror(errno));
 		goto out_close;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		fail(err, errlen, "nvmeof backend: %s is not a regular file", cfg->file);
+		err_set(err, errlen, "nvmeof backend: %s is not a regular file", cfg->file);
 		goto out_close;
 	}
 	if (flock(ns->fd, LOCK_EX | LOCK_NB) < 0) {
 		if (errno == EWOULDBLOCK)
-			fail(err, errlen, "nvmeof backend: %s is in use by another process", cfg->file);
+			err_set(err, errlen, "nvmeof backend: %s is in use by another process", cfg->file);
 		else
-			fail(err, errlen, "nvmeof backend: cannot lock %s: %s", cfg->file, strerror(errno));
+			err_set(err, errlen, "nvmeof backend: cannot lock %s: %s", cfg->file, strerror(errno));
 		goto out_close;
 	}
 	if (size_image(ns, cfg, (uint64_t)st.st_size, err, errlen))

@@ -34,6 +34,8 @@
  */
 #include "s3/s3_http.h"
 
+#include "util/parse_int.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -68,13 +70,7 @@ static bool is_field_char(unsigned char c)
 
 static int hexval(unsigned char c)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
+	return parse_hex_digit((char)c);
 }
 
 static unsigned char lower(unsigned char c)

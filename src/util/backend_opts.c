@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/log.h"
 #include "util/parse_int.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -208,17 +209,6 @@ static int apply_value(const struct opt_desc *d, const char *val, void *base)
 	return 0;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 /* Rules that involve more than one option, checked once all are in. */
 static int check_combination(struct backend_config *cfg, char *err, size_t errlen)
 {
@@ -227,7 +217,7 @@ static int check_combination(struct backend_config *cfg, char *err, size_t errle
 
 		/* Without size= an existing image keeps its own size; that is checked at creation. */
 		if ((c->size_set || c->file[0] == '\0') && c->size % c->bs != 0)
-			return fail(err, errlen,
+			return err_set(err, errlen,
 				    "nvmeof backend: size %llu is not a whole number of %u-byte blocks",
 				    (unsigned long long)c->size, c->bs);
 	}
@@ -249,7 +239,7 @@ int backend_config_parse(const char *spec, struct backend_config *cfg, char *err
 			b = &backends[i];
 	}
 	if (b == NULL)
-		return fail(err, errlen, "unknown backend '%.*s'", (int)namelen, spec);
+		return err_set(err, errlen, "unknown backend '%.*s'", (int)namelen, spec);
 
 	memset(&tmp, 0, sizeof(tmp));
 	tmp.kind = b->kind;
@@ -267,9 +257,9 @@ int backend_config_parse(const char *spec, struct backend_config *cfg, char *err
 
 		p = end;
 		if (itemlen == 0)
-			return fail(err, errlen, "%s backend: empty option", b->name);
+			return err_set(err, errlen, "%s backend: empty option", b->name);
 		if (itemlen >= sizeof(buf))
-			return fail(err, errlen, "%s backend: option too long '%.32s...'", b->name, item);
+			return err_set(err, errlen, "%s backend: option too long '%.32s...'", b->name, item);
 		memcpy(buf, item, itemlen);
 		buf[itemlen] = '\0';
 		eq = strchr(buf, '=');
@@ -282,14 +272,14 @@ int backend_config_parse(const char *spec, struct backend_config *cfg, char *err
 			}
 		}
 		if (d == NULL)
-			return fail(err, errlen, "%s backend: unknown option '%s'", b->name, buf);
+			return err_set(err, errlen, "%s backend: unknown option '%s'", b->name, buf);
 		if (eq == NULL)
-			return fail(err, errlen, "%s backend: option '%s' needs a value", b->name, buf);
+			return err_set(err, errlen, "%s backend: option '%s' needs a value", b->name, buf);
 		if (seen[di])
-			return fail(err, errlen, "%s backend: duplicate option '%s'", b->name, buf);
+			return err_set(err, errlen, "%s backend: duplicate option '%s'", b->name, buf);
 		seen[di] = true;
 		if (apply_value(d, eq + 1, base))
-			return fail(err, errlen, "%s backend: bad %s '%s'", b->name, buf, eq + 1);
+			return err_set(err, errlen, "%s backend: bad %s '%s'", b->name, buf, eq + 1);
 	}
 	if (check_combination(&tmp, err, errlen))
 		return -1;

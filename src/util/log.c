@@ -64,3 +64,13 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	fprintf(stderr, "%s%s\n", level_prefix[level], line);
 	fflush(stderr);
 }
+
+int err_set(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}

@@ -11,6 +11,7 @@
 #define ERNIC_UTIL_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum log_level {
 	LOG_LEVEL_ERROR,
@@ -29,6 +30,12 @@ int log_level_parse(const char *s, enum log_level *out);
 bool log_enabled(enum log_level level);
 
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * Format a one-line reason into err (for functions that report failures to
+ * their caller as text) and return -1, so "return err_set(...)" reads well.
+ */
+int err_set(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #define LOG_ERR(...)   log_msg(LOG_LEVEL_ERROR, __VA_ARGS__)
 #define LOG_WARN(...)  log_msg(LOG_LEVEL_WARN, __VA_ARGS__)

@@ -74,17 +74,6 @@ struct reply {
 	int err;
 };
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 /* ---- interrupts ---- */
 
 static void irq_close_range(struct vfu_irq *irq, uint32_t start, uint32_t count)
@@ -835,19 +824,19 @@ static int claim_path(const struct sockaddr_un *sa, char *err, size_t errlen)
 	if (lstat(sa->sun_path, &st) < 0) {
 		if (errno == ENOENT)
 			return 0;
-		return fail(err, errlen, "cannot use socket path %s: %s", sa->sun_path, strerror(errno));
+		return err_set(err, errlen, "cannot use socket path %s: %s", sa->sun_path, strerror(errno));
 	}
 	if (!S_ISSOCK(st.st_mode))
-		return fail(err, errlen, "%s exists and is not a socket", sa->sun_path);
+		return err_set(err, errlen, "%s exists and is not a socket", sa->sun_path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return fail(err, errlen, "socket: %s", strerror(errno));
+		return err_set(err, errlen, "socket: %s", strerror(errno));
 	rc = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
 	close(fd);
 	if (rc == 0)
-		return fail(err, errlen, "another server is listening on %s", sa->sun_path);
+		return err_set(err, errlen, "another server is listening on %s", sa->sun_path);
 	if (unlink(sa->sun_path) < 0 && errno != ENOENT)
-		return fail(err, errlen, "cannot remove stale socket %s: %s", sa->sun_path, strerror(errno));
+		return err_set(err, errlen, "cannot remove stale socket %s: %s", sa->sun_path, strerror(errno));
 	LOG_INFO("vfio-user: replaced stale socket %s", sa->sun_path);
 	return 0;
 }
@@ -859,12 +848,12 @@ static int irqs_alloc(struct vfu_server *srv, char *err, size_t errlen)
 		uint32_t n = srv->dev->irq_count[i];
 
 		if (n > VFU_MAX_IRQ_VECTORS)
-			return fail(err, errlen, "too many vectors for irq index %d", i);
+			return err_set(err, errlen, "too many vectors for irq index %d", i);
 		irq->count = n;
 		irq->fds = malloc(sizeof(int) * (n ? n : 1));
 		irq->masked = calloc(n ? n : 1, 1);
 		if (irq->fds == NULL || irq->masked == NULL)
-			return fail(err, errlen, "out of memory");
+			return err_set(err, errlen, "out of memory");
 		for (uint32_t v = 0; v < n; v++)
 			irq->fds[v] = -1;
 	}
@@ -890,7 +879,7 @@ struct vfu_server *vfu_server_start(struct evloop *loop, const char *path,
 	struct vfu_server *srv;
 
 	if (path[0] == '\0' || strlen(path) >= sizeof(sa.sun_path)) {
-		fail(err, errlen, "socket path '%s' is empty or longer than %zu bytes", path,
+		err_set(err, errlen, "socket path '%s' is empty or longer than %zu bytes", path,
 		     sizeof(sa.sun_path) - 1);
 		return NULL;
 	}
@@ -900,7 +889,7 @@ struct vfu_server *vfu_server_start(struct evloop *loop, const char *path,
 
 	srv = calloc(1, sizeof(*srv));
 	if (srv == NULL) {
-		fail(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	srv->loop = loop;
@@ -909,27 +898,27 @@ struct vfu_server *vfu_server_start(struct evloop *loop, const char *path,
 	strcpy(srv->path, path);
 	srv->dma = dma_map_new(VFU_MAX_DMA_MAPS);
 	if (srv->dma == NULL) {
-		fail(err, errlen, "out of memory");
+		err_set(err, errlen, "out of memory");
 		goto out_free;
 	}
 	if (irqs_alloc(srv, err, errlen))
 		goto out_free;
 	srv->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (srv->listen_fd < 0) {
-		fail(err, errlen, "socket: %s", strerror(errno));
+		err_set(err, errlen, "socket: %s", strerror(errno));
 		goto out_free;
 	}
 	if (bind(srv->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		fail(err, errlen, "cannot bind %s: %s", path, strerror(errno));
+		err_set(err, errlen, "cannot bind %s: %s", path, strerror(errno));
 		goto out_free;
 	}
 	if (listen(srv->listen_fd, 8) < 0) {
-		fail(err, errlen, "listen on %s: %s", path, strerror(errno));
+		err_set(err, errlen, "listen on %s: %s", path, strerror(errno));
 		goto out_unlink;
 	}
 	srv->listen_watch = evloop_add_fd(loop, srv->listen_fd, EPOLLIN, on_listen, srv);
 	if (srv->listen_watch == NULL) {
-		fail(err, errlen, "cannot watch %s", path);
+		err_set(err, errlen, "cannot watch %s", path);
 		goto out_unlink;
 	}
 	LOG_INFO("vfio-user: listening on %s", path);

@@ -7,6 +7,7 @@
 #   tests/vm/run-vm-test.sh --no-device --check tests/vm/checks/lane-selftest.sh [...]
 #   tests/vm/run-vm-test.sh [--binary B | --no-device] --shell     interactive guest console
 #   tests/vm/run-vm-test.sh --build-only                           just bring the cache up to date
+#   --qemu-args "ARGS": extra QEMU arguments (split at spaces), e.g. a virtio-net NIC for comparisons.
 #   --netns-tap: run the server in a private network namespace joined (--tap ernic0) to a TAP
 #   whose host side is 192.168.200.3/24; the guest checks see ERNIC_TAP_PEER=192.168.200.3, and a
 #   host-side peer in the namespace pings the guest (192.168.200.2) while it runs (check
@@ -40,7 +41,7 @@ usage() {
 	exit 2
 }
 
-BINARY="" CHECK="" BOOTS=1 RUNS=1 SERVER_ARGS="" NO_DEVICE=0 SHELL_MODE=0 BUILD_ONLY=0 KEEP=0 NETNS_TAP=0
+BINARY="" CHECK="" BOOTS=1 RUNS=1 SERVER_ARGS="" NO_DEVICE=0 SHELL_MODE=0 BUILD_ONLY=0 KEEP=0 NETNS_TAP=0 QEMU_EXTRA=""
 FW_VERSION=${ERNIC_FW_VERSION:-1.0.0-ernic}
 TIMEOUT=300 CHECK_TIMEOUT=180
 EXTRA_ENV=()
@@ -60,6 +61,7 @@ while [ $# -gt 0 ]; do
 	--build-only) BUILD_ONLY=1; shift ;;
 	--keep) KEEP=1; shift ;;
 	--netns-tap) NETNS_TAP=1; shift ;;
+	--qemu-args) QEMU_EXTRA=${2?}; shift 2 ;;
 	-h | --help) usage ;;
 	*) echo "unknown argument '$1'" >&2; usage ;;
 	esac
@@ -227,6 +229,11 @@ qemu_args() {
 	# Without -no-reboot a guest reboot restarts the machine in the same QEMU process; runs of a
 	# single boot keep it, so that an unexpected reboot (a panic) ends QEMU at once.
 	[ "$boots" -gt 1 ] || QEMU+=(-no-reboot)
+	if [ -n "$QEMU_EXTRA" ]; then
+		local extra
+		read -r -a extra <<<"$QEMU_EXTRA"
+		QEMU+=("${extra[@]}")
+	fi
 	if [ $SHELL_MODE = 1 ]; then
 		QEMU+=(-serial mon:stdio -append "$append ernic.shell=1")
 	else
