@@ -11,3 +11,5 @@ echo "== S3 store RDMA path (bench/results/s3.csv)"
 build-bench/s3-bench "${S3_BENCH_SECONDS:-1}" bench/results/s3.csv
 echo "== S3 endpoint over a TAP, 64 MiB (bench/results/tap.csv)"
 bench/tap_bench.sh build-bench/rocm-ernic bench/results/tap.csv
+echo "== guest Ethernet: ionic vs virtio-net in one TCG guest (bench/results/eth.csv)"
+bench/guest_eth_bench.sh build-bench/rocm-ernic bench/results/eth.csv
