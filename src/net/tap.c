@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <linux/if_tun.h>
+#include <linux/virtio_net.h>
+#include <sys/uio.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,16 +21,37 @@
 
 #define TAP_MAX_FRAME 65536
 #define TAP_READS_PER_WAKEUP 64
+#define ETH_HLEN 14
+#define TCP_HDRS (ETH_HLEN + 20 + 20)  /* Ethernet, IPv4 without options, TCP without options */
+#define GSO_MAX_PAYLOAD (65535 - 40)
+
+/*
+ * Outgoing TCP segments of one flow, merged into one frame that the kernel
+ * takes as a segmentation-offload (GSO) packet: one write() instead of one
+ * per 1460 bytes. Only plain in-order ACK segments of equal size merge; the
+ * wire the peer sees is unchanged.
+ */
+struct coalesce {
+	uint8_t frame[TCP_HDRS + GSO_MAX_PAYLOAD];
+	size_t len;           /* 0: empty */
+	unsigned segs;
+	uint16_t gso_size;    /* payload of each segment but the last */
+	uint32_t next_seq;
+	bool last_short;      /* the last merged segment was shorter: nothing may follow */
+};
 
 struct tap {
 	char name[IFNAMSIZ];
 	int fd;
+	bool vnet;            /* frames carry a virtio_net_hdr (GSO writes possible) */
+	bool flush_pending;
 	struct evloop *loop;
 	struct ev_watch *watch;
 	struct net_switch *sw;
 	int port;
 	struct tap_stats stats;
-	uint8_t buf[TAP_MAX_FRAME];
+	struct coalesce co;
+	uint8_t buf[sizeof(struct virtio_net_hdr) + TAP_MAX_FRAME];
 };
 
 static void tap_gone(struct tap *t, int err)
@@ -46,6 +69,8 @@ static void on_readable(void *arg, uint32_t events)
 {
 	struct tap *t = arg;
 
+	size_t hdr = t->vnet ? sizeof(struct virtio_net_hdr) : 0;
+
 	for (int i = 0; i < TAP_READS_PER_WAKEUP && t->fd >= 0; i++) {
 		ssize_t n = read(t->fd, t->buf, sizeof(t->buf));
 
@@ -55,19 +80,29 @@ static void on_readable(void *arg, uint32_t events)
 			tap_gone(t, n < 0 ? errno : ENODEV);
 			return;
 		}
+		if ((size_t)n <= hdr)
+			continue;
+		/* No offloads were enabled (TUNSETOFFLOAD), so the kernel sends plain frames. */
+		if (hdr && ((struct virtio_net_hdr *)t->buf)->gso_type != VIRTIO_NET_HDR_GSO_NONE)
+			continue;
 		t->stats.rx_frames++;
-		net_switch_input(t->sw, t->port, t->buf, (size_t)n);
+		net_switch_input(t->sw, t->port, t->buf + hdr, (size_t)n - hdr);
 	}
 	(void)events;
 }
 
-static void deliver(void *ctx, const uint8_t *frame, size_t len)
+static void write_frame(struct tap *t, const struct virtio_net_hdr *vh, const uint8_t *frame, size_t len)
 {
-	struct tap *t = ctx;
+	struct virtio_net_hdr none = { 0 };
+	struct iovec iov[2] = {
+		{ .iov_base = (void *)(vh ? vh : &none), .iov_len = sizeof(none) },
+		{ .iov_base = (void *)frame, .iov_len = len },
+	};
+	ssize_t want = (ssize_t)(len + (t->vnet ? sizeof(none) : 0));
 
 	if (t->fd < 0)
 		return;
-	if (write(t->fd, frame, len) != (ssize_t)len) {
+	if (writev(t->fd, t->vnet ? iov : iov + 1, t->vnet ? 2 : 1) != want) {
 		/* A full queue (nobody reads the host side) drops, as a wire would; a vanished device detaches. */
 		if (errno == EIO || errno == EBADFD || errno == ENODEV)
 			tap_gone(t, errno);
@@ -76,6 +111,125 @@ static void deliver(void *ctx, const uint8_t *frame, size_t len)
 		return;
 	}
 	t->stats.tx_frames++;
+}
+
+static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static uint32_t get32(const uint8_t *p) { return (uint32_t)get16(p) << 16 | get16(p + 2); }
+static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+
+static uint16_t fold(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+/* Payload length of a frame that may merge (IPv4, no options or fragments, TCP with ACK and at most PSH), or -1. */
+static long mergeable(const uint8_t *f, size_t len)
+{
+	const uint8_t *ip = f + ETH_HLEN, *tcp = ip + 20;
+	size_t tot;
+
+	if (len < TCP_HDRS || get16(f + 12) != 0x0800 || ip[0] != 0x45 || ip[9] != 6 ||
+	    (get16(ip + 6) & 0x3fff) != 0 || (tcp[12] >> 4) != 5)
+		return -1;
+	if ((tcp[13] & ~0x08) != 0x10) /* ACK, optionally PSH; nothing else */
+		return -1;
+	tot = get16(ip + 2);
+	if (tot < 40 || tot > len - ETH_HLEN || tot == 40)
+		return -1;
+	return (long)(tot - 40);
+}
+
+/* Send what is merged: one plain frame, or one GSO frame for several segments. */
+static void flush(struct tap *t)
+{
+	struct coalesce *c = &t->co;
+	uint8_t *ip = c->frame + ETH_HLEN, *tcp = ip + 20;
+	struct virtio_net_hdr vh = { 0 };
+	size_t tcplen;
+	uint32_t sum;
+
+	if (c->len == 0)
+		return;
+	if (c->segs == 1) {
+		write_frame(t, NULL, c->frame, c->len);
+		c->len = 0;
+		return;
+	}
+	/* IPv4 length and checksum of the merged packet; TCP checksum left to the kernel (partial). */
+	put16(ip + 2, (uint16_t)(c->len - ETH_HLEN));
+	put16(ip + 10, 0);
+	sum = 0;
+	for (int i = 0; i < 20; i += 2)
+		sum += get16(ip + i);
+	put16(ip + 10, (uint16_t)~fold(sum));
+	tcplen = c->len - ETH_HLEN - 20;
+	sum = get16(ip + 12) + get16(ip + 14) + get16(ip + 16) + get16(ip + 18) + 6 + (uint32_t)tcplen;
+	put16(tcp + 16, fold(sum));
+	vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	vh.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
+	vh.hdr_len = TCP_HDRS;
+	vh.gso_size = c->gso_size;
+	vh.csum_start = ETH_HLEN + 20;
+	vh.csum_offset = 16;
+	write_frame(t, &vh, c->frame, c->len);
+	t->stats.gso_frames++;
+	c->len = 0;
+}
+
+static void deferred_flush(void *arg)
+{
+	struct tap *t = arg;
+
+	t->flush_pending = false;
+	flush(t);
+}
+
+/* Whether frame f (payload n) continues the merged flow. */
+static bool continues(const struct coalesce *c, const uint8_t *f, long n)
+{
+	const uint8_t *a = c->frame, *ip = f + ETH_HLEN, *tcp = ip + 20;
+	const uint8_t *aip = a + ETH_HLEN, *atcp = aip + 20;
+
+	return c->len && !c->last_short && !(atcp[13] & 0x08) /* nothing after a PSH */ &&
+	       memcmp(a, f, 12) == 0 && memcmp(aip + 12, ip + 12, 8) == 0 && memcmp(atcp, tcp, 4) == 0 &&
+	       get32(tcp + 4) == c->next_seq && get32(tcp + 8) == get32(atcp + 8) &&
+	       get16(tcp + 14) == get16(atcp + 14) && n <= c->gso_size &&
+	       c->len + (size_t)n <= sizeof(c->frame);
+}
+
+static void deliver(void *ctx, const uint8_t *frame, size_t len)
+{
+	struct tap *t = ctx;
+	struct coalesce *c = &t->co;
+	long n = t->vnet ? mergeable(frame, len) : -1;
+
+	if (n <= 0) {
+		flush(t);
+		write_frame(t, NULL, frame, len);
+		return;
+	}
+	if (continues(c, frame, n)) {
+		memcpy(c->frame + c->len, frame + TCP_HDRS, (size_t)n);
+		c->len += (size_t)n;
+		c->segs++;
+		c->next_seq += (uint32_t)n;
+		c->last_short = n < c->gso_size;
+		c->frame[ETH_HLEN + 20 + 13] |= frame[ETH_HLEN + 20 + 13] & 0x08; /* PSH of the last */
+	} else {
+		flush(t);
+		memcpy(c->frame, frame, TCP_HDRS + (size_t)n);
+		c->len = TCP_HDRS + (size_t)n;
+		c->segs = 1;
+		c->gso_size = (uint16_t)n;
+		c->next_seq = get32(frame + ETH_HLEN + 20 + 4) + (uint32_t)n;
+		c->last_short = false;
+	}
+	if (!t->flush_pending && evloop_defer(t->loop, deferred_flush, t) == 0)
+		t->flush_pending = true;
+	else if (!t->flush_pending)
+		flush(t);
 }
 
 struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch *sw, char *err, size_t errlen)
@@ -107,11 +261,17 @@ struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch 
 		err_set(err, errlen, "tap %s: /dev/net/tun: %s", ifname, strerror(errno));
 		goto out;
 	}
-	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+	/* With a virtio_net_hdr on each frame, merged TCP segments can go out as one GSO write. */
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
 	memcpy(ifr.ifr_name, ifname, strlen(ifname));
+	t->vnet = true;
 	if (ioctl(t->fd, TUNSETIFF, &ifr) < 0) {
-		err_set(err, errlen, "tap %s: cannot attach: %s", ifname, strerror(errno));
-		goto out;
+		ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+		t->vnet = false;
+		if (ioctl(t->fd, TUNSETIFF, &ifr) < 0) {
+			err_set(err, errlen, "tap %s: cannot attach: %s", ifname, strerror(errno));
+			goto out;
+		}
 	}
 	port.ctx = t;
 	t->port = net_switch_attach(sw, &port);
@@ -135,6 +295,10 @@ void tap_close(struct tap *t)
 {
 	if (t == NULL)
 		return;
+	t->flush_pending = false;
+	LOG_INFO("tap %s: %llu frames in, %llu out (%llu of them merged segmentation-offload writes), %llu dropped",
+		 t->name, (unsigned long long)t->stats.rx_frames, (unsigned long long)t->stats.tx_frames,
+		 (unsigned long long)t->stats.gso_frames, (unsigned long long)t->stats.tx_dropped);
 	if (t->watch)
 		evloop_del_fd(t->loop, t->watch);
 	if (t->port >= 0)

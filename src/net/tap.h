@@ -17,6 +17,7 @@ struct tap;
 
 struct tap_stats {
 	uint64_t rx_frames, tx_frames, tx_dropped;
+	uint64_t gso_frames;  /* writes that carried several merged TCP segments */
 };
 
 /* Open ifname and attach it to sw. Returns NULL with a one-line reason in err. */

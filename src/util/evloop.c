@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -19,11 +20,36 @@ struct ev_watch {
 	struct ev_watch *next_dead;
 };
 
+#define MAX_DEFERRED 16
+
 struct evloop {
 	int epfd;
 	bool stop;
 	struct ev_watch *dead; /* removed watchers, freed after the batch */
+	struct { void (*fn)(void *arg); void *arg; } deferred[MAX_DEFERRED];
+	unsigned ndeferred;
 };
+
+int evloop_defer(struct evloop *loop, void (*fn)(void *arg), void *arg)
+{
+	if (loop->ndeferred == MAX_DEFERRED)
+		return -ENOSPC;
+	loop->deferred[loop->ndeferred].fn = fn;
+	loop->deferred[loop->ndeferred].arg = arg;
+	loop->ndeferred++;
+	return 0;
+}
+
+static void run_deferred(struct evloop *loop)
+{
+	/* A deferred call may defer again; those run in the next round. */
+	unsigned n = loop->ndeferred;
+
+	for (unsigned i = 0; i < n; i++)
+		loop->deferred[i].fn(loop->deferred[i].arg);
+	memmove(loop->deferred, loop->deferred + n, (loop->ndeferred - n) * sizeof(loop->deferred[0]));
+	loop->ndeferred -= n;
+}
 
 struct evloop *evloop_new(void)
 {
@@ -121,6 +147,8 @@ int evloop_run(struct evloop *loop)
 			if (!w->dead)
 				w->cb(w->arg, evs[i].events);
 		}
+		while (loop->ndeferred && !loop->stop)
+			run_deferred(loop);
 		reap(loop);
 	}
 	return 0;

@@ -35,6 +35,13 @@ struct ev_timer;
 struct ev_timer *evloop_add_timer(struct evloop *loop, unsigned interval_ms, ev_fd_cb cb, void *arg);
 void evloop_del_timer(struct evloop *loop, struct ev_timer *t);
 
+/*
+ * Run fn(arg) once, after the callbacks of the current batch of events (for
+ * work that should gather what those callbacks produce, like a TAP flush).
+ * Returns 0, or -ENOSPC when too many are pending.
+ */
+int evloop_defer(struct evloop *loop, void (*fn)(void *arg), void *arg);
+
 /* Milliseconds of a monotonic clock. */
 uint64_t evloop_now_ms(void);
 

@@ -131,4 +131,7 @@ else
 fi
 kill -TERM "$SERVER_PID"; wait "$SERVER_PID"; rc=$?; SERVER_PID=
 [ $rc = 0 ] && pass s3-server-exit || fail s3-server-exit "status $rc"
+# Bulk data toward the TAP went out as merged (GSO) writes.
+gso=$(grep -o '(\([0-9]*\) of them merged' "$TMP/server.log" | grep -o '[0-9]*' | head -1)
+[ "${gso:-0}" -gt 0 ] && pass s3-tap-gso-writes || fail s3-tap-gso-writes "$(grep '^tap ernic0:' "$TMP/server.log")"
 finish
