@@ -4,7 +4,8 @@
  *
  * This file holds the command line, the signals and the event loop. Exit
  * status: 0 after SIGINT/SIGTERM, 2 for a malformed command line (nothing is
- * created), 1 for a failure to start.
+ * created), 1 for a failure to start. SIGUSR1 simulates a firmware reset of
+ * the device.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -190,6 +191,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 struct signal_ctx {
 	struct evloop *loop;
 	int fd;
+	struct ionic_pci *nic;
 };
 
 static void on_signal(void *arg, uint32_t events)
@@ -199,6 +201,12 @@ static void on_signal(void *arg, uint32_t events)
 
 	(void)events;
 	while (read(s->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGUSR1) {
+			/* An operator's (or a test's) way to exercise the driver's firmware-reset recovery. */
+			if (s->nic)
+				ionic_pci_fw_reset(s->nic);
+			continue;
+		}
 		LOG_INFO("received %s, shutting down", strsignal((int)si.ssi_signo));
 		evloop_stop(s->loop);
 	}
@@ -226,6 +234,7 @@ int main(int argc, char **argv)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGUSR1);
 	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
 	    (sig.fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
 		LOG_ERR("signals: %m");
@@ -260,6 +269,7 @@ int main(int argc, char **argv)
 
 	memcpy(nic_cfg.mac, opts.mac, sizeof(nic_cfg.mac));
 	nic = ionic_pci_new(&nic_cfg);
+	sig.nic = nic;
 	if (nic == NULL || ionic_pci_attach_segment(nic, sw)) {
 		LOG_ERR("cannot create the device");
 		goto out;

@@ -140,13 +140,35 @@ static void dev_cmd_execute(struct ionic_dev *dev)
 
 /* ---- registers ---- */
 
-static uint32_t heartbeat(void)
+static uint64_t now_ms(void)
 {
 	struct timespec ts;
 
-	/* Changes between any two of the driver's checks (they are seconds apart) and is never 0. */
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint32_t)(ts.tv_sec * 1000 + ts.tv_nsec / 1000000) | 1u;
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint32_t heartbeat(void)
+{
+	/* Changes between any two of the driver's checks (they are seconds apart) and is never 0. */
+	return (uint32_t)now_ms() | 1u;
+}
+
+static uint8_t fw_status(const struct ionic_dev *dev)
+{
+	if (dev->fw_down_until_ms && now_ms() < dev->fw_down_until_ms)
+		return 0;
+	return (uint8_t)(IONIC_FW_STS_F_RUNNING | (dev->fw_generation << 4));
+}
+
+void ionic_dev_fw_reset(struct ionic_dev *dev, unsigned down_ms)
+{
+	memset(dev->intr, 0, sizeof(dev->intr));
+	ionic_lif_reset(dev);
+	dev->port_info_pa = 0;
+	dev->fw_generation = (uint8_t)((dev->fw_generation + 1) & 0xf);
+	dev->fw_down_until_ms = now_ms() + down_ms;
+	LOG_INFO("ionic: firmware reset: not running for %u ms, then generation %u", down_ms, dev->fw_generation);
 }
 
 static void fill_dev_info(struct ionic_dev *dev)
@@ -170,6 +192,8 @@ void ionic_dev_reset(struct ionic_dev *dev)
 	memset(&dev->bar0, 0, sizeof(dev->bar0));
 	memset(dev->intr, 0, sizeof(dev->intr));
 	dev->port_info_pa = 0;
+	dev->fw_down_until_ms = 0;
+	dev->fw_generation = 0;
 	dev->port_state = IONIC_PORT_ADMIN_STATE_UP;
 	dev->port_mtu = 1500;
 	ionic_lif_reset(dev);
@@ -216,6 +240,7 @@ int ionic_dev_bar0_access(void *opaque, uint64_t off, void *buf, size_t len, boo
 	}
 	if (!is_write) {
 		dev->bar0.info.fw_heartbeat = le32_set(heartbeat());
+		dev->bar0.info.fw_status = fw_status(dev);
 		if (end <= regs_end)
 			memcpy(buf, dev->bar0.bytes + off, len);
 		else

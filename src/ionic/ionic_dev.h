@@ -50,6 +50,14 @@ int ionic_dev_bar2_access(void *dev, uint64_t offset, void *buf, size_t len, boo
  */
 void ionic_dev_rx_frame(struct ionic_dev *dev, const uint8_t *frame, size_t len);
 
+/*
+ * Simulate a firmware reset: the device forgets its LIF, queues and interrupt
+ * state, reports its firmware not running for down_ms, then running again
+ * with a new generation number. The stock driver's watchdog notices and runs
+ * its firmware-down/firmware-up recovery (re-identify, re-init every queue).
+ */
+void ionic_dev_fw_reset(struct ionic_dev *dev, unsigned down_ms);
+
 /* Counters for tests and logs. */
 struct ionic_dev_stats {
 	uint64_t dev_cmds;

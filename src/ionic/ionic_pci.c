@@ -122,3 +122,9 @@ struct ionic_dev *ionic_pci_dev(struct ionic_pci *ip)
 {
 	return ip->dev;
 }
+
+void ionic_pci_fw_reset(struct ionic_pci *ip)
+{
+	/* Longer than the driver's 5-second watchdog, so it sees the firmware stop. */
+	ionic_dev_fw_reset(ip->dev, 6000);
+}

@@ -18,6 +18,9 @@ const struct vfu_device *ionic_pci_vfu(struct ionic_pci *ip);
 void ionic_pci_set_server(struct ionic_pci *ip, struct vfu_server *srv);
 struct ionic_dev *ionic_pci_dev(struct ionic_pci *ip);
 
+/* A simulated firmware reset of the device (see ionic_dev_fw_reset). */
+void ionic_pci_fw_reset(struct ionic_pci *ip);
+
 struct net_switch;
 /* Put the guest NIC on the segment: its TX goes to sw, frames for it come back. 0 or -1. */
 int ionic_pci_attach_segment(struct ionic_pci *ip, struct net_switch *sw);

@@ -83,6 +83,8 @@ struct ionic_dev {
 	} bar0;
 	struct ionic_intr_state intr[IONIC_NINTRS];
 	uint8_t frame[16384];      /* TX gather buffer: MTU 9000 frames and then some */
+	uint64_t fw_down_until_ms;  /* firmware "not running" until then (a simulated reset) */
+	uint8_t fw_generation;      /* 0..15, bumped by every simulated reset */
 	uint64_t port_info_pa;
 	uint8_t port_state;
 	uint32_t port_mtu;

@@ -7,6 +7,8 @@
 #   tests/vm/run-vm-test.sh --no-device --check tests/vm/checks/lane-selftest.sh [...]
 #   tests/vm/run-vm-test.sh [--binary B | --no-device] --shell     interactive guest console
 #   tests/vm/run-vm-test.sh --build-only                           just bring the cache up to date
+#   A guest check may ask the host to signal the server: it writes "signal USR1" into
+#   /mnt/job/host-request and waits for host-request.done (SIGUSR1 = a simulated firmware reset).
 #   --qemu-args "ARGS": extra QEMU arguments (split at spaces), e.g. a virtio-net NIC for comparisons.
 #   --netns-tap: run the server in a private network namespace joined (--tap ernic0) to a TAP
 #   whose host side is 192.168.200.3/24; the guest checks see ERNIC_TAP_PEER=192.168.200.3, and a
@@ -98,7 +100,7 @@ finish() {
 
 # ---------------------------------------------------------------------------------------------
 # Processes this script starts, and their cleanup on every way out.
-WORK="" SERVER_PID="" QEMU_PID="" NETNS="" PEER_PID=""
+WORK="" SERVER_PID="" QEMU_PID="" NETNS="" PEER_PID="" WATCH_PID=""
 
 # stop_pid PID SECONDS: SIGTERM, then SIGKILL after SECONDS; returns the exit status.
 stop_pid() {
@@ -116,6 +118,7 @@ cleanup() {
 	[ -n "$QEMU_PID" ] && stop_pid "$QEMU_PID" 5
 	[ -n "$SERVER_PID" ] && stop_pid "$SERVER_PID" 5
 	[ -n "$PEER_PID" ] && stop_pid "$PEER_PID" 1
+	[ -n "$WATCH_PID" ] && stop_pid "$WATCH_PID" 1
 	[ -n "$NETNS" ] && ip netns del "$NETNS" 2>/dev/null
 	QEMU_PID="" SERVER_PID="" PEER_PID="" NETNS=""
 	if [ -n "$WORK" ] && [ -d "$WORK" ]; then
@@ -205,6 +208,22 @@ if [ -n "$BINARY" ]; then
 		fail server-start "$why: $(tail -n 3 "$WORK/server.log" | tr '\n' '|')"
 		finish
 	fi
+fi
+if [ -n "$SERVER_PID" ]; then
+	# Requests from the guest to the host side: a check writes "signal USR1" into host-request in
+	# its job directory (the server then simulates a firmware reset); the answer is host-request.done.
+	( while :; do
+		for f in "$WORK"/run*/host-request; do
+			[ -f "$f" ] || continue
+			case $(cat "$f") in
+			"signal USR1") kill -USR1 "$SERVER_PID" && echo done >"$f.done" ;;
+			*) echo refused >"$f.done" ;;
+			esac
+			rm -f "$f"
+		done
+		sleep 0.2
+	done ) 8>&- &
+	WATCH_PID=$!
 fi
 if [ -n "$NETNS" ]; then
 	# The host-side peer: keeps pinging the guest's address until one answer comes back.

@@ -3,7 +3,8 @@
 # Guest checks for the Ethernet function: the stock ionic driver's netdev comes up with the MAC
 # the server was given, its link is up, it reaches the S3 endpoint (ARP, ICMP, TCP) on the
 # emulated segment, carries a 16 MiB object both ways over curl's body path with matching
-# digests, survives an MTU change, ip link down/up and an unload/reload of the driver.
+# digests, survives an MTU change, ip link down/up, an unload/reload of the driver and a
+# firmware reset.
 # Server: --backend s3 (endpoint 192.168.200.1:9000, bucket ernic).
 # shellcheck source=SCRIPTDIR/../guest/check-lib.sh
 . "$(dirname "$0")/check-lib.sh"
@@ -83,6 +84,20 @@ if rmmod ionic && modprobe ionic && wait_for 30 ionic_if; then
 		pass eth-reload || fail eth-reload "after reload: $(ip -br link show "$IF"); $(dmesg | grep -i ionic | tail -3)"
 else
 	fail eth-reload "rmmod/modprobe failed: $(dmesg | grep -i ionic | tail -3)"
+fi
+
+# A firmware reset (the server simulates one on SIGUSR1): the driver sees the firmware stop and
+# come back with a new generation, re-initialises the LIF and its queues, and traffic flows again.
+if [ -d /mnt/job ]; then
+	fw_stopped() { dmesg | grep -q "ionic .*FW stopped"; }
+	fw_running() { dmesg | grep -q "ionic .*FW running"; }
+	echo "signal USR1" >/mnt/job/host-request
+	if wait_for 20 test -f /mnt/job/host-request.done && wait_for 60 fw_stopped && wait_for 90 fw_running &&
+		wait_for 30 carrier && wait_for 60 reach && curl -s -f --max-time 60 "$URL/" | grep -q "<Name>ernic</Name>"; then
+		pass eth-fw-reset
+	else
+		fail eth-fw-reset "$(ip -br link show "$IF"); $(dmesg | grep -i ionic | tail -4)"
+	fi
 fi
 
 echo "--- ionic kernel log"
