@@ -161,39 +161,54 @@ static size_t tx_gather(struct ionic_dev *dev, struct ionic_queue *q, uint32_t i
 	return total;
 }
 
-/* Transmit: every posted descriptor becomes a frame on the segment; one completion for the burst. */
+/* Post a TX completion naming descriptor idx (it frees everything up to it) with status. */
+static bool tx_complete(struct ionic_dev *dev, struct ionic_queue *q, uint32_t idx, uint8_t status)
+{
+	uint8_t comp[16] = { status };
+
+	comp[2] = (uint8_t)idx;
+	comp[3] = (uint8_t)(idx >> 8);
+	if (ionic_cq_post(dev, q, comp)) {
+		ionic_guest_error(dev, "txq %u completion ring is not mapped", q->index);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Transmit: every posted descriptor becomes a frame on the segment. One
+ * completion names the last descriptor of the burst; an unusable descriptor
+ * gets a completion of its own with an error status (its frame is dropped).
+ */
 static void txq_run(struct ionic_dev *dev, struct ionic_queue *q)
 {
 	uint32_t done = 0, last = 0;
+	bool pending = false, posted = false;
 
 	while (q->head != q->p_index && done < q->num_descs) {
 		size_t len = tx_gather(dev, q, q->head, dev->frame, sizeof(dev->frame));
 
+		last = q->head;
+		q->head = (q->head + 1) & (q->num_descs - 1);
+		done++;
 		if (len >= 14 && dev->env.tx_frame) {
 			dev->stats.tx_frames++;
 			dev->stats.tx_bytes += len;
 			dev->env.tx_frame(dev->env.ctx, dev->frame, len);
-		} else {
-			dev->stats.tx_errors++;
-			ionic_guest_error(dev, "txq %u descriptor %u unusable", q->index, q->head);
+			pending = true;
+			continue;
 		}
-		last = q->head;
-		q->head = (q->head + 1) & (q->num_descs - 1);
-		done++;
-	}
-	if (done) {
-		uint8_t comp[16] = { 0 };
-
-		/* One completion naming the last descriptor frees everything up to it. */
-		comp[2] = (uint8_t)last;
-		comp[3] = (uint8_t)(last >> 8);
-		if (ionic_cq_post(dev, q, comp)) {
-			ionic_guest_error(dev, "txq %u completion ring is not mapped", q->index);
+		dev->stats.tx_errors++;
+		ionic_guest_error(dev, "txq %u descriptor %u unusable", q->index, last);
+		if (!tx_complete(dev, q, last, IONIC_RC_EINVAL))
 			return;
-		}
-		if (q->flags & IONIC_QINIT_F_IRQ)
-			ionic_intr_raise(dev, q->intr_index);
+		pending = false;
+		posted = true;
 	}
+	if (pending && !tx_complete(dev, q, last, IONIC_RC_SUCCESS))
+		return;
+	if ((pending || posted) && (q->flags & IONIC_QINIT_F_IRQ))
+		ionic_intr_raise(dev, q->intr_index);
 }
 
 /* Whether the LIF takes a frame for this destination (receive mode and MAC filters). */

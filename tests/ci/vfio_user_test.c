@@ -963,6 +963,16 @@ static void test_eth_to_s3_endpoint(void **state)
 		db = g.tx_head;
 		vfc_write(&cl, 2, 3 * 8, &db, 8, true);
 	}
+	/* Each bad descriptor got a completion of its own with an error status, naming it. */
+	uint32_t errors = 0;
+	vfc_read32(&cl, CFG, 0); /* a round trip: the posted doorbells before it have been handled */
+	for (uint32_t i = 0; i < GUEST_Q_DEPTH; i++) {
+		const volatile uint8_t *c = guest_ptr(&g, GUEST_TX_CQ + i * 16ull);
+
+		if ((c[15] & 0x80) && c[0] == 14) /* IONIC_RC_EINVAL */
+			errors++;
+	}
+	assert_int_equal(errors, 3);
 	/* ... and the path still works afterwards. */
 	ionic_guest_tx(&g, f, icmp_echo(f, 9, 100));
 	n = ionic_guest_rx(&g, r, sizeof(r), 5000);
