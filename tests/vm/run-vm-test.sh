@@ -45,7 +45,7 @@ usage() {
 
 BINARY="" CHECK="" BOOTS=1 RUNS=1 SERVER_ARGS="" NO_DEVICE=0 SHELL_MODE=0 BUILD_ONLY=0 KEEP=0 NETNS_TAP=0 QEMU_EXTRA=""
 FW_VERSION=${ERNIC_FW_VERSION:-1.0.0-ernic}
-TIMEOUT=300 CHECK_TIMEOUT=180
+TIMEOUT=300 CHECK_TIMEOUT=180 SILENT_LIMIT=${ERNIC_VM_SILENT_LIMIT:-90}
 EXTRA_ENV=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -295,21 +295,35 @@ for ((run = 1; run <= RUNS; run++)); do
 	printf '%q ' "${QEMU[@]}" >"$JOB/qemu-cmdline.txt"
 
 	limit=$((BOOTS * TIMEOUT))
-	t0=$(date +%s)
-	chroot_exec "$HOSTROOT" "${BINDS[@]}" -b "$JOB:/job" -- "${QEMU[@]}" >"$JOB/qemu.log" 2>&1 8>&- &
-	QEMU_PID=$!
-	timed_out=0
-	while kill -0 "$QEMU_PID" 2>/dev/null; do
-		if [ $(($(date +%s) - t0)) -ge "$limit" ]; then
-			timed_out=1
-			stop_pid "$QEMU_PID" 5
-			break
-		fi
-		sleep 0.5
+	for attempt in 1 2; do
+		rm -f "$JOB"/boot-*.started "$JOB"/boot-*.done "$JOB"/boot-*.out "$JOB/serial.log"
+		t0=$(date +%s)
+		chroot_exec "$HOSTROOT" "${BINDS[@]}" -b "$JOB:/job" -- "${QEMU[@]}" >"$JOB/qemu.log" 2>&1 8>&- &
+		QEMU_PID=$!
+		timed_out=0 silent=0
+		while kill -0 "$QEMU_PID" 2>/dev/null; do
+			el=$(($(date +%s) - t0))
+			if [ $el -ge "$limit" ]; then
+				timed_out=1
+				stop_pid "$QEMU_PID" 5
+				break
+			fi
+			# Under TCG a guest now and then hangs before its console prints a byte (firmware or
+			# early kernel, before any driver touches the device). Such a start is retried once.
+			if [ $attempt = 1 ] && [ $el -ge "$SILENT_LIMIT" ] && [ ! -s "$JOB/serial.log" ] &&
+				[ ! -e "$JOB/boot-1.started" ]; then
+				silent=1
+				stop_pid "$QEMU_PID" 5
+				break
+			fi
+			sleep 0.5
+		done
+		wait "$QEMU_PID" 2>/dev/null
+		qrc=$?
+		QEMU_PID=""
+		[ $silent = 1 ] || break
+		echo "# run $run: the guest printed nothing in ${SILENT_LIMIT}s (a TCG hang before its console); starting it again"
 	done
-	wait "$QEMU_PID" 2>/dev/null
-	qrc=$?
-	QEMU_PID=""
 	wall=$(($(date +%s) - t0))
 	if [ $timed_out = 1 ]; then
 		echo "# run $run: QEMU killed after ${wall}s ($BOOTS boot(s) expected)"
