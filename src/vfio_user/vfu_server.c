@@ -306,6 +306,19 @@ static int handle_dma_map(struct msg *m, struct reply *r)
 		prot |= DMA_PROT_WRITE;
 	if (m->nfds == 1) {
 		int mprot = (prot & DMA_PROT_READ ? PROT_READ : 0) | (prot & DMA_PROT_WRITE ? PROT_READ | PROT_WRITE : 0);
+		struct stat st;
+
+		/*
+		 * Only memory that exists: a mapping past the end of its file would turn the
+		 * device's first access there into SIGBUS. Guest RAM is a memfd or a regular file.
+		 */
+		if (fstat(m->fds[0], &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
+		    req.offset > (uint64_t)st.st_size || req.size > (uint64_t)st.st_size - req.offset) {
+			LOG_WARN("vfio-user: DMA map [%#llx, +%#llx) at offset %#llx is not backed by its file",
+				 (unsigned long long)req.iova, (unsigned long long)req.size,
+				 (unsigned long long)req.offset);
+			return EINVAL;
+		}
 
 		host = mmap(NULL, (size_t)req.size, mprot, MAP_SHARED, m->fds[0], (off_t)req.offset);
 		if (host == MAP_FAILED) {

@@ -658,9 +658,14 @@ static void test_dma_map(void **state)
 	int two[2] = { mem, mem };
 	struct vfu_dma_map m = { .argsz = sizeof(m), .flags = RW, .iova = 0x300000, .size = 0x1000 };
 	assert_int_equal(call_err(VFU_CMD_DMA_MAP, &m, sizeof(m), two, 2), EINVAL);
-	assert_int_not_equal(dma_map(0x300000, 0x1000, 0, RW, &pipefd[0]), 0);
-	/* A mapping far past the end of its file is refused by mmap or harmless; never a crash. */
-	dma_map(0x400000, 0x1000, 1ull << 40, RW, &mem);
+	assert_int_equal(dma_map(0x300000, 0x1000, 0, RW, &pipefd[0]), EINVAL);
+	/* Memory the file does not have is refused: the device would fault on it. */
+	assert_int_equal(dma_map(0x400000, 0x1000, 1ull << 40, RW, &mem), EINVAL);
+	assert_int_equal(dma_map(0x400000, 8 << 20, 0, RW, &mem), EINVAL);          /* file is 4 MiB */
+	assert_int_equal(dma_map(0x400000, 0x2000, (4 << 20) - 0x1000, RW, &mem), EINVAL);
+	int devnull = open("/dev/null", O_RDWR);
+	assert_int_equal(dma_map(0x400000, 0x1000, 0, RW, &devnull), EINVAL);       /* not a file */
+	close(devnull);
 	/* Without an fd: accepted (ROM and the like), unreachable for the device. */
 	assert_int_equal(dma_map(0xc0000, 0x10000, 0, VFU_DMA_READ, NULL), 0);
 	m.argsz = 8;
