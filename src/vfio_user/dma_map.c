@@ -2,6 +2,9 @@
 #include "vfio_user/dma_map.h"
 
 #include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,6 +132,50 @@ void *dma_map_translate(const struct dma_map *dm, uint64_t iova, uint64_t len, i
 }
 
 /*
+ * A client can shrink the file behind a mapping after mapping it; touching
+ * the lost pages then raises SIGBUS. Copies run under a guard that turns
+ * such a fault into -EFAULT instead of ending the process. One thread owns
+ * the device, so one guard suffices; a SIGBUS outside a guarded copy keeps
+ * its default action.
+ */
+static sigjmp_buf guard_env;
+static volatile sig_atomic_t guard_active;
+static bool guard_installed;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)si;
+	(void)uc;
+	if (guard_active) {
+		guard_active = 0;
+		siglongjmp(guard_env, 1);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void install_guard(void)
+{
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO | SA_NODEFER };
+
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGBUS, &sa, NULL) == 0)
+		guard_installed = true;
+}
+
+static int guarded_memcpy(void *dst, const void *src, size_t n)
+{
+	if (!guard_installed)
+		install_guard();
+	if (sigsetjmp(guard_env, 1))
+		return -EFAULT;
+	guard_active = 1;
+	memcpy(dst, src, n);
+	guard_active = 0;
+	return 0;
+}
+
+/*
  * Walk [iova, iova + len) mapping by mapping; dir is DMA_PROT_READ (guest to buf)
  * or DMA_PROT_WRITE. The whole range is checked before a byte moves, so a
  * failed write leaves guest memory untouched.
@@ -152,10 +199,9 @@ static int copy(const struct dma_map *dm, uint64_t iova, uint8_t *buf, size_t le
 			chunk = e->size - off;
 			if (chunk > left)
 				chunk = left;
-			if (pass == 1 && dir == DMA_PROT_READ)
-				memcpy(p, e->host + off, chunk);
-			else if (pass == 1)
-				memcpy(e->host + off, p, chunk);
+			if (pass == 1 && guarded_memcpy(dir == DMA_PROT_READ ? (void *)p : e->host + off,
+							dir == DMA_PROT_READ ? e->host + off : p, chunk))
+				return -EFAULT; /* the client took the memory away under us */
 			p += chunk;
 			left -= chunk;
 			a += chunk;

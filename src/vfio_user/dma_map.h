@@ -8,6 +8,10 @@
  * written. A mapping may have no host memory (the client sent no file
  * descriptor); access to it fails like access to unmapped space.
  *
+ * A client may still shrink the file behind a mapping later; a copy that
+ * then hits a missing page fails with -EFAULT (a SIGBUS guard) instead of
+ * ending the process, and may have moved part of its bytes.
+ *
  * Functions returning int give 0 or -errno.
  */
 #ifndef ERNIC_VFIO_USER_DMA_MAP_H

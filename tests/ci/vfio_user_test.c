@@ -494,6 +494,15 @@ static void test_adminq(void **state)
 	assert_false(ionic_guest_wait_irq(&g, 200));
 	assert_false(ionic_guest_aq_comp(&g, comp));
 
+	/* The client shrinks the file behind guest memory: the device's next access faults
+	 * (SIGBUS), which must end as a failed access, not as a dead server. */
+	assert_int_equal(ftruncate(g.memfd, 0), 0);
+	db = (g.aq_head + 1) % GUEST_AQ_DEPTH; /* no touching the ring: it is gone for us too */
+	assert_int_equal(vfc_write(&cl, BAR2, 0, &db, 8, false), 0);
+	assert_int_equal(vfc_read32(&cl, CFG, 0), 0x10021dd8);
+	assert_int_equal(ftruncate(g.memfd, GUEST_SIZE), 0);
+	assert_false(ionic_guest_wait_irq(&g, 100));
+
 	/* The guest pulls its memory away: a doorbell then reaches nothing, and nothing breaks. */
 	struct vfu_dma_unmap u = { .argsz = sizeof(u), .flags = 2 };
 	assert_int_equal(call_err(VFU_CMD_DMA_UNMAP, &u, sizeof(u), NULL, 0), 0);
