@@ -61,7 +61,9 @@ static void usage(FILE *f)
 		"nvmeof options: size=SIZE bs=512|1024|2048|4096 file=PATH nqn=NQN ip=A.B.C.D port=N\n"
 		"                queues=1..15 nsid=N model=TEXT serial=TEXT\n"
 		"SIZE is a number of bytes with an optional K, M, G or T (or KiB..TiB) suffix.\n"
-		"Options are separated by commas: --backend s3:size=1G,bucket=bench\n");
+		"Options are separated by commas: --backend s3:size=1G,bucket=bench\n"
+		"\n"
+		"SIGINT or SIGTERM stops the server; SIGUSR1 simulates a firmware reset of the device.\n");
 }
 
 /* Print "Error: ..." and exit 2: the command line was refused, nothing was created. */

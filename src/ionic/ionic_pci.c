@@ -5,6 +5,7 @@
 
 #include "ionic/ionic_if.h"
 #include "net/net_switch.h"
+#include "util/log.h"
 #include "vfio_user/vfu_server.h"
 
 struct ionic_pci {
@@ -102,6 +103,16 @@ void ionic_pci_free(struct ionic_pci *ip)
 		return;
 	if (ip->sw)
 		net_switch_detach(ip->sw, ip->port);
+	if (ip->dev) {
+		const struct ionic_dev_stats *st = ionic_dev_stats(ip->dev);
+
+		LOG_INFO("ionic: %llu dev_cmds (%llu failed), %llu doorbells, tx %llu frames (%llu bad), "
+			 "rx %llu frames (%llu without a buffer), %llu guest errors",
+			 (unsigned long long)st->dev_cmds, (unsigned long long)st->dev_cmd_errors,
+			 (unsigned long long)st->doorbells, (unsigned long long)st->tx_frames,
+			 (unsigned long long)st->tx_errors, (unsigned long long)st->rx_frames,
+			 (unsigned long long)st->rx_no_buffer, (unsigned long long)st->guest_errors);
+	}
 	pci_dev_free(ip->pd);
 	ionic_dev_free(ip->dev);
 	free(ip);
@@ -116,11 +127,6 @@ void ionic_pci_set_server(struct ionic_pci *ip, struct vfu_server *srv)
 {
 	ip->srv = srv;
 	pci_dev_set_server(ip->pd, srv);
-}
-
-struct ionic_dev *ionic_pci_dev(struct ionic_pci *ip)
-{
-	return ip->dev;
 }
 
 void ionic_pci_fw_reset(struct ionic_pci *ip)

@@ -16,7 +16,6 @@ void ionic_pci_free(struct ionic_pci *ip);
 
 const struct vfu_device *ionic_pci_vfu(struct ionic_pci *ip);
 void ionic_pci_set_server(struct ionic_pci *ip, struct vfu_server *srv);
-struct ionic_dev *ionic_pci_dev(struct ionic_pci *ip);
 
 /* A simulated firmware reset of the device (see ionic_dev_fw_reset). */
 void ionic_pci_fw_reset(struct ionic_pci *ip);

@@ -134,11 +134,6 @@ static void msix_retry_pending(struct pci_dev *pd)
 			pci_msix_notify(pd, v);
 }
 
-bool pci_bus_master(const struct pci_dev *pd)
-{
-	return (get16(pd->cfg + PCI_COMMAND) & PCI_COMMAND_MASTER) != 0;
-}
-
 static int config_access(void *opaque, uint64_t off, void *buf, size_t len, bool is_write)
 {
 	struct pci_dev *pd = opaque;

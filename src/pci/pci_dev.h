@@ -56,9 +56,6 @@ void pci_dev_set_server(struct pci_dev *pd, struct vfu_server *srv);
 void pci_msix_notify(struct pci_dev *pd, uint32_t vec);
 bool pci_msix_pending(const struct pci_dev *pd, uint32_t vec);
 
-/* Bus mastering is enabled in the command register (the device may DMA). */
-bool pci_bus_master(const struct pci_dev *pd);
-
 /* Reset config space and MSI-X state, then the device (as the client's DEVICE_RESET does). */
 void pci_dev_reset(struct pci_dev *pd);
 

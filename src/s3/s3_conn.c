@@ -289,11 +289,6 @@ void s3_conn_output_done(struct s3_conn *c, size_t n)
 	}
 }
 
-uint64_t s3_conn_output_pending(const struct s3_conn *c)
-{
-	return c->pending;
-}
-
 bool s3_conn_wants_close(const struct s3_conn *c)
 {
 	return c->closing;

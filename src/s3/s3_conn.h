@@ -40,8 +40,6 @@ size_t s3_conn_output(struct s3_conn *c, const uint8_t **data);
 size_t s3_conn_output_peek(struct s3_conn *c, uint64_t off, const uint8_t **data);
 /* n bytes of that were sent. */
 void s3_conn_output_done(struct s3_conn *c, size_t n);
-/* Bytes queued for sending. */
-uint64_t s3_conn_output_pending(const struct s3_conn *c);
 
 /* Once the output is drained, the connection should be closed (error, Connection: close, EOF). */
 bool s3_conn_wants_close(const struct s3_conn *c);

@@ -103,15 +103,6 @@ struct ev_watch *evloop_add_fd(struct evloop *loop, int fd, uint32_t events, ev_
 	return w;
 }
 
-int evloop_mod_fd(struct evloop *loop, struct ev_watch *w, uint32_t events)
-{
-	struct epoll_event ev = { .events = events, .data.ptr = w };
-
-	if (epoll_ctl(loop->epfd, EPOLL_CTL_MOD, w->fd, &ev) < 0)
-		return -errno;
-	return 0;
-}
-
 void evloop_del_fd(struct evloop *loop, struct ev_watch *w)
 {
 	if (w == NULL || w->dead)

@@ -23,7 +23,6 @@ void evloop_free(struct evloop *loop);
 
 /* Watch fd for events (EPOLLIN, EPOLLOUT); the caller keeps ownership of fd. */
 struct ev_watch *evloop_add_fd(struct evloop *loop, int fd, uint32_t events, ev_fd_cb cb, void *arg);
-int evloop_mod_fd(struct evloop *loop, struct ev_watch *w, uint32_t events);
 /* Stop watching; call before closing the fd. w must not be used afterwards; NULL is ignored. */
 void evloop_del_fd(struct evloop *loop, struct ev_watch *w);
 

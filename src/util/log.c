@@ -26,11 +26,6 @@ void log_set_level(enum log_level level)
 	current_level = level;
 }
 
-enum log_level log_get_level(void)
-{
-	return current_level;
-}
-
 int log_level_parse(const char *s, enum log_level *out)
 {
 	for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {

@@ -22,7 +22,6 @@ enum log_level {
 
 /* Set the most verbose level that is printed (default LOG_LEVEL_INFO). */
 void log_set_level(enum log_level level);
-enum log_level log_get_level(void);
 
 /* Parse "error", "warn", "info" or "debug". Returns 0, or -1 on anything else. */
 int log_level_parse(const char *s, enum log_level *out);
