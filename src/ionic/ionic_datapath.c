@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "nvmeof/nvmeof_ns.h"
+#include "util/parse_int.h"
 #include "s3/s3_endpoint.h"
 #include "util/log.h"
 
@@ -13,11 +14,6 @@ struct ionic_datapath {
 	struct nvmeof_ns ns; /* BACKEND_NVMEOF */
 	struct s3_endpoint *s3; /* BACKEND_S3 */
 };
-
-static void format_ipv4(uint32_t ip, char buf[16])
-{
-	snprintf(buf, 16, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 0xff, (ip >> 8) & 0xff, ip & 0xff);
-}
 
 static void log_backend(const struct ionic_datapath *dp)
 {

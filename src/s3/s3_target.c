@@ -1588,7 +1588,7 @@ static void finish_complete(struct s3_op *op)
 	uint64_t total = 0;
 	uint8_t *cat_md5 = NULL, digest[16];
 	struct s3_blob *blob = NULL;
-	char etag[48];
+	char etag[48], ip[16];
 	struct sbuf s = { 0 };
 
 	if (u == NULL) {
@@ -1689,8 +1689,8 @@ static void finish_complete(struct s3_op *op)
 		goto out;
 	}
 	sb_puts(&s, XML_DECL "<CompleteMultipartUploadResult xmlns=\"" XMLNS "\">");
-	sb_printf(&s, "<Location>http://%u.%u.%u.%u:%u/", st->cfg.ip >> 24, (st->cfg.ip >> 16) & 255,
-		  (st->cfg.ip >> 8) & 255, st->cfg.ip & 255, st->cfg.port);
+	format_ipv4(st->cfg.ip, ip);
+	sb_printf(&s, "<Location>http://%s:%u/", ip, st->cfg.port);
 	sb_xml(&s, st->cfg.bucket);
 	sb_puts(&s, "/");
 	sb_xml(&s, u->key);

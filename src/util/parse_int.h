@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Unsigned decimal, at least one digit, no sign; leading zeros allowed. */
@@ -165,6 +166,12 @@ static inline int parse_ipv4(const char *s, uint32_t *out)
 		return -EINVAL;
 	*out = addr;
 	return 0;
+}
+
+/* The inverse of parse_ipv4: dotted quad of a host-order address into buf (16 bytes). */
+static inline void format_ipv4(uint32_t ip, char buf[16])
+{
+	snprintf(buf, 16, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 0xffu, (ip >> 8) & 0xffu, ip & 0xffu);
 }
 
 /* MAC address: six two-digit hex octets separated by ':' ("02:53:c0:a8:c8:01"). */
