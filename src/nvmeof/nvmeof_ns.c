@@ -169,6 +169,59 @@ int nvmeof_ns_write(struct nvmeof_ns *ns, uint64_t off, const void *buf, size_t 
 	return 0;
 }
 
+/* RAM: zero [off, off + len); whole pages go back to the kernel and read as zeroes again. */
+static void zero_ram(struct nvmeof_ns *ns, uint64_t off, size_t len)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)(ns->ram + off), end = start + len;
+	uintptr_t a = (start + pg - 1) & ~(pg - 1), b = end & ~(pg - 1);
+
+	if (a < b && madvise((void *)a, b - a, MADV_DONTNEED) == 0) {
+		memset((void *)start, 0, a - start);
+		memset((void *)b, 0, end - b);
+		return;
+	}
+	memset(ns->ram + off, 0, len);
+}
+
+/* File: write zeroes the slow way, for file systems without fallocate modes. */
+static int zero_file_by_writes(struct nvmeof_ns *ns, uint64_t off, uint64_t len)
+{
+	static const uint8_t zeroes[65536];
+
+	while (len > 0) {
+		size_t n = len < sizeof(zeroes) ? (size_t)len : sizeof(zeroes);
+		int rc = nvmeof_ns_write(ns, off, zeroes, n, false);
+
+		if (rc)
+			return rc;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int nvmeof_ns_zero(struct nvmeof_ns *ns, uint64_t off, uint64_t len, bool deallocate)
+{
+	int mode;
+
+	if (!(off <= ns->size && len <= ns->size - off))
+		return -ERANGE;
+	if (len == 0)
+		return 0;
+	if (ns->ram) {
+		zero_ram(ns, off, (size_t)len);
+		return 0;
+	}
+	/* A punched hole reads as zeroes and gives the space back; ZERO_RANGE keeps it allocated. */
+	mode = deallocate ? FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE : FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE;
+	if (fallocate(ns->fd, mode, (off_t)off, (off_t)len) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL)
+		return -errno;
+	return zero_file_by_writes(ns, off, len);
+}
+
 int nvmeof_ns_flush(struct nvmeof_ns *ns)
 {
 	if (ns->fd < 0)

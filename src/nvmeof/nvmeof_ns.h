@@ -45,6 +45,13 @@ int nvmeof_ns_read(struct nvmeof_ns *ns, uint64_t off, void *buf, size_t len);
 /* With fua, the data has reached the image's storage when this returns 0. */
 int nvmeof_ns_write(struct nvmeof_ns *ns, uint64_t off, const void *buf, size_t len, bool fua);
 
+/*
+ * Make [off, off + len) read as zeroes. With deallocate the space is given
+ * back (a punched hole, or pages returned to the kernel for RAM); otherwise
+ * it stays allocated where the backing can tell the difference.
+ */
+int nvmeof_ns_zero(struct nvmeof_ns *ns, uint64_t off, uint64_t len, bool deallocate);
+
 /* Write back everything written so far (a no-op for RAM). */
 int nvmeof_ns_flush(struct nvmeof_ns *ns);
 
