@@ -264,6 +264,51 @@ static void test_file_data_persists(void **state)
 	nvmeof_ns_close(&ns);
 }
 
+/* Zeroing: exact edges, both backings, with and without deallocation, range checks. */
+static void check_zero(struct nvmeof_ns *ns, uint64_t off, uint64_t len, bool dealloc)
+{
+	static uint8_t pat[256 << 10], out[256 << 10];
+
+	for (size_t i = 0; i < sizeof(pat); i++)
+		pat[i] = (uint8_t)(i * 13 + 1);
+	assert_int_equal(nvmeof_ns_write(ns, 0, pat, sizeof(pat), false), 0);
+	assert_int_equal(nvmeof_ns_zero(ns, off, len, dealloc), 0);
+	assert_int_equal(nvmeof_ns_read(ns, 0, out, sizeof(out)), 0);
+	for (size_t i = 0; i < sizeof(out); i++)
+		if (out[i] != (i >= off && i < off + len ? 0 : pat[i]))
+			fail_msg("byte %zu after zeroing [%llu, +%llu)%s: %u", i, (unsigned long long)off,
+				 (unsigned long long)len, dealloc ? " with deallocation" : "", out[i]);
+}
+
+static void test_zero(void **state)
+{
+	char spec[256], path[128];
+	struct nvmeof_config c;
+	struct nvmeof_ns ns;
+
+	(void)state;
+	c = config("nvmeof:size=1M");
+	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), 0);
+	check_zero(&ns, 512, 512, false);
+	check_zero(&ns, 1536, 200 * 1024, true);  /* whole pages in the middle go back */
+	check_zero(&ns, 8192, 8192, true);        /* page aligned both ends */
+	assert_int_equal(nvmeof_ns_zero(&ns, (1u << 20) - 512, 1024, true), -ERANGE);
+	assert_int_equal(nvmeof_ns_zero(&ns, UINT64_MAX, 2, false), -ERANGE);
+	assert_int_equal(nvmeof_ns_zero(&ns, 1u << 20, 0, false), 0);
+	nvmeof_ns_close(&ns);
+
+	snprintf(path, sizeof(path), "%s/zero.img", dir);
+	snprintf(spec, sizeof(spec), "nvmeof:file=%s,size=1M", path);
+	c = config(spec);
+	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), 0);
+	check_zero(&ns, 512, 512, false);
+	check_zero(&ns, 4096, 64 * 1024, true);
+	check_zero(&ns, 1000, 70000, true);
+	assert_int_equal(file_size(path), 1 << 20); /* holes never change the size */
+	assert_int_equal(nvmeof_ns_zero(&ns, (1u << 20) - 512, 1024, false), -ERANGE);
+	nvmeof_ns_close(&ns);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -273,6 +318,7 @@ int main(void)
 		cmocka_unit_test(test_file_partial_block),
 		cmocka_unit_test(test_file_not_regular_and_locked),
 		cmocka_unit_test(test_file_data_persists),
+		cmocka_unit_test(test_zero),
 	};
 
 	return cmocka_run_group_tests_name("nvmeof-ns-unit", tests, setup, teardown);
