@@ -300,18 +300,27 @@ for ((run = 1; run <= RUNS; run++)); do
 		t0=$(date +%s)
 		chroot_exec "$HOSTROOT" "${BINDS[@]}" -b "$JOB:/job" -- "${QEMU[@]}" >"$JOB/qemu.log" 2>&1 8>&- &
 		QEMU_PID=$!
-		timed_out=0 silent=0
+		timed_out=0 silent=0 last_size=-1 last_change=$t0
 		while kill -0 "$QEMU_PID" 2>/dev/null; do
-			el=$(($(date +%s) - t0))
+			now=$(date +%s)
+			el=$((now - t0))
 			if [ $el -ge "$limit" ]; then
 				timed_out=1
 				stop_pid "$QEMU_PID" 5
 				break
 			fi
-			# Under TCG a guest now and then hangs before its console prints a byte (firmware or
-			# early kernel, before any driver touches the device). Such a start is retried once.
-			if [ $attempt = 1 ] && [ $el -ge "$SILENT_LIMIT" ] && [ ! -s "$JOB/serial.log" ] &&
-				[ ! -e "$JOB/boot-1.started" ]; then
+			# Under TCG a guest now and then hangs with its console silent: at the first start, or
+			# in the firmware after a reboot (all vCPUs spinning, no device access, the server
+			# idle). Outside a boot's checks (as many boots started as done) a console silent for
+			# SILENT_LIMIT seconds is such a hang; the run is started again from its first boot,
+			# once.
+			size=$(stat -c %s "$JOB/serial.log" 2>/dev/null || echo 0)
+			if [ "$size" != "$last_size" ]; then
+				last_size=$size last_change=$now
+			fi
+			if [ $attempt = 1 ] && [ $((now - last_change)) -ge "$SILENT_LIMIT" ] &&
+				[ "$(find "$JOB" -maxdepth 1 -name 'boot-*.started' | wc -l)" = \
+				  "$(find "$JOB" -maxdepth 1 -name 'boot-*.done' | wc -l)" ]; then
 				silent=1
 				stop_pid "$QEMU_PID" 5
 				break
@@ -322,7 +331,7 @@ for ((run = 1; run <= RUNS; run++)); do
 		qrc=$?
 		QEMU_PID=""
 		[ $silent = 1 ] || break
-		echo "# run $run: the guest printed nothing in ${SILENT_LIMIT}s (a TCG hang before its console); starting it again"
+		echo "# run $run: the guest's console was silent for ${SILENT_LIMIT}s outside its checks (a TCG hang in firmware or early boot); starting the run again"
 	done
 	wall=$(($(date +%s) - t0))
 	if [ $timed_out = 1 ]; then
