@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ionic/ionic_priv.h"
+#include "ionic/ionic_rdma_if.h"
 #include "util/log.h"
 
 /* What this LIF offers (see the LIF identity below). */
@@ -163,6 +164,7 @@ static uint8_t cmd_lif_identify(struct ionic_dev *dev, const uint8_t *cmd, uint8
 	id->eth.config.queue_count[IONIC_QTYPE_NOTIFYQ] = le32_set(1);
 	id->eth.config.queue_count[IONIC_QTYPE_RXQ] = le32_set(IONIC_NRXQ);
 	id->eth.config.queue_count[IONIC_QTYPE_TXQ] = le32_set(IONIC_NTXQ);
+	ionic_rdma_identity(id);
 	comp[1] = 1; /* identity version */
 	return IONIC_RC_SUCCESS;
 }
@@ -420,6 +422,12 @@ static uint8_t cmd_rx_filter_del(struct ionic_dev *dev, const uint8_t *cmd, uint
 	return IONIC_RC_SUCCESS;
 }
 
+static uint8_t cmd_rdma(struct ionic_dev *dev, const uint8_t *cmd, uint8_t *comp)
+{
+	(void)comp;
+	return ionic_rdma_queue_cmd(dev, cmd);
+}
+
 struct cmd_desc {
 	cmd_fn fn;
 	const char *name;
@@ -446,6 +454,10 @@ static const struct cmd_desc cmds[256] = {
 	[IONIC_CMD_Q_IDENTIFY] = { cmd_q_identify, "Q_IDENTIFY", true },
 	[IONIC_CMD_Q_INIT] = { cmd_q_init, "Q_INIT", false },
 	[IONIC_CMD_Q_CONTROL] = { cmd_q_control, "Q_CONTROL", false },
+	[IONIC_CMD_RDMA_RESET_LIF] = { cmd_rdma, "RDMA_RESET_LIF", false },
+	[IONIC_CMD_RDMA_CREATE_EQ] = { cmd_rdma, "RDMA_CREATE_EQ", false },
+	[IONIC_CMD_RDMA_CREATE_CQ] = { cmd_rdma, "RDMA_CREATE_CQ", false },
+	[IONIC_CMD_RDMA_CREATE_ADMINQ] = { cmd_rdma, "RDMA_CREATE_ADMINQ", false },
 };
 
 uint8_t ionic_cmd_exec(struct ionic_dev *dev, const uint8_t *cmd, uint8_t *comp, bool adminq)

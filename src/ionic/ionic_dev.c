@@ -294,12 +294,19 @@ struct ionic_dev *ionic_dev_new(const struct ionic_dev_config *cfg, const struct
 		return NULL;
 	dev->cfg = *cfg;
 	dev->env = *env;
+	if (ionic_rdma_new(dev)) {
+		free(dev);
+		return NULL;
+	}
 	ionic_dev_reset(dev);
 	return dev;
 }
 
 void ionic_dev_free(struct ionic_dev *dev)
 {
+	if (dev == NULL)
+		return;
+	ionic_rdma_free(dev);
 	free(dev);
 }
 

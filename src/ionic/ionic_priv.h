@@ -89,6 +89,7 @@ struct ionic_dev {
 	uint8_t port_state;
 	uint32_t port_mtu;
 	struct ionic_lif lif;
+	struct ionic_rdma *rdma;    /* the RDMA side of the LIF (ionic_rdma.c) */
 };
 
 /* A guest mistake: logged at debug and counted, never fatal. */
@@ -124,5 +125,16 @@ int ionic_cq_post(struct ionic_dev *dev, struct ionic_queue *q, uint8_t comp[16]
 
 /* Post a link-change event on the notify queue, if it is up. */
 void ionic_notify_link(struct ionic_dev *dev);
+
+/* ionic_rdma.c: the RDMA side of the LIF. */
+struct ionic_rdma;
+int ionic_rdma_new(struct ionic_dev *dev);
+void ionic_rdma_free(struct ionic_dev *dev);
+void ionic_rdma_reset(struct ionic_dev *dev);
+void ionic_rdma_identity(struct ionic_lif_identity *id);
+/* RDMA_RESET_LIF and RDMA_CREATE_EQ/CQ/ADMINQ: an IONIC_RC_* status. */
+uint8_t ionic_rdma_queue_cmd(struct ionic_dev *dev, const uint8_t *cmd);
+/* A doorbell for an RDMA queue type: handled (true), or not an RDMA qtype (false). */
+bool ionic_rdma_doorbell(struct ionic_dev *dev, uint32_t qtype, uint32_t qid, uint32_t ring, uint32_t index);
 
 #endif

@@ -19,6 +19,7 @@ void ionic_lif_reset(struct ionic_dev *dev)
 	struct ionic_lif *lif = &dev->lif;
 
 	memset(lif, 0, sizeof(*lif));
+	ionic_rdma_reset(dev);
 	lif->mtu = 1500;
 	memcpy(lif->mac, dev->cfg.mac, 6);
 }
@@ -322,6 +323,8 @@ void ionic_queue_doorbell(struct ionic_dev *dev, uint32_t qtype, uint32_t qid, u
 	struct ionic_lif *lif = &dev->lif;
 	struct ionic_queue *q = NULL;
 
+	if (ionic_rdma_doorbell(dev, qtype, qid, ring, p_index))
+		return;
 	switch (qtype) {
 	case IONIC_QTYPE_ADMINQ: q = qid == 0 ? &lif->adminq : NULL; break;
 	case IONIC_QTYPE_RXQ: q = qid < IONIC_NRXQ ? &lif->rxq[qid] : NULL; break;

@@ -1,0 +1,144 @@
+/*
+ * The RDMA LIF's state, shared by ionic_rdma.c (queue memory, event and
+ * completion queues, doorbells, the queue-level commands 50-53) and
+ * ionic_rdma_admin.c (the RDMA admin queue and its commands). Every id a
+ * guest names is bounded against these tables before use.
+ */
+#ifndef ERNIC_IONIC_IONIC_RDMA_PRIV_H
+#define ERNIC_IONIC_IONIC_RDMA_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ionic/ionic_priv.h"
+#include "ionic/ionic_rdma_if.h"
+
+/* What the LIF identity advertises, and the sizes of the tables behind it. */
+#define IONIC_RDMA_NAQ       2
+#define IONIC_RDMA_NEQ       16
+#define IONIC_RDMA_NCQ       1024
+#define IONIC_RDMA_NQP       1024
+#define IONIC_RDMA_NMR       2048   /* the MR budget the NVMe-oF target's queues= is sized by */
+#define IONIC_RDMA_NAH       1024
+#define IONIC_RDMA_NPTS      (1u << 20) /* page-table entries held at once, all MRs and queues */
+#define IONIC_RDMA_MAX_STRIDE 8        /* log2 of the largest WQE */
+#define IONIC_RDMA_UDMA_SHIFT 6
+#define IONIC_RDMA_MAX_DEPTH_LOG2 16
+#define IONIC_RDMA_HDR_MAX   80        /* Ethernet + VLAN + IPv6 + UDP header template */
+
+/* A queue's memory in the guest: contiguous from base, or a copied page list. */
+struct rdma_ring {
+	uint64_t base;          /* npages == 0 */
+	uint64_t *pages;        /* npages > 0: page bus addresses */
+	uint32_t npages;
+	uint8_t page_shift;
+	uint8_t depth_log2;
+	uint8_t stride_log2;
+};
+
+struct rdma_eq {
+	bool valid;
+	struct rdma_ring ring;
+	uint32_t prod;
+	uint8_t color;
+	uint16_t intr;
+};
+
+struct rdma_cq {
+	bool valid;
+	struct rdma_ring ring;
+	uint32_t eq_id;
+	uint32_t prod;          /* next CQE slot (free-running) */
+	uint8_t color;
+	uint32_t host_cons;     /* last ring-0 index */
+	bool arm_any, arm_sol;
+};
+
+struct rdma_aq {
+	bool valid;
+	struct rdma_ring ring;
+	uint32_t cq_id;
+	uint32_t head;          /* next slot the device reads (free-running) */
+	uint32_t prod;          /* producer index from the last doorbell (within the ring) */
+};
+
+struct rdma_wq {            /* a QP's send or receive queue */
+	bool present;
+	struct rdma_ring ring;
+	uint32_t cq_id;
+	uint32_t head;          /* next WQE the device takes (free-running) */
+	uint32_t prod;          /* producer index from the last doorbell */
+};
+
+struct rdma_qp {
+	bool valid;
+	uint8_t type;           /* IONIC_QPT_* */
+	uint8_t state;          /* IONIC_QPS_* */
+	uint32_t pd;
+	uint32_t priv_flags;
+	uint16_t access;        /* IONIC_QPF_REMOTE_* */
+	struct rdma_wq sq, rq;
+	uint32_t sq_psn, rq_psn;
+	uint32_t qkey;          /* UD/GSI */
+	uint32_t dest_qpn;      /* RC/UC */
+	uint8_t pmtu;
+	uint8_t retry, rnr_timer, timeout, rsq_depth, rrq_depth;
+	uint16_t pkey_id;
+	uint32_t ah_id;
+	uint8_t hdr[IONIC_RDMA_HDR_MAX]; /* RC: the header template of MODIFY_QP */
+	uint8_t hdr_len;
+	uint32_t msn;           /* completed remote WQEs since RESET */
+};
+
+struct rdma_mr {
+	bool valid;
+	bool fast_reg;          /* created for fast registration: usable after REG_MR */
+	bool registered;
+	uint32_t id;            /* index << 8 | key */
+	uint32_t pd;
+	uint16_t flags;         /* IONIC_MRF_* */
+	uint64_t va, length;
+	uint64_t base;          /* npages == 0: bus address of va */
+	uint64_t *pages;
+	uint32_t npages;
+	uint8_t page_shift;
+	uint64_t first_page_off; /* offset of va inside the first page */
+};
+
+struct rdma_ah {
+	bool valid;
+	uint32_t pd;
+	uint8_t hdr[IONIC_RDMA_HDR_MAX];
+	uint8_t hdr_len;
+};
+
+struct ionic_rdma {
+	bool reset_done;        /* RDMA_RESET_LIF seen: the LIF is in RDMA mode */
+	struct rdma_eq eq[IONIC_RDMA_NEQ];
+	struct rdma_aq aq[IONIC_RDMA_NAQ];
+	struct rdma_cq *cq;     /* IONIC_RDMA_NCQ */
+	struct rdma_qp *qp;     /* IONIC_RDMA_NQP */
+	struct rdma_mr *mr;     /* IONIC_RDMA_NMR */
+	struct rdma_ah *ah;     /* IONIC_RDMA_NAH */
+	uint64_t pts_used;      /* page-table entries held */
+	uint64_t admin_cmds, admin_errors, cqes, eqes;
+};
+
+/* Queue memory: the bus address of entry idx; 0 and -EFAULT when the ring cannot hold it. */
+int rdma_ring_addr(const struct rdma_ring *r, uint32_t idx, uint64_t *addr);
+/* Copy a page list of n entries from guest memory at list (n > 1) or take base (n == 1). */
+int rdma_ring_setup(struct ionic_dev *dev, struct rdma_ring *r, uint64_t dma_addr, uint32_t map_count,
+		    uint8_t page_shift, uint8_t depth_log2, uint8_t stride_log2);
+void rdma_ring_free(struct ionic_dev *dev, struct rdma_ring *r);
+int rdma_pages_copy(struct ionic_dev *dev, uint64_t list, uint32_t n, uint64_t **out);
+
+/* Write a CQE (body first, color word last) and notify an armed CQ. 0 or -errno. */
+int rdma_cq_post(struct ionic_dev *dev, uint32_t cq_id, struct ionic_v1_cqe *cqe);
+/* Post an event on EQ eq_id and raise its interrupt. */
+void rdma_eq_post(struct ionic_dev *dev, uint32_t eq_id, uint8_t type, uint8_t code, uint32_t qid);
+
+/* The RDMA admin queue aqid's doorbell. */
+void rdma_aq_run(struct ionic_dev *dev, uint32_t aqid);
+void rdma_admin_free_all(struct ionic_dev *dev);
+
+#endif
