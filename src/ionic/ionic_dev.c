@@ -275,8 +275,14 @@ int ionic_dev_bar2_access(void *opaque, uint64_t off, void *buf, size_t len, boo
 	memcpy(&val, buf, 8);
 	val = le64toh(val);
 	if (page != 0) {
-		/* Pages 1.. belong to RDMA user contexts, which this device does not serve yet. */
-		ionic_guest_error(dev, "doorbell on page %llu", (unsigned long long)page);
+		/* Pages 1.. belong to RDMA user contexts: only their RDMA queues ring there. */
+		if (page >= IONIC_NDBPGS_PER_LIF ||
+		    !ionic_rdma_doorbell(dev, (uint32_t)page, (uint32_t)(in_page / 8),
+					 (uint32_t)(val >> IONIC_DBELL_QID_SHIFT) & IONIC_DBELL_QID_MASK,
+					 (uint32_t)(val >> IONIC_DBELL_RING_SHIFT) & IONIC_DBELL_RING_MASK,
+					 (uint32_t)val & IONIC_DBELL_INDEX_MASK))
+			ionic_guest_error(dev, "doorbell on page %llu offset %#llx", (unsigned long long)page,
+					  (unsigned long long)in_page);
 		return 0;
 	}
 	ionic_queue_doorbell(dev, (uint32_t)(in_page / 8),

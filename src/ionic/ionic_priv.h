@@ -135,6 +135,7 @@ void ionic_rdma_identity(struct ionic_lif_identity *id);
 /* RDMA_RESET_LIF and RDMA_CREATE_EQ/CQ/ADMINQ: an IONIC_RC_* status. */
 uint8_t ionic_rdma_queue_cmd(struct ionic_dev *dev, const uint8_t *cmd);
 /* A doorbell for an RDMA queue type: handled (true), or not an RDMA qtype (false). */
-bool ionic_rdma_doorbell(struct ionic_dev *dev, uint32_t qtype, uint32_t qid, uint32_t ring, uint32_t index);
+bool ionic_rdma_doorbell(struct ionic_dev *dev, uint32_t page, uint32_t qtype, uint32_t qid, uint32_t ring,
+			 uint32_t index);
 
 #endif

@@ -323,7 +323,7 @@ void ionic_queue_doorbell(struct ionic_dev *dev, uint32_t qtype, uint32_t qid, u
 	struct ionic_lif *lif = &dev->lif;
 	struct ionic_queue *q = NULL;
 
-	if (ionic_rdma_doorbell(dev, qtype, qid, ring, p_index))
+	if (ionic_rdma_doorbell(dev, 0, qtype, qid, ring, p_index))
 		return;
 	switch (qtype) {
 	case IONIC_QTYPE_ADMINQ: q = qid == 0 ? &lif->adminq : NULL; break;

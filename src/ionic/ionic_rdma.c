@@ -214,7 +214,7 @@ static void cq_notify(struct ionic_dev *dev, struct rdma_cq *cq, uint32_t cq_id)
 	rdma_eq_post(dev, cq->eq_id, IONIC_V1_EQE_TYPE_CQ, IONIC_V1_EQE_CQ_NOTIFY, cq_id);
 }
 
-int rdma_cq_post(struct ionic_dev *dev, uint32_t cq_id, struct ionic_v1_cqe *cqe)
+int rdma_cq_post(struct ionic_dev *dev, uint32_t cq_id, struct ionic_v1_cqe *cqe, bool solicited)
 {
 	struct rdma_cq *cq = cq_id < IONIC_RDMA_NCQ ? &dev->rdma->cq[cq_id] : NULL;
 	uint32_t qtf;
@@ -237,19 +237,19 @@ int rdma_cq_post(struct ionic_dev *dev, uint32_t cq_id, struct ionic_v1_cqe *cqe
 	cq->prod++;
 	if ((cq->prod & ((1u << cq->ring.depth_log2) - 1)) == 0)
 		cq->color ^= 1;
-	if (cq->arm_any)
+	if (cq->arm_any || (cq->arm_sol && solicited))
 		cq_notify(dev, cq, cq_id);
 	return 0;
 }
 
 /* CQ doorbell: ring 0 reports the consumer index, ring 1 arms, ring 2 arms for solicited events. */
-static void cq_doorbell(struct ionic_dev *dev, uint32_t cq_id, uint32_t ring, uint32_t index)
+static void cq_doorbell(struct ionic_dev *dev, uint32_t page, uint32_t cq_id, uint32_t ring, uint32_t index)
 {
 	struct rdma_cq *cq = cq_id < IONIC_RDMA_NCQ ? &dev->rdma->cq[cq_id] : NULL;
 	uint32_t mask;
 
-	if (!cq || !cq->valid) {
-		ionic_guest_error(dev, "doorbell for CQ %u that does not exist", cq_id);
+	if (!cq || !cq->valid || cq->dbid != page) {
+		ionic_guest_error(dev, "doorbell on page %u for CQ %u that does not exist there", page, cq_id);
 		return;
 	}
 	mask = (1u << cq->ring.depth_log2) - 1;
@@ -359,13 +359,14 @@ uint8_t ionic_rdma_queue_cmd(struct ionic_dev *dev, const uint8_t *cmd)
 
 /* ---- doorbells --------------------------------------------------------------------------------------------- */
 
-bool ionic_rdma_doorbell(struct ionic_dev *dev, uint32_t qtype, uint32_t qid, uint32_t ring, uint32_t index)
+bool ionic_rdma_doorbell(struct ionic_dev *dev, uint32_t page, uint32_t qtype, uint32_t qid, uint32_t ring,
+			 uint32_t index)
 {
 	struct ionic_rdma *r = dev->rdma;
 
 	switch (qtype) {
 	case IONIC_RDMA_QTYPE_AQ:
-		if (qid >= IONIC_RDMA_NAQ || !r->aq[qid].valid) {
+		if (page != 0 || qid >= IONIC_RDMA_NAQ || !r->aq[qid].valid) {
 			ionic_guest_error(dev, "doorbell for RDMA admin queue %u that does not exist", qid);
 			return true;
 		}
@@ -373,12 +374,13 @@ bool ionic_rdma_doorbell(struct ionic_dev *dev, uint32_t qtype, uint32_t qid, ui
 		rdma_aq_run(dev, qid);
 		return true;
 	case IONIC_RDMA_QTYPE_CQ:
-		cq_doorbell(dev, qid, ring, index);
+		cq_doorbell(dev, page, qid, ring, index);
 		return true;
 	case IONIC_RDMA_QTYPE_SQ:
 	case IONIC_RDMA_QTYPE_RQ:
-		if (qid >= IONIC_RDMA_NQP || !r->qp[qid].valid) {
-			ionic_guest_error(dev, "doorbell for QP %u that does not exist", qid);
+		/* A user context rings only its own queues, on its own page. */
+		if (qid >= IONIC_RDMA_NQP || !r->qp[qid].valid || r->qp[qid].dbid != page) {
+			ionic_guest_error(dev, "doorbell on page %u for QP %u that does not exist there", page, qid);
 			return true;
 		}
 		{
@@ -391,6 +393,10 @@ bool ionic_rdma_doorbell(struct ionic_dev *dev, uint32_t qtype, uint32_t qid, ui
 			}
 			wq->prod = index & ((1u << wq->ring.depth_log2) - 1);
 		}
+		if (qtype == IONIC_RDMA_QTYPE_SQ)
+			rdma_sq_run(dev, qid);
+		else
+			rdma_rq_posted(dev, qid);
 		return true;
 	default:
 		return false;

@@ -33,6 +33,7 @@ static uint8_t admin_create_cq(struct ionic_dev *dev, const struct ionic_admin_c
 			    c->depth_log2, c->stride_log2))
 		return IONIC_V1_ASTS_BAD_ATTR;
 	n.eq_id = eq;
+	n.dbid = le16_get(c->dbid_flags);
 	n.valid = true;
 	r->cq[id] = n;
 	return IONIC_V1_ASTS_OK;
@@ -101,6 +102,7 @@ static uint8_t admin_create_qp(struct ionic_dev *dev, const struct ionic_admin_c
 		return st;
 	}
 	n.state = IONIC_QPS_RESET;
+	n.dbid = le16_get(c->dbid_flags);
 	n.valid = true;
 	r->qp[id] = n;
 	return IONIC_V1_ASTS_OK;
@@ -152,8 +154,13 @@ static uint8_t admin_modify_qp(struct ionic_dev *dev, const struct ionic_admin_m
 		qp->rq_psn = le32_get(c->rq_psn) & 0xffffffu;
 	if (mask & IB_QP_SQ_PSN)
 		qp->sq_psn = le32_get(c->sq_psn) & 0xffffffu;
-	if (mask & (IB_QP_RETRY_CNT | IB_QP_RNR_RETRY))
-		qp->retry = c->retry;
+	/* The driver packs both counts into one byte; only the masked half is meant. */
+	if (mask & IB_QP_RETRY_CNT)
+		qp->retry = (uint8_t)((qp->retry & 0xf0) | (c->retry & 0x0f));
+	if (mask & IB_QP_RNR_RETRY)
+		qp->retry = (uint8_t)((qp->retry & 0x0f) | (c->retry & 0xf0));
+	if (mask & IB_QP_RATE_LIMIT)
+		qp->rate_limit = le32_get(c->rate_limit_kbps);
 	if (mask & IB_QP_MIN_RNR_TIMER)
 		qp->rnr_timer = c->rnr_timer;
 	if (mask & IB_QP_TIMEOUT)
@@ -166,7 +173,14 @@ static uint8_t admin_modify_qp(struct ionic_dev *dev, const struct ionic_admin_m
 		if (state == IONIC_QPS_RESET)
 			qp_to_reset(qp);
 		LOG_DEBUG("ionic rdma: QP %u state %u -> %u", id, qp->state, state);
+		if (state == IONIC_QPS_ERR && qp->state != IONIC_QPS_ERR) {
+			qp->state = state;
+			rdma_qp_flush(dev, id, qp);
+		}
 		qp->state = state;
+		qp->rnr_wait = false;
+		if (state == IONIC_QPS_RTS)
+			rdma_sq_run(dev, id); /* WQEs posted before RTS go now */
 	}
 	return IONIC_V1_ASTS_OK;
 }
@@ -191,6 +205,7 @@ static uint8_t admin_query_qp(struct ionic_dev *dev, const struct ionic_admin_qu
 	sq.pkey_id = be16_set(qp->pkey_id);
 	sq.qkey_dest_qpn = be32_set(conn ? qp->dest_qpn : qp->qkey);
 	sq.rq_psn = be32_set(qp->rq_psn);
+	sq.rate_limit_kbps = be32_set(qp->rate_limit);
 	rq.state_pmtu = (uint8_t)(qp->state << 4 | (qp->pmtu & 0xf));
 	rq.retry_rnrtry = qp->retry;
 	rq.rrq_depth = qp->rrq_depth;
@@ -387,7 +402,7 @@ static void aq_complete(struct ionic_dev *dev, uint32_t aqid, struct rdma_aq *aq
 	cqe.qid_type_flags = be32_set(aqid << IONIC_V1_CQE_QID_SHIFT |
 				      IONIC_V1_CQE_TYPE_ADMIN << IONIC_V1_CQE_TYPE_SHIFT |
 				      (st ? IONIC_V1_CQE_ERROR : 0));
-	if (rdma_cq_post(dev, aq->cq_id, &cqe))
+	if (rdma_cq_post(dev, aq->cq_id, &cqe, false))
 		ionic_guest_error(dev, "RDMA admin queue %u: completion queue %u unusable", aqid, aq->cq_id);
 }
 
@@ -401,6 +416,7 @@ void rdma_aq_run(struct ionic_dev *dev, uint32_t aqid)
 	while ((aq->head & mask) != aq->prod) {
 		uint32_t first = aq->head & mask, avail = (aq->prod - first) & mask, nslots, copied;
 		uint8_t slot[IONIC_AQ_STRIDE], st;
+		bool overlong = false;
 		struct ionic_aq_hdr hdr;
 		uint64_t addr;
 
@@ -414,6 +430,7 @@ void rdma_aq_run(struct ionic_dev *dev, uint32_t aqid)
 			if (nslots < depth)
 				return; /* the rest of the command has not been posted yet */
 			nslots = avail; /* longer than the ring: consume what is there and refuse it */
+			overlong = true;
 		}
 		/* Gather the payload: 60 bytes of the first slot, then whole slots. */
 		copied = IONIC_AQ_STRIDE - IONIC_AQ_HDR_LEN;
@@ -426,15 +443,14 @@ void rdma_aq_run(struct ionic_dev *dev, uint32_t aqid)
 			}
 			copied += IONIC_AQ_STRIDE;
 		}
-		if (le16_get(hdr.len) > sizeof(payload) - IONIC_AQ_HDR_LEN)
+		if (overlong || le16_get(hdr.len) > sizeof(payload) - IONIC_AQ_HDR_LEN)
 			st = IONIC_V1_ASTS_MSG_TOO_BIG;
 		else
 			st = admin_exec(dev, hdr.op, payload, le16_get(hdr.len));
 		dev->rdma->admin_cmds++;
-		if (st) {
+		if (st)
 			dev->rdma->admin_errors++;
-			LOG_DEBUG("ionic rdma: admin op %u (slot %u) -> status %u", hdr.op, first, st);
-		}
+		LOG_DEBUG("ionic rdma: admin op %u (slot %u) -> status %u", hdr.op, first, st);
 		aq->head += nslots;
 		aq_complete(dev, aqid, aq, first, hdr.op, st);
 	}

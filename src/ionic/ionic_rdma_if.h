@@ -438,5 +438,6 @@ enum {
 #define IB_QP_SQ_PSN         (1u << 16)
 #define IB_QP_MAX_DEST_RD_ATOMIC (1u << 17)
 #define IB_QP_DEST_QPN       (1u << 20)
+#define IB_QP_RATE_LIMIT     (1u << 25)
 
 #endif

@@ -52,6 +52,7 @@ struct rdma_cq {
 	uint8_t color;
 	uint32_t host_cons;     /* last ring-0 index */
 	bool arm_any, arm_sol;
+	uint16_t dbid;          /* the doorbell page that may ring it */
 };
 
 struct rdma_aq {
@@ -72,6 +73,7 @@ struct rdma_wq {            /* a QP's send or receive queue */
 
 struct rdma_qp {
 	bool valid;
+	uint16_t dbid;          /* the doorbell page that may ring it */
 	uint8_t type;           /* IONIC_QPT_* */
 	uint8_t state;          /* IONIC_QPS_* */
 	uint32_t pd;
@@ -84,10 +86,12 @@ struct rdma_qp {
 	uint8_t pmtu;
 	uint8_t retry, rnr_timer, timeout, rsq_depth, rrq_depth;
 	uint16_t pkey_id;
+	uint32_t rate_limit;    /* kbit/s, stored and reported; no shaping */
 	uint32_t ah_id;
 	uint8_t hdr[IONIC_RDMA_HDR_MAX]; /* RC: the header template of MODIFY_QP */
 	uint8_t hdr_len;
 	uint32_t msn;           /* completed remote WQEs since RESET */
+	bool rnr_wait;          /* the send queue waits for the peer to post a receive */
 };
 
 struct rdma_mr {
@@ -132,10 +136,25 @@ int rdma_ring_setup(struct ionic_dev *dev, struct rdma_ring *r, uint64_t dma_add
 void rdma_ring_free(struct ionic_dev *dev, struct rdma_ring *r);
 int rdma_pages_copy(struct ionic_dev *dev, uint64_t list, uint32_t n, uint64_t **out);
 
-/* Write a CQE (body first, color word last) and notify an armed CQ. 0 or -errno. */
-int rdma_cq_post(struct ionic_dev *dev, uint32_t cq_id, struct ionic_v1_cqe *cqe);
+/*
+ * Write a CQE (body first, color word last) and notify an armed CQ: armed for
+ * any completion, or for solicited ones when solicited is set. 0 or -errno.
+ */
+int rdma_cq_post(struct ionic_dev *dev, uint32_t cq_id, struct ionic_v1_cqe *cqe, bool solicited);
 /* Post an event on EQ eq_id and raise its interrupt. */
 void rdma_eq_post(struct ionic_dev *dev, uint32_t eq_id, uint8_t type, uint8_t code, uint32_t qid);
+
+/* Guest memory named by an lkey/rkey: access checks, then a copy. 0 or -ENOKEY/-EACCES/-EFAULT. */
+enum rdma_xfer { RDMA_TO_GUEST, RDMA_FROM_GUEST };
+int rdma_mr_xfer(struct ionic_dev *dev, uint32_t pd, bool privileged, uint32_t key, uint64_t va, void *buf,
+		 size_t len, enum rdma_xfer dir, uint16_t need);
+
+/* Tell the driver that qpid's posted WQEs are flushed (it entered the error state). */
+void rdma_qp_flush(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp);
+/* Execute qpid's posted send WQEs (it must be in RTS). */
+void rdma_sq_run(struct ionic_dev *dev, uint32_t qpid);
+/* Receives were posted on qpid: senders waiting for one go on. */
+void rdma_rq_posted(struct ionic_dev *dev, uint32_t qpid);
 
 /* The RDMA admin queue aqid's doorbell. */
 void rdma_aq_run(struct ionic_dev *dev, uint32_t aqid);

@@ -1,0 +1,781 @@
+/*
+ * The work-queue engine of the RDMA LIF (interface version 1): send queue
+ * WQEs executed against the memory-region table, receive WQEs consumed by
+ * incoming messages, completions in the driver's formats (SEND_MSN for
+ * remote operations, SEND_NPG for everything else, RECV in order) and the
+ * "virtual wire" between queue pairs of the same guest (the loopback
+ * fabric). Tracks ionic_rdma of Linux 7.2 (ionic_datapath.c, ionic_fw.h)
+ * and rdma-core's libionic.
+ *
+ * Every key, length and index a WQE carries is checked before use; a bad
+ * one completes that WQE with an error status and moves its QP to the error
+ * state, as a real RNIC would, and the server goes on.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ionic/ionic_rdma_priv.h"
+#include "util/log.h"
+
+#define WQE_MAX      (1u << IONIC_RDMA_MAX_STRIDE)
+#define MAX_SGE      ((WQE_MAX - IONIC_V1_WQE_PLD_OFFSET) / sizeof(struct ionic_sge))
+#define MSG_MAX      (1ull << 31)
+#define CHUNK        (64u << 10)
+#define GRH_BYTES    40
+#define ROCE_QKEY_GSI 0x80010000u
+
+/* Where the bytes of a message are: a list of (key, va, len). */
+struct sgl {
+	struct { uint32_t key; uint64_t va; uint32_t len; } e[MAX_SGE];
+	unsigned int n;
+	uint64_t total;
+};
+
+enum xfer_dir { TO_GUEST, FROM_GUEST };
+
+/* ---- memory regions ------------------------------------------------------------------------ */
+
+/* Copy between buf and the guest pages of one MR, from byte off of the region. */
+static int mr_copy_pages(struct ionic_dev *dev, const struct rdma_mr *mr, uint64_t off, void *buf, size_t len,
+			 enum xfer_dir dir)
+{
+	uint8_t *p = buf;
+
+	if (mr->npages == 0) {
+		uint64_t addr = mr->base + off;
+
+		return dir == TO_GUEST ? ionic_dma_write(dev, addr, p, len) : ionic_dma_read(dev, addr, p, len);
+	}
+	off += mr->first_page_off;
+	while (len > 0) {
+		uint64_t pg = off >> mr->page_shift, in = off & ((1ull << mr->page_shift) - 1);
+		size_t n = (size_t)((1ull << mr->page_shift) - in);
+		int rc;
+
+		if (pg >= mr->npages)
+			return -EFAULT;
+		if (n > len)
+			n = len;
+		rc = dir == TO_GUEST ? ionic_dma_write(dev, mr->pages[pg] + in, p, n)
+				     : ionic_dma_read(dev, mr->pages[pg] + in, p, n);
+		if (rc)
+			return rc;
+		p += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/*
+ * Resolve (key, va, len) for an access and copy. need is the IONIC_MRF_* bit
+ * the access requires (0 for a local read). Key 0 is the privileged DMA key:
+ * a bus address, honoured only for local access by a privileged QP.
+ */
+int rdma_mr_xfer(struct ionic_dev *dev, uint32_t pd, bool privileged, uint32_t key, uint64_t va, void *buf,
+		 size_t len, enum rdma_xfer dir, uint16_t need)
+{
+	const struct rdma_mr *mr;
+	uint64_t start, off;
+	uint32_t index = key >> 8;
+
+	if (key == 0) {
+		if (!privileged || (need & (IONIC_MRF_REMOTE_READ | IONIC_MRF_REMOTE_WRITE | IONIC_MRF_REMOTE_ATOMIC)))
+			return -ENOKEY;
+		return dir == RDMA_TO_GUEST ? ionic_dma_write(dev, va, buf, len) : ionic_dma_read(dev, va, buf, len);
+	}
+	if (index == 0 || index >= IONIC_RDMA_NMR)
+		return -ENOKEY;
+	mr = &dev->rdma->mr[index];
+	if (!mr->valid || !mr->registered || mr->id != key || (mr->flags & IONIC_MRF_IS_MW))
+		return -ENOKEY;
+	if (mr->pd != pd)
+		return -EACCES;
+	if ((mr->flags & need) != need)
+		return -EACCES;
+	start = (mr->flags & IONIC_MRF_ZERO_BASED) ? 0 : mr->va;
+	if (va < start)
+		return -EFAULT;
+	off = va - start;
+	if (off > mr->length || len > mr->length - off)
+		return -EFAULT;
+	if (len == 0)
+		return 0;
+	return mr_copy_pages(dev, mr, off, buf, len, dir == RDMA_TO_GUEST ? TO_GUEST : FROM_GUEST);
+}
+
+/* ---- WQE parsing ---------------------------------------------------------------------------- */
+
+/* The SGE list of a send or receive WQE of stride bytes; false if it cannot be one. */
+static bool parse_sgl(const uint8_t *wqe, uint32_t stride, unsigned int nsge, uint16_t flags, struct sgl *out)
+{
+	uint32_t off = (flags & (IONIC_V1_FLAG_SPEC16 | IONIC_V1_FLAG_SPEC32)) ? IONIC_V1_WQE_SPEC_SGE_OFFSET
+									       : IONIC_V1_WQE_PLD_OFFSET;
+
+	if (off > stride || nsge > (stride - off) / sizeof(struct ionic_sge))
+		return false;
+	out->n = nsge;
+	out->total = 0;
+	for (unsigned int i = 0; i < nsge; i++) {
+		struct ionic_sge s;
+
+		memcpy(&s, wqe + off + i * sizeof(s), sizeof(s));
+		out->e[i].va = be64_get(s.va);
+		out->e[i].len = be32_get(s.len);
+		out->e[i].key = be32_get(s.lkey);
+		out->total += out->e[i].len;
+	}
+	return out->total <= MSG_MAX;
+}
+
+/* ---- completions -------------------------------------------------------------------------------- */
+
+static void cqe_post(struct ionic_dev *dev, uint32_t cq_id, struct ionic_v1_cqe *cqe, bool solicited)
+{
+	if (rdma_cq_post(dev, cq_id, cqe, solicited))
+		ionic_guest_error(dev, "completion for CQ %u lost (no such CQ or ring unusable)", cq_id);
+}
+
+/* A remote operation on RC/UC: the cumulative message sequence number. */
+static void complete_msn(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp, uint32_t status)
+{
+	struct ionic_v1_cqe cqe;
+
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.send.msg_msn = be32_set(++qp->msn);
+	cqe.status_length = be32_set(status);
+	cqe.qid_type_flags = be32_set(qpid << IONIC_V1_CQE_QID_SHIFT |
+				      IONIC_V1_CQE_TYPE_SEND_MSN << IONIC_V1_CQE_TYPE_SHIFT |
+				      (status ? IONIC_V1_CQE_ERROR : 0));
+	cqe_post(dev, qp->sq.cq_id, &cqe, status != 0);
+}
+
+/* Anything else (UD sends, REG_MR, LOCAL_INV): its own completion naming its SQ slot. */
+static void complete_npg(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp, uint64_t wqe_id,
+			 uint32_t status)
+{
+	struct ionic_v1_cqe cqe;
+
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.send.npg_wqe_id = le64_set(wqe_id);
+	cqe.status_length = be32_set(status);
+	cqe.qid_type_flags = be32_set(qpid << IONIC_V1_CQE_QID_SHIFT |
+				      IONIC_V1_CQE_TYPE_SEND_NPG << IONIC_V1_CQE_TYPE_SHIFT |
+				      (status ? IONIC_V1_CQE_ERROR : 0));
+	cqe_post(dev, qp->sq.cq_id, &cqe, status != 0);
+}
+
+struct recv_info {
+	uint32_t src_qpn;
+	uint8_t op;            /* IONIC_V1_CQE_RECV_OP_* */
+	be32 imm_rkey;
+	bool ipv4;
+	bool solicited;
+	uint8_t smac[6];
+};
+
+static void complete_recv(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp, le64 wqe_id,
+			  const struct recv_info *ri, uint32_t len, uint32_t status)
+{
+	struct ionic_v1_cqe cqe;
+
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.recv.wqe_id = wqe_id;
+	cqe.recv.src_qpn_op = be32_set((ri->src_qpn & 0xffffffu) | (uint32_t)ri->op << IONIC_V1_CQE_RECV_OP_SHIFT |
+				       (ri->ipv4 ? IONIC_V1_CQE_RECV_IS_IPV4 : 0));
+	memcpy(cqe.recv.src_mac, ri->smac, 6);
+	cqe.recv.imm_data_rkey = ri->imm_rkey;
+	cqe.status_length = be32_set(status ? status : len);
+	cqe.qid_type_flags = be32_set(qpid << IONIC_V1_CQE_QID_SHIFT |
+				      IONIC_V1_CQE_TYPE_RECV << IONIC_V1_CQE_TYPE_SHIFT |
+				      (status ? IONIC_V1_CQE_ERROR : 0));
+	/* A receive is solicited when the sender asked (SOL flag), and an error always is. */
+	cqe_post(dev, qp->rq.cq_id, &cqe, ri->solicited || status != 0);
+}
+
+/*
+ * A QP entered the error state: one "flushed" completion per queue tells the
+ * driver to complete what is still posted there with flush errors itself.
+ * The kernel driver flushes its own queues on the modify, but libionic only
+ * learns of it from these completions (and the CQ event they raise).
+ */
+void rdma_qp_flush(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp)
+{
+	struct recv_info ri = { .src_qpn = 0 };
+
+	if (qp->rq.present)
+		complete_recv(dev, qpid, qp, le64_set(0), &ri, 0, IONIC_STS_WQE_FLUSHED_ERR);
+	if (qp->sq.present)
+		complete_npg(dev, qpid, qp, 0, IONIC_STS_WQE_FLUSHED_ERR);
+}
+
+static void qp_error(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp, uint8_t code)
+{
+	if (qp->state == IONIC_QPS_ERR)
+		return;
+	LOG_DEBUG("ionic rdma: QP %u to error (event %u)", qpid, code);
+	qp->state = IONIC_QPS_ERR;
+	if (qp->sq.present)
+		rdma_eq_post(dev, dev->rdma->cq[qp->sq.cq_id].eq_id, IONIC_V1_EQE_TYPE_QP, code, qpid);
+	rdma_qp_flush(dev, qpid, qp);
+}
+
+/* ---- moving message bytes ------------------------------------------------------------------------ */
+
+static uint8_t chunk_buf[CHUNK];
+
+struct cursor {
+	const struct sgl *sgl;
+	unsigned int i;
+	uint64_t off;
+};
+
+/* One side of a transfer: a local SGL of a QP, or a remote (rkey, va) range in a QP's PD. */
+struct endpoint {
+	struct rdma_qp *qp;        /* whose PD and privilege apply */
+	const struct sgl *sgl;     /* local SGL, or NULL for a remote (key, va) range */
+	uint32_t rkey;
+	uint64_t rva;
+	uint16_t need;             /* access the MR must grant */
+};
+
+static int ep_xfer(struct ionic_dev *dev, const struct endpoint *ep, struct cursor *c, uint64_t *roff, void *buf,
+		   size_t len, enum rdma_xfer dir)
+{
+	uint8_t *p = buf;
+	bool priv = (ep->qp->priv_flags & IONIC_QPF_PRIVILEGED) != 0;
+
+	if (!ep->sgl) {
+		int rc = rdma_mr_xfer(dev, ep->qp->pd, false, ep->rkey, ep->rva + *roff, buf, len, dir, ep->need);
+
+		*roff += len;
+		return rc;
+	}
+	while (len > 0) {
+		uint64_t left;
+		size_t n;
+		int rc;
+
+		if (c->i >= ep->sgl->n)
+			return -EFAULT;
+		left = ep->sgl->e[c->i].len - c->off;
+		if (left == 0) {
+			c->i++;
+			c->off = 0;
+			continue;
+		}
+		n = left < len ? (size_t)left : len;
+		rc = rdma_mr_xfer(dev, ep->qp->pd, priv, ep->sgl->e[c->i].key, ep->sgl->e[c->i].va + c->off, p, n, dir,
+				  ep->need);
+		if (rc)
+			return rc;
+		p += n;
+		c->off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Move len bytes from src to dst. 0, or -1 with which side failed in *src_failed. */
+static int move_bytes(struct ionic_dev *dev, const struct endpoint *src, const struct endpoint *dst, uint64_t len,
+		      bool *src_failed)
+{
+	struct cursor cs = { src->sgl, 0, 0 }, cd = { dst->sgl, 0, 0 };
+	uint64_t rs = 0, rd = 0;
+
+	while (len > 0) {
+		size_t n = len < CHUNK ? (size_t)len : CHUNK;
+
+		if (ep_xfer(dev, src, &cs, &rs, chunk_buf, n, RDMA_FROM_GUEST)) {
+			*src_failed = true;
+			return -1;
+		}
+		if (ep_xfer(dev, dst, &cd, &rd, chunk_buf, n, RDMA_TO_GUEST)) {
+			*src_failed = false;
+			return -1;
+		}
+		len -= n;
+	}
+	return 0;
+}
+
+/* ---- the receive side ------------------------------------------------------------------------------ */
+
+/* Take the next posted receive WQE of qp: its id and SGL. -EAGAIN if none is posted. */
+static int rq_take(struct ionic_dev *dev, struct rdma_qp *qp, le64 *wqe_id, struct sgl *sgl)
+{
+	uint8_t wqe[WQE_MAX];
+	uint32_t stride = 1u << qp->rq.ring.stride_log2, mask = (1u << qp->rq.ring.depth_log2) - 1;
+	struct ionic_v1_base_hdr h;
+	uint64_t addr;
+
+	if (!qp->rq.present || (qp->rq.head & mask) == qp->rq.prod)
+		return -EAGAIN;
+	if (stride > WQE_MAX || rdma_ring_addr(&qp->rq.ring, qp->rq.head, &addr) ||
+	    ionic_dma_read(dev, addr, wqe, stride))
+		return -EFAULT;
+	memcpy(&h, wqe, sizeof(h));
+	qp->rq.head++;
+	*wqe_id = h.wqe_id;
+	if (!parse_sgl(wqe, stride, h.num_sge_key, be16_get(h.flags), sgl))
+		return -EINVAL;
+	return 0;
+}
+
+/* ---- the send side ------------------------------------------------------------------------------------ */
+
+enum { WQE_DONE, WQE_BLOCKED };
+
+struct wqe_ctx {
+	uint32_t qpid;
+	struct rdma_qp *qp;
+	uint8_t wqe[WQE_MAX];
+	uint32_t stride;
+	struct ionic_v1_base_hdr h;
+	uint16_t flags;
+	struct sgl sgl;
+};
+
+/* The connected peer of an RC/UC QP on the loopback fabric. */
+static struct rdma_qp *peer_of(struct ionic_dev *dev, const struct rdma_qp *qp, uint32_t *peer_id)
+{
+	struct rdma_qp *p;
+
+	if (qp->dest_qpn == 0 || qp->dest_qpn >= IONIC_RDMA_NQP)
+		return NULL;
+	p = &dev->rdma->qp[qp->dest_qpn];
+	if (!p->valid || p->type != qp->type || (p->state != IONIC_QPS_RTR && p->state != IONIC_QPS_RTS))
+		return NULL;
+	*peer_id = qp->dest_qpn;
+	return p;
+}
+
+/* SEND, SEND_IMM, SEND_INV and RDMA_WRITE_IMM on RC/UC: a message into the peer's next receive. */
+static int exec_rc_message(struct ionic_dev *dev, struct wqe_ctx *w, struct rdma_qp *peer, uint32_t peer_id,
+			   const struct endpoint *src, uint64_t len, uint8_t recv_op)
+{
+	struct recv_info ri = { .src_qpn = w->qpid, .op = recv_op, .imm_rkey = { w->h.imm_data_key.v },
+				.solicited = (w->flags & IONIC_V1_FLAG_SOL) != 0 };
+	struct endpoint dst = { .qp = peer, .need = IONIC_MRF_LOCAL_WRITE };
+	struct sgl rsgl;
+	le64 rid;
+	bool src_failed = false;
+	int rc;
+
+	rc = rq_take(dev, peer, &rid, &rsgl);
+	if (rc == -EAGAIN)
+		return WQE_BLOCKED; /* receiver not ready: the send waits for a receive (RNR, retried forever) */
+	if (rc) {
+		complete_msn(dev, w->qpid, w->qp, IONIC_STS_REMOTE_OPER_ERR);
+		qp_error(dev, peer_id, peer, IONIC_V1_EQE_QP_ERR);
+		qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+		return WQE_DONE;
+	}
+	if (recv_op != IONIC_V1_CQE_RECV_OP_RDMA_IMM) {
+		if (len > rsgl.total) {
+			complete_recv(dev, peer_id, peer, rid, &ri, 0, IONIC_STS_LOCAL_LEN_ERR);
+			complete_msn(dev, w->qpid, w->qp, IONIC_STS_REMOTE_INV_REQ_ERR);
+			qp_error(dev, peer_id, peer, IONIC_V1_EQE_QP_ERR);
+			qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR_REQUEST);
+			return WQE_DONE;
+		}
+		dst.sgl = &rsgl;
+		if (move_bytes(dev, src, &dst, len, &src_failed)) {
+			complete_recv(dev, peer_id, peer, rid, &ri, 0,
+				      src_failed ? IONIC_STS_REMOTE_OPER_ERR : IONIC_STS_LOCAL_PROT_ERR);
+			complete_msn(dev, w->qpid, w->qp, src_failed ? IONIC_STS_LOCAL_PROT_ERR : IONIC_STS_REMOTE_OPER_ERR);
+			qp_error(dev, peer_id, peer, IONIC_V1_EQE_QP_ERR);
+			qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+			return WQE_DONE;
+		}
+	}
+	if (recv_op == IONIC_V1_CQE_RECV_OP_SEND_INV) {
+		uint32_t key = be32_get(w->h.imm_data_key), index = key >> 8;
+		struct rdma_mr *mr = index && index < IONIC_RDMA_NMR ? &dev->rdma->mr[index] : NULL;
+
+		/* Only a key of the receiver's PD that allows invalidation may be invalidated. */
+		if (mr && mr->valid && mr->id == key && mr->pd == peer->pd && (mr->flags & IONIC_MRF_INV_EN))
+			mr->registered = false;
+	}
+	complete_recv(dev, peer_id, peer, rid, &ri, (uint32_t)len, 0);
+	complete_msn(dev, w->qpid, w->qp, 0);
+	return WQE_DONE;
+}
+
+static int exec_rc(struct ionic_dev *dev, struct wqe_ctx *w)
+{
+	struct endpoint src = { .qp = w->qp, .sgl = &w->sgl };
+	struct ionic_v1_common_bdy b;
+	struct rdma_qp *peer;
+	uint32_t peer_id;
+	uint64_t len;
+	bool src_failed = false;
+
+	memcpy(&b, w->wqe + sizeof(w->h), sizeof(b));
+	peer = peer_of(dev, w->qp, &peer_id);
+	if (!peer) {
+		/* Nobody at the other end: the transport gives up, as after its retries. */
+		complete_msn(dev, w->qpid, w->qp, IONIC_STS_RETRY_EXCEEDED);
+		qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+		return WQE_DONE;
+	}
+	if (w->flags & IONIC_V1_FLAG_INL) {
+		complete_msn(dev, w->qpid, w->qp, IONIC_STS_LOCAL_QP_OPER_ERR); /* inline data: not offered */
+		qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+		return WQE_DONE;
+	}
+	len = w->sgl.total;
+	switch (w->h.op) {
+	case IONIC_V1_OP_SEND:
+		return exec_rc_message(dev, w, peer, peer_id, &src, len, IONIC_V1_CQE_RECV_OP_SEND);
+	case IONIC_V1_OP_SEND_IMM:
+		return exec_rc_message(dev, w, peer, peer_id, &src, len, IONIC_V1_CQE_RECV_OP_SEND_IMM);
+	case IONIC_V1_OP_SEND_INV:
+		return exec_rc_message(dev, w, peer, peer_id, &src, len, IONIC_V1_CQE_RECV_OP_SEND_INV);
+	case IONIC_V1_OP_RDMA_WRITE:
+	case IONIC_V1_OP_RDMA_WRITE_IMM:
+	case IONIC_V1_OP_RDMA_READ: {
+		bool read = w->h.op == IONIC_V1_OP_RDMA_READ;
+		uint16_t qpf = read ? IONIC_QPF_REMOTE_READ : IONIC_QPF_REMOTE_WRITE;
+		struct endpoint remote = {
+			.qp = peer, .rkey = be32_get(b.dest_qkey_or_rkey),
+			.rva = (uint64_t)be32_get(b.ah_id_or_va_high) << 32 | be32_get(b.dest_qpn_or_va_low),
+			.need = read ? IONIC_MRF_REMOTE_READ : IONIC_MRF_REMOTE_WRITE,
+		};
+		struct endpoint local = { .qp = w->qp, .sgl = &w->sgl, .need = read ? IONIC_MRF_LOCAL_WRITE : 0 };
+
+		if (!(peer->access & qpf) ||
+		    (w->qp->type == IONIC_QPT_UC && read) ||
+		    move_bytes(dev, read ? &remote : &local, read ? &local : &remote, len, &src_failed)) {
+			bool local_fault = src_failed == !read && (peer->access & qpf);
+
+			complete_msn(dev, w->qpid, w->qp, local_fault ? IONIC_STS_LOCAL_PROT_ERR : IONIC_STS_REMOTE_ACC_ERR);
+			qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+			if (!local_fault)
+				qp_error(dev, peer_id, peer, IONIC_V1_EQE_QP_ERR_ACCESS);
+			return WQE_DONE;
+		}
+		if (w->h.op == IONIC_V1_OP_RDMA_WRITE_IMM)
+			return exec_rc_message(dev, w, peer, peer_id, &src, len, IONIC_V1_CQE_RECV_OP_RDMA_IMM);
+		complete_msn(dev, w->qpid, w->qp, 0);
+		return WQE_DONE;
+	}
+	case IONIC_V1_OP_ATOMIC_CS:
+	case IONIC_V1_OP_ATOMIC_FA: {
+		struct ionic_v1_atomic_bdy a;
+		uint64_t old, val, cmp, addr;
+		uint32_t rkey;
+		int rc;
+
+		memcpy(&a, w->wqe + sizeof(w->h), sizeof(a));
+		addr = (uint64_t)be32_get(a.remote_va_high) << 32 | be32_get(a.remote_va_low);
+		rkey = be32_get(a.remote_rkey);
+		val = (uint64_t)be32_get(a.swap_add_high) << 32 | be32_get(a.swap_add_low);
+		cmp = (uint64_t)be32_get(a.compare_high) << 32 | be32_get(a.compare_low);
+		rc = (addr & 7) || !(peer->access & IONIC_QPF_REMOTE_ATOMIC) || w->qp->type != IONIC_QPT_RC ? -EACCES
+			: rdma_mr_xfer(dev, peer->pd, false, rkey, addr, &old, 8, RDMA_FROM_GUEST, IONIC_MRF_REMOTE_ATOMIC);
+		if (rc == 0) {
+			uint64_t host_old = le64toh(old), nv = w->h.op == IONIC_V1_OP_ATOMIC_FA ? host_old + val
+								   : (host_old == cmp ? val : host_old);
+			uint64_t le_new = htole64(nv);
+
+			if (nv != host_old)
+				rc = rdma_mr_xfer(dev, peer->pd, false, rkey, addr, &le_new, 8, RDMA_TO_GUEST,
+						  IONIC_MRF_REMOTE_ATOMIC);
+		}
+		if (rc == 0)
+			rc = rdma_mr_xfer(dev, w->qp->pd, (w->qp->priv_flags & IONIC_QPF_PRIVILEGED) != 0,
+					  be32_get(a.sge.lkey), be64_get(a.sge.va), &old, 8, RDMA_TO_GUEST,
+					  IONIC_MRF_LOCAL_WRITE) ? 1 : 0;
+		if (rc) {
+			complete_msn(dev, w->qpid, w->qp, rc == 1 ? IONIC_STS_LOCAL_PROT_ERR : IONIC_STS_REMOTE_ACC_ERR);
+			qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+			return WQE_DONE;
+		}
+		complete_msn(dev, w->qpid, w->qp, 0);
+		return WQE_DONE;
+	}
+	default:
+		complete_msn(dev, w->qpid, w->qp, IONIC_STS_LOCAL_QP_OPER_ERR);
+		qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+		return WQE_DONE;
+	}
+}
+
+/* ---- UD and GSI ----------------------------------------------------------------------------------------- */
+
+static uint16_t ip_checksum(const uint8_t *h, size_t len)
+{
+	uint32_t sum = 0;
+
+	for (size_t i = 0; i + 1 < len; i += 2)
+		sum += (uint32_t)h[i] << 8 | h[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/*
+ * The 40-byte GRH area of a UD receive, built from the sender's header
+ * template: for RoCEv2 over IPv4 the IPv4 header sits in bytes 20-39 (the IB
+ * core reads the addresses from there and checks its checksum); for IPv6 the
+ * whole area is the IPv6 header.
+ */
+static bool grh_from_template(const uint8_t *t, uint8_t len, uint32_t payload, uint8_t grh[GRH_BYTES],
+			      uint8_t smac[6], bool *ipv4)
+{
+	uint32_t l2 = 14;
+	uint16_t et;
+
+	if (len < 14)
+		return false;
+	memcpy(smac, t + 6, 6);
+	et = (uint16_t)(t[12] << 8 | t[13]);
+	if (et == 0x8100 && len >= 18) {
+		l2 = 18;
+		et = (uint16_t)(t[16] << 8 | t[17]);
+	}
+	memset(grh, 0, GRH_BYTES);
+	if (et == 0x0800 && len >= l2 + 20) {
+		uint8_t *ip = grh + 20;
+		uint16_t tot = (uint16_t)(20 + 8 + 12 + 8 + payload + 4), sum;
+
+		memcpy(ip, t + l2, 20);
+		ip[2] = (uint8_t)(tot >> 8);
+		ip[3] = (uint8_t)tot;
+		ip[10] = ip[11] = 0;
+		sum = ip_checksum(ip, 20);
+		ip[10] = (uint8_t)(sum >> 8);
+		ip[11] = (uint8_t)sum;
+		*ipv4 = true;
+		return true;
+	}
+	if (et == 0x86dd && len >= l2 + 40) {
+		memcpy(grh, t + l2, 40);
+		grh[4] = (uint8_t)((payload + 8 + 12 + 8 + 4) >> 8);
+		grh[5] = (uint8_t)(payload + 8 + 12 + 8 + 4);
+		*ipv4 = false;
+		return true;
+	}
+	return false;
+}
+
+static int exec_ud(struct ionic_dev *dev, struct wqe_ctx *w)
+{
+	struct ionic_v1_common_bdy b;
+	uint32_t ah_id, dest_qpn, qkey;
+	const struct rdma_ah *ah;
+	struct recv_info ri = { .src_qpn = w->qpid };
+	uint8_t grh[GRH_BYTES];
+	struct rdma_qp *dst;
+	struct sgl rsgl;
+	le64 rid;
+	bool src_failed;
+	int rc;
+
+	memcpy(&b, w->wqe + sizeof(w->h), sizeof(b));
+	ah_id = be32_get(b.ah_id_or_va_high);
+	dest_qpn = be32_get(b.dest_qpn_or_va_low) & 0xffffffu;
+	qkey = be32_get(b.dest_qkey_or_rkey);
+	/* A Q_Key with its top bit set means "the sending QP's own Q_Key" (IBA 10.2.5). */
+	if (qkey & 0x80000000u)
+		qkey = w->qp->qkey;
+	if (w->h.op != IONIC_V1_OP_SEND && w->h.op != IONIC_V1_OP_SEND_IMM) {
+		complete_npg(dev, w->qpid, w->qp, le64_get(w->h.wqe_id), IONIC_STS_LOCAL_QP_OPER_ERR);
+		qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+		return WQE_DONE;
+	}
+	ah = ah_id < IONIC_RDMA_NAH ? &dev->rdma->ah[ah_id] : NULL;
+	if (!ah || !ah->valid || ah->pd != w->qp->pd || w->sgl.total > 4096 ||
+	    !grh_from_template(ah->hdr, ah->hdr_len, (uint32_t)w->sgl.total, grh, ri.smac, &ri.ipv4)) {
+		complete_npg(dev, w->qpid, w->qp, le64_get(w->h.wqe_id), IONIC_STS_LOCAL_PROT_ERR);
+		qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+		return WQE_DONE;
+	}
+	ri.op = w->h.op == IONIC_V1_OP_SEND_IMM ? IONIC_V1_CQE_RECV_OP_SEND_IMM : IONIC_V1_CQE_RECV_OP_SEND;
+	ri.solicited = (w->flags & IONIC_V1_FLAG_SOL) != 0;
+	ri.imm_rkey = w->h.imm_data_key;
+	/* The loopback fabric: the destination is a UD QP of this guest; anything else is lost, as UD may be. */
+	dst = dest_qpn < IONIC_RDMA_NQP ? &dev->rdma->qp[dest_qpn] : NULL;
+	if (dst && dst->valid && dst->type == IONIC_QPT_UD &&
+	    (dst->state == IONIC_QPS_RTR || dst->state == IONIC_QPS_RTS) &&
+	    (dest_qpn == 1 ? qkey == ROCE_QKEY_GSI : qkey == dst->qkey)) {
+		rc = rq_take(dev, dst, &rid, &rsgl);
+		LOG_DEBUG("ionic rdma: UD %u -> %u: %llu bytes, receive %s (%llu bytes)", w->qpid, dest_qpn,
+			  (unsigned long long)w->sgl.total, rc ? "missing" : "taken", (unsigned long long)rsgl.total);
+		if (rc == 0) {
+			struct endpoint src = { .qp = w->qp, .sgl = &w->sgl };
+			struct endpoint d = { .qp = dst, .sgl = &rsgl, .need = IONIC_MRF_LOCAL_WRITE };
+			struct cursor c = { &rsgl, 0, 0 };
+			uint64_t unused = 0;
+
+			if (rsgl.total < GRH_BYTES + w->sgl.total) {
+				complete_recv(dev, dest_qpn, dst, rid, &ri, 0, IONIC_STS_LOCAL_LEN_ERR);
+			} else if (ep_xfer(dev, &d, &c, &unused, grh, GRH_BYTES, RDMA_TO_GUEST)) {
+				complete_recv(dev, dest_qpn, dst, rid, &ri, 0, IONIC_STS_LOCAL_PROT_ERR);
+			} else {
+				/* The payload follows the GRH area in the same receive SGL. */
+				struct sgl rest = rsgl;
+				struct cursor rc2 = c;
+				unsigned int k = 0;
+
+				for (unsigned int i = rc2.i; i < rsgl.n; i++, k++) {
+					rest.e[k] = rsgl.e[i];
+					if (i == rc2.i) {
+						rest.e[k].va += rc2.off;
+						rest.e[k].len -= (uint32_t)rc2.off;
+					}
+				}
+				rest.n = k;
+				d.sgl = &rest;
+				src_failed = false;
+				if (move_bytes(dev, &src, &d, w->sgl.total, &src_failed)) {
+					complete_recv(dev, dest_qpn, dst, rid, &ri, 0, IONIC_STS_LOCAL_PROT_ERR);
+					if (src_failed) {
+						complete_npg(dev, w->qpid, w->qp, le64_get(w->h.wqe_id), IONIC_STS_LOCAL_PROT_ERR);
+						qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+						return WQE_DONE;
+					}
+				} else {
+					complete_recv(dev, dest_qpn, dst, rid, &ri, GRH_BYTES + (uint32_t)w->sgl.total, 0);
+				}
+			}
+		}
+	} else {
+		LOG_DEBUG("ionic rdma: UD %u -> %u qkey %#x: no such receiver, dropped", w->qpid, dest_qpn, qkey);
+	}
+	complete_npg(dev, w->qpid, w->qp, le64_get(w->h.wqe_id), 0);
+	return WQE_DONE;
+}
+
+/* ---- local operations ---------------------------------------------------------------------------------- */
+
+static uint32_t exec_reg_mr(struct ionic_dev *dev, struct wqe_ctx *w)
+{
+	struct ionic_v1_reg_mr_bdy b;
+	uint32_t lkey = be32_get(w->h.imm_data_key), index = lkey >> 8, map_count;
+	struct rdma_mr *mr;
+	uint64_t *pages = NULL;
+	uint8_t shift;
+
+	memcpy(&b, w->wqe + sizeof(w->h), sizeof(b));
+	if (index == 0 || index >= IONIC_RDMA_NMR)
+		return IONIC_STS_MEM_MGMT_OPER_ERR;
+	mr = &dev->rdma->mr[index];
+	if (!mr->valid || !mr->fast_reg || mr->pd != w->qp->pd || mr->registered)
+		return IONIC_STS_MEM_MGMT_OPER_ERR;
+	map_count = be32_get(b.map_count);
+	shift = b.page_size_log2;
+	if (map_count == 0 || shift < 12 || shift > 30)
+		return IONIC_STS_MEM_MGMT_OPER_ERR;
+	if (map_count > 1) {
+		uint64_t off = be64_get(b.offset), length = be64_get(b.length);
+
+		if (off >= (1ull << shift) || length > ((uint64_t)map_count << shift) - off)
+			return IONIC_STS_MEM_MGMT_OPER_ERR;
+		/* The driver's table stays mapped until the MR goes; its contents are read now. */
+		if (rdma_pages_copy(dev, be64_get(b.dma_addr), map_count, &pages))
+			return IONIC_STS_MEM_MGMT_OPER_ERR;
+	}
+	if (mr->pages) {
+		dev->rdma->pts_used -= mr->npages;
+		free(mr->pages);
+	}
+	mr->pages = pages;
+	mr->npages = map_count > 1 ? map_count : 0;
+	mr->base = map_count > 1 ? 0 : be64_get(b.dma_addr);
+	mr->page_shift = shift;
+	mr->first_page_off = map_count > 1 ? be64_get(b.offset) : 0;
+	mr->va = be64_get(b.va);
+	mr->length = be64_get(b.length);
+	mr->flags = (uint16_t)((mr->flags & ~0xfffu) | (be16_get(b.flags) & 0xfffu));
+	mr->id = index << 8 | w->h.num_sge_key;
+	mr->registered = true;
+	return 0;
+}
+
+static uint32_t exec_local_inv(struct ionic_dev *dev, struct wqe_ctx *w)
+{
+	uint32_t key = be32_get(w->h.imm_data_key), index = key >> 8;
+	struct rdma_mr *mr;
+
+	if (index == 0 || index >= IONIC_RDMA_NMR)
+		return IONIC_STS_MEM_MGMT_OPER_ERR;
+	mr = &dev->rdma->mr[index];
+	if (!mr->valid || mr->id != key || mr->pd != w->qp->pd || !(mr->flags & IONIC_MRF_INV_EN))
+		return IONIC_STS_MEM_MGMT_OPER_ERR;
+	mr->registered = false;
+	return 0;
+}
+
+/* ---- the queues ------------------------------------------------------------------------------------------ */
+
+static int exec_wqe(struct ionic_dev *dev, struct wqe_ctx *w)
+{
+	uint32_t st;
+
+	w->flags = be16_get(w->h.flags);
+	if (w->h.op == IONIC_V1_OP_REG_MR || w->h.op == IONIC_V1_OP_LOCAL_INV || w->h.op == IONIC_V1_OP_BIND_MW) {
+		st = w->h.op == IONIC_V1_OP_REG_MR ? exec_reg_mr(dev, w)
+		     : w->h.op == IONIC_V1_OP_LOCAL_INV ? exec_local_inv(dev, w) : IONIC_STS_LOCAL_QP_OPER_ERR;
+		complete_npg(dev, w->qpid, w->qp, le64_get(w->h.wqe_id), st);
+		if (st)
+			qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+		return WQE_DONE;
+	}
+	if (!(w->flags & IONIC_V1_FLAG_INL) && !parse_sgl(w->wqe, w->stride, w->h.num_sge_key, w->flags, &w->sgl)) {
+		if (w->qp->type == IONIC_QPT_UD)
+			complete_npg(dev, w->qpid, w->qp, le64_get(w->h.wqe_id), IONIC_STS_LOCAL_LEN_ERR);
+		else
+			complete_msn(dev, w->qpid, w->qp, IONIC_STS_LOCAL_LEN_ERR);
+		qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+		return WQE_DONE;
+	}
+	if (w->flags & IONIC_V1_FLAG_INL)
+		w->sgl.n = 0, w->sgl.total = 0;
+	return w->qp->type == IONIC_QPT_UD ? exec_ud(dev, w) : exec_rc(dev, w);
+}
+
+void rdma_sq_run(struct ionic_dev *dev, uint32_t qpid)
+{
+	static struct wqe_ctx w; /* one thread owns the device; keeps 300 bytes off the stack */
+	struct rdma_qp *qp = &dev->rdma->qp[qpid];
+	uint32_t mask;
+
+	if (!qp->valid || !qp->sq.present || qp->state != IONIC_QPS_RTS)
+		return;
+	mask = (1u << qp->sq.ring.depth_log2) - 1;
+	qp->rnr_wait = false;
+	while ((qp->sq.head & mask) != qp->sq.prod && qp->state == IONIC_QPS_RTS) {
+		uint64_t addr;
+
+		memset(&w, 0, sizeof(w));
+		w.qpid = qpid;
+		w.qp = qp;
+		w.stride = 1u << qp->sq.ring.stride_log2;
+		if (w.stride > WQE_MAX || rdma_ring_addr(&qp->sq.ring, qp->sq.head, &addr) ||
+		    ionic_dma_read(dev, addr, w.wqe, w.stride)) {
+			ionic_guest_error(dev, "QP %u send queue slot %u is not mapped", qpid, qp->sq.head & mask);
+			qp_error(dev, qpid, qp, IONIC_V1_EQE_QP_ERR);
+			return;
+		}
+		memcpy(&w.h, w.wqe, sizeof(w.h));
+		LOG_DEBUG("ionic rdma: QP %u SQ slot %u: op %u, %u SGEs, flags %#x", qpid, qp->sq.head & mask, w.h.op,
+			  w.h.num_sge_key, be16_get(w.h.flags));
+		if (exec_wqe(dev, &w) == WQE_BLOCKED) {
+			qp->rnr_wait = true;
+			return;
+		}
+		qp->sq.head++;
+	}
+}
+
+/* New receives on qpid: sends that waited for one may go now. */
+void rdma_rq_posted(struct ionic_dev *dev, uint32_t qpid)
+{
+	(void)qpid;
+	for (uint32_t i = 1; i < IONIC_RDMA_NQP; i++)
+		if (dev->rdma->qp[i].valid && dev->rdma->qp[i].rnr_wait)
+			rdma_sq_run(dev, i);
+}

@@ -1,0 +1,93 @@
+#!/bin/sh
+# shellcheck disable=SC2317 # the probes below run through wait_for
+# Guest checks for RDMA between queue pairs of the same guest (the loopback backend): the stock
+# verbs tools run both ends in this guest against ionic_0 and check what arrived.
+#   ibv_rc_pingpong / ibv_ud_pingpong (libionic user queues: RC SEND/RECV, UD with GRH),
+#   rping over rdma_cm (the CM's MADs through the kernel's GSI queue pair, then RC SEND and
+#   RDMA READ/WRITE with data verification), perftest write/read/send/atomic bandwidth runs.
+# shellcheck source=SCRIPTDIR/../guest/check-lib.sh
+. "$(dirname "$0")/check-lib.sh"
+
+IP=192.168.200.2
+ionic_if() {
+	for n in /sys/class/net/*; do
+		d=$(readlink -f "$n/device" 2>/dev/null) || continue
+		[ "$(cat "$d/vendor" 2>/dev/null)" = 0x1dd8 ] && [ "$(cat "$d/device" 2>/dev/null)" = 0x1002 ] &&
+			{ basename "$n"; return 0; }
+	done
+	return 1
+}
+ibdev() { ls /sys/class/infiniband 2>/dev/null | grep -m1 '^ionic'; }
+# The index of the RoCE v2 GID of our IPv4 address.
+gid_index() {
+	for g in /sys/class/infiniband/"$IB"/ports/1/gids/*; do
+		i=$(basename "$g")
+		[ "$(cat "$g" 2>/dev/null)" = "0000:0000:0000:0000:0000:ffff:c0a8:c802" ] || continue
+		[ "$(cat "/sys/class/infiniband/$IB/ports/1/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] || continue
+		echo "$i"
+		return 0
+	done
+	return 1
+}
+
+grep -q '^ionic_rdma ' /proc/modules || modprobe ionic_rdma
+modprobe rdma_ucm 2>/dev/null
+wait_for 30 ionic_if || { fail rdma-setup "no ionic netdev"; finish; }
+IF=$(ionic_if)
+ip link set lo up # the tools' out-of-band TCP exchange and rdma_cm's own-address routing use it
+ip addr add $IP/24 dev "$IF"
+ip link set "$IF" up
+wait_for 60 ibdev || { fail rdma-setup "no IB device: $(dmesg | grep -i ionic | tail -3 | tr '\n' ';')"; finish; }
+IB=$(ibdev)
+wait_for 30 gid_index || { fail rdma-setup "no RoCE v2 GID for $IP"; finish; }
+G=$(gid_index)
+echo "device $IB, RoCE v2 GID index $G"
+pass rdma-setup
+
+# Run server and client of one tool; both must exit 0. $1 name, $2 timeout, rest: arguments
+# shared by both ends (the client adds the server's address).
+pair() {
+	name=$1 t=$2
+	shift 2
+	timeout "$t" "$@" >/tmp/"$name".srv 2>&1 &
+	spid=$!
+	sleep 2
+	timeout "$t" "$@" 127.0.0.1 >/tmp/"$name".cli 2>&1
+	crc=$?
+	wait $spid
+	src=$?
+	echo "--- $name server (rc $src)"; tail -5 /tmp/"$name".srv
+	echo "--- $name client (rc $crc)"; tail -5 /tmp/"$name".cli
+	if [ $crc = 0 ] && [ $src = 0 ]; then
+		pass "$name"
+	else
+		fail "$name" "server rc $src, client rc $crc: $(tail -2 /tmp/"$name".cli | tr '\n' ';') $(tail -2 /tmp/"$name".srv | tr '\n' ';')"
+	fi
+}
+
+pair rdma-rc-pingpong 120 ibv_rc_pingpong -d "$IB" -g "$G" -n 200 -s 4096 -c
+pair rdma-ud-pingpong 120 ibv_ud_pingpong -d "$IB" -g "$G" -n 200 -s 1024 -c
+
+# rping: rdma_cm resolves our own address, the CM exchange runs through the GSI queue pair,
+# then each ping is a SEND plus RDMA READ and WRITE of the payload, verified (-V).
+timeout 120 rping -s -a $IP -C 20 -S 2048 >/tmp/rping.srv 2>&1 &
+spid=$!
+sleep 2
+timeout 120 rping -c -a $IP -C 20 -S 2048 -V -v >/tmp/rping.cli 2>&1
+crc=$?
+wait $spid
+src=$?
+tail -3 /tmp/rping.cli
+if [ $crc = 0 ] && [ $src = 0 ] && [ "$(grep -c 'ping data' /tmp/rping.cli)" = 20 ]; then
+	pass rdma-rping
+else
+	fail rdma-rping "server rc $src, client rc $crc: $(tail -3 /tmp/rping.cli | tr '\n' ';') $(tail -3 /tmp/rping.srv | tr '\n' ';')"
+fi
+
+for t in write read send atomic; do
+	pair "rdma-perftest-$t" 180 "ib_${t}_bw" -d "$IB" -x "$G" -n 200 -F
+done
+
+echo "--- ionic kernel log"
+dmesg | grep -i -e ionic -e infiniband | tail -20
+finish
