@@ -276,6 +276,7 @@ int main(int argc, char **argv)
 		LOG_ERR("cannot create the device");
 		goto out;
 	}
+	ionic_datapath_attach(dp, ionic_pci_dev(nic));
 	srv = vfu_server_start(sig.loop, opts.socket_path, ionic_pci_vfu(nic), err, sizeof(err));
 	if (srv == NULL) {
 		LOG_ERR("%s", err);
@@ -289,6 +290,7 @@ int main(int argc, char **argv)
 	status = 0;
 out:
 	vfu_server_stop(srv);
+	ionic_datapath_attach(dp, NULL);
 	ionic_pci_free(nic);
 	tap_close(tap);
 	ionic_datapath_destroy(dp);

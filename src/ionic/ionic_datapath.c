@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ionic/ionic_datapath_nvmeof.h"
 #include "nvmeof/nvmeof_ns.h"
 #include "util/parse_int.h"
 #include "s3/s3_endpoint.h"
@@ -13,6 +14,7 @@ struct ionic_datapath {
 	const struct backend_config *cfg;
 	struct nvmeof_ns ns; /* BACKEND_NVMEOF */
 	struct s3_endpoint *s3; /* BACKEND_S3 */
+	struct nvmeof_glue *nvmeof; /* BACKEND_NVMEOF: the controller on the RDMA engine */
 };
 
 static void log_backend(const struct ionic_datapath *dp)
@@ -67,6 +69,15 @@ struct ionic_datapath *ionic_datapath_create(const struct backend_config *cfg, s
 		free(dp);
 		return NULL;
 	}
+	if (cfg->kind == BACKEND_NVMEOF) {
+		dp->nvmeof = nvmeof_glue_new(&cfg->nvmeof, &dp->ns, loop);
+		if (dp->nvmeof == NULL) {
+			snprintf(err, errlen, "nvmeof backend: out of memory");
+			nvmeof_ns_close(&dp->ns);
+			free(dp);
+			return NULL;
+		}
+	}
 	if (cfg->kind == BACKEND_S3) {
 		dp->s3 = s3_endpoint_new(&cfg->s3, loop, sw, err, errlen);
 		if (dp->s3 == NULL) {
@@ -78,10 +89,18 @@ struct ionic_datapath *ionic_datapath_create(const struct backend_config *cfg, s
 	return dp;
 }
 
+void ionic_datapath_attach(struct ionic_datapath *dp, struct ionic_dev *dev)
+{
+	if (dp == NULL || dp->nvmeof == NULL)
+		return;
+	nvmeof_glue_attach(dp->nvmeof, dev);
+}
+
 void ionic_datapath_destroy(struct ionic_datapath *dp)
 {
 	if (dp == NULL)
 		return;
+	nvmeof_glue_free(dp->nvmeof);
 	if (dp->cfg->kind == BACKEND_NVMEOF)
 		nvmeof_ns_close(&dp->ns);
 	s3_endpoint_free(dp->s3);

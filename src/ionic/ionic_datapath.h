@@ -26,6 +26,14 @@ struct net_switch;
 struct ionic_datapath *ionic_datapath_create(const struct backend_config *cfg, struct evloop *loop,
 					     struct net_switch *sw, char *err, size_t errlen);
 
+/*
+ * Join the data path to the device's RDMA engine (the NVMe-oF controller
+ * registers as its in-process peer), or leave it with dev NULL: before the
+ * device is freed.
+ */
+struct ionic_dev;
+void ionic_datapath_attach(struct ionic_datapath *dp, struct ionic_dev *dev);
+
 /* Release the backend; a file-backed namespace is written back first. NULL is ignored. */
 void ionic_datapath_destroy(struct ionic_datapath *dp);
 

@@ -58,6 +58,49 @@ void ionic_dev_rx_frame(struct ionic_dev *dev, const uint8_t *frame, size_t len)
  */
 void ionic_dev_fw_reset(struct ionic_dev *dev, unsigned down_ms);
 
+/*
+ * In-process RDMA peers (the NVMe-oF controller): queue pairs that live in
+ * the server, not in the guest's QP table. The work-queue engine hands them
+ * what the guest sends their way; they answer through the functions below.
+ */
+struct ionic_rdma_peer_ops {
+	void *ctx;
+	/*
+	 * A UD send of the guest's QP guest_qpn to dest_qpn, addressed by the AH
+	 * header template hdr (Ethernet + IP + UDP). Return true if the peer took
+	 * it (then it is not delivered to the guest's own QPs).
+	 */
+	bool (*ud_send)(void *ctx, uint32_t guest_qpn, const uint8_t *hdr, size_t hdr_len, uint32_t dest_qpn,
+			const void *payload, size_t len);
+	/* Is dest_qpn one of the peer's connected QPs? */
+	bool (*rc_owns)(void *ctx, uint32_t dest_qpn);
+	/* A SEND (op IONIC_V1_OP_SEND*) from guest_qpn to the peer's QP. 0, or an IONIC_STS_* for the sender. */
+	uint32_t (*rc_send)(void *ctx, uint32_t guest_qpn, uint32_t peer_qpn, const void *payload, size_t len);
+	/* The guest posted receives on guest_qpn: messages that waited for one may go. May be NULL. */
+	void (*rq_posted)(void *ctx, uint32_t guest_qpn);
+	/* The guest's RDMA state is gone (reset): drop every connection. May be NULL. */
+	void (*reset)(void *ctx);
+};
+void ionic_dev_set_rdma_peer(struct ionic_dev *dev, const struct ionic_rdma_peer_ops *ops);
+
+/*
+ * A message from a peer QP (src_qpn) into the guest QP guest_qpn's next
+ * receive: as a SEND, or with invalidate (inv_rkey != 0: that key of the
+ * guest QP's PD stops working), with a 40-byte GRH area first when grh is
+ * given (UD/GSI receives; smac then names the sender). Returns 0, -EAGAIN
+ * when no receive is posted (try again after rq_posted), or -errno (the QP
+ * is not there or not ready; a receive too small completes in error).
+ */
+int ionic_rdma_peer_deliver(struct ionic_dev *dev, uint32_t guest_qpn, uint32_t src_qpn, const void *payload,
+			    size_t len, uint32_t inv_rkey, const uint8_t *grh, const uint8_t smac[6]);
+
+/*
+ * RDMA READ (write false) or WRITE by a peer connected to guest_qpn, against
+ * guest memory named by (rkey, addr) in that QP's PD. 0 or -ENOKEY/-EACCES/-EFAULT.
+ */
+int ionic_rdma_peer_xfer(struct ionic_dev *dev, uint32_t guest_qpn, uint32_t rkey, uint64_t addr, void *buf,
+			 size_t len, bool write);
+
 /* Counters for tests and logs. */
 struct ionic_dev_stats {
 	uint64_t dev_cmds;

@@ -129,6 +129,11 @@ void ionic_pci_set_server(struct ionic_pci *ip, struct vfu_server *srv)
 	pci_dev_set_server(ip->pd, srv);
 }
 
+struct ionic_dev *ionic_pci_dev(struct ionic_pci *ip)
+{
+	return ip->dev;
+}
+
 void ionic_pci_fw_reset(struct ionic_pci *ip)
 {
 	/* Longer than the driver's 5-second watchdog, so it sees the firmware stop. */

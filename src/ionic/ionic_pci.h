@@ -17,6 +17,9 @@ void ionic_pci_free(struct ionic_pci *ip);
 const struct vfu_device *ionic_pci_vfu(struct ionic_pci *ip);
 void ionic_pci_set_server(struct ionic_pci *ip, struct vfu_server *srv);
 
+/* The device model behind the function (for the data path's RDMA peers). */
+struct ionic_dev *ionic_pci_dev(struct ionic_pci *ip);
+
 /* A simulated firmware reset of the device (see ionic_dev_fw_reset). */
 void ionic_pci_fw_reset(struct ionic_pci *ip);
 

@@ -41,6 +41,8 @@ void ionic_rdma_reset(struct ionic_dev *dev)
 
 	if (!r)
 		return;
+	if (r->peer.reset)
+		r->peer.reset(r->peer.ctx);
 	rdma_admin_free_all(dev);
 	for (unsigned int i = 0; i < IONIC_RDMA_NEQ; i++)
 		rdma_ring_free(dev, &r->eq[i].ring);

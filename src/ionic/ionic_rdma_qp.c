@@ -23,6 +23,7 @@
 #define MSG_MAX      (1ull << 31)
 #define CHUNK        (64u << 10)
 #define GRH_BYTES    40
+#define PEER_MSG_MAX 4096  /* an NVMe-oF capsule or a MAD; the peers take nothing larger */
 #define ROCE_QKEY_GSI 0x80010000u
 
 /* Where the bytes of a message are: a list of (key, va, len). */
@@ -403,6 +404,39 @@ static int exec_rc_message(struct ionic_dev *dev, struct wqe_ctx *w, struct rdma
 	return WQE_DONE;
 }
 
+/* Gather a WQE's local SGL into buf (at most cap bytes). 0, or an IONIC_STS_* for the sender. */
+static uint32_t gather(struct ionic_dev *dev, struct wqe_ctx *w, void *buf, size_t cap)
+{
+	struct endpoint src = { .qp = w->qp, .sgl = &w->sgl };
+	struct cursor c = { &w->sgl, 0, 0 };
+	uint64_t unused = 0;
+
+	if (w->sgl.total > cap)
+		return IONIC_STS_REMOTE_INV_REQ_ERR;
+	return ep_xfer(dev, &src, &c, &unused, buf, (size_t)w->sgl.total, RDMA_FROM_GUEST) ? IONIC_STS_LOCAL_PROT_ERR
+											 : 0;
+}
+
+/* An RC QP connected to an in-process peer: SENDs go to it; it never serves RDMA READ/WRITE. */
+static int exec_rc_to_peer(struct ionic_dev *dev, struct wqe_ctx *w)
+{
+	static uint8_t msg[PEER_MSG_MAX];
+	uint32_t st;
+
+	if (w->h.op != IONIC_V1_OP_SEND && w->h.op != IONIC_V1_OP_SEND_IMM && w->h.op != IONIC_V1_OP_SEND_INV)
+		st = IONIC_STS_REMOTE_ACC_ERR;
+	else if (w->flags & IONIC_V1_FLAG_INL)
+		st = IONIC_STS_LOCAL_QP_OPER_ERR;
+	else
+		st = gather(dev, w, msg, sizeof(msg));
+	if (st == 0)
+		st = dev->rdma->peer.rc_send(dev->rdma->peer.ctx, w->qpid, w->qp->dest_qpn, msg, (size_t)w->sgl.total);
+	complete_msn(dev, w->qpid, w->qp, st);
+	if (st)
+		qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+	return WQE_DONE;
+}
+
 static int exec_rc(struct ionic_dev *dev, struct wqe_ctx *w)
 {
 	struct endpoint src = { .qp = w->qp, .sgl = &w->sgl };
@@ -414,6 +448,8 @@ static int exec_rc(struct ionic_dev *dev, struct wqe_ctx *w)
 
 	memcpy(&b, w->wqe + sizeof(w->h), sizeof(b));
 	peer = peer_of(dev, w->qp, &peer_id);
+	if (!peer && dev->rdma->peer.rc_owns && dev->rdma->peer.rc_owns(dev->rdma->peer.ctx, w->qp->dest_qpn))
+		return exec_rc_to_peer(dev, w);
 	if (!peer) {
 		/* Nobody at the other end: the transport gives up, as after its retries. */
 		complete_msn(dev, w->qpid, w->qp, IONIC_STS_RETRY_EXCEEDED);
@@ -595,6 +631,16 @@ static int exec_ud(struct ionic_dev *dev, struct wqe_ctx *w)
 	}
 	ri.op = w->h.op == IONIC_V1_OP_SEND_IMM ? IONIC_V1_CQE_RECV_OP_SEND_IMM : IONIC_V1_CQE_RECV_OP_SEND;
 	ri.solicited = (w->flags & IONIC_V1_FLAG_SOL) != 0;
+	if (dev->rdma->peer.ud_send) {
+		static uint8_t msg[PEER_MSG_MAX];
+		uint32_t st = gather(dev, w, msg, sizeof(msg));
+
+		if (st == 0 && dev->rdma->peer.ud_send(dev->rdma->peer.ctx, w->qpid, ah->hdr, ah->hdr_len, dest_qpn, msg,
+						       (size_t)w->sgl.total)) {
+			complete_npg(dev, w->qpid, w->qp, le64_get(w->h.wqe_id), 0);
+			return WQE_DONE;
+		}
+	}
 	ri.imm_rkey = w->h.imm_data_key;
 	/* The loopback fabric: the destination is a UD QP of this guest; anything else is lost, as UD may be. */
 	dst = dest_qpn < IONIC_RDMA_NQP ? &dev->rdma->qp[dest_qpn] : NULL;
@@ -774,8 +820,91 @@ void rdma_sq_run(struct ionic_dev *dev, uint32_t qpid)
 /* New receives on qpid: sends that waited for one may go now. */
 void rdma_rq_posted(struct ionic_dev *dev, uint32_t qpid)
 {
-	(void)qpid;
+	if (dev->rdma->peer.rq_posted)
+		dev->rdma->peer.rq_posted(dev->rdma->peer.ctx, qpid);
 	for (uint32_t i = 1; i < IONIC_RDMA_NQP; i++)
 		if (dev->rdma->qp[i].valid && dev->rdma->qp[i].rnr_wait)
 			rdma_sq_run(dev, i);
+}
+
+/* ---- in-process peers ----------------------------------------------------------------------------------- */
+
+void ionic_dev_set_rdma_peer(struct ionic_dev *dev, const struct ionic_rdma_peer_ops *ops)
+{
+	if (ops)
+		dev->rdma->peer = *ops;
+	else
+		memset(&dev->rdma->peer, 0, sizeof(dev->rdma->peer));
+}
+
+static struct rdma_qp *peer_target(struct ionic_dev *dev, uint32_t guest_qpn)
+{
+	struct rdma_qp *qp;
+
+	if (guest_qpn == 0 || guest_qpn >= IONIC_RDMA_NQP)
+		return NULL;
+	qp = &dev->rdma->qp[guest_qpn];
+	if (!qp->valid || (qp->state != IONIC_QPS_RTR && qp->state != IONIC_QPS_RTS))
+		return NULL;
+	return qp;
+}
+
+int ionic_rdma_peer_deliver(struct ionic_dev *dev, uint32_t guest_qpn, uint32_t src_qpn, const void *payload,
+			    size_t len, uint32_t inv_rkey, const uint8_t *grh, const uint8_t smac[6])
+{
+	struct rdma_qp *qp = peer_target(dev, guest_qpn);
+	struct recv_info ri = { .src_qpn = src_qpn, .op = inv_rkey ? IONIC_V1_CQE_RECV_OP_SEND_INV
+							     : IONIC_V1_CQE_RECV_OP_SEND };
+	struct endpoint d;
+	struct cursor c;
+	struct sgl rsgl;
+	uint64_t unused = 0;
+	size_t hdr = grh ? GRH_BYTES : 0;
+	le64 rid;
+	int rc;
+
+	if (!qp || !qp->rq.present)
+		return -ENOTCONN;
+	rc = rq_take(dev, qp, &rid, &rsgl);
+	if (rc == -EAGAIN)
+		return -EAGAIN;
+	ri.imm_rkey = be32_set(inv_rkey);
+	ri.ipv4 = grh != NULL;
+	if (smac)
+		memcpy(ri.smac, smac, 6);
+	if (rc || rsgl.total < hdr + len) {
+		complete_recv(dev, guest_qpn, qp, rid, &ri, 0, rc ? IONIC_STS_LOCAL_QP_OPER_ERR : IONIC_STS_LOCAL_LEN_ERR);
+		qp_error(dev, guest_qpn, qp, IONIC_V1_EQE_QP_ERR);
+		return -EMSGSIZE;
+	}
+	d = (struct endpoint){ .qp = qp, .sgl = &rsgl, .need = IONIC_MRF_LOCAL_WRITE };
+	c = (struct cursor){ &rsgl, 0, 0 };
+	if ((grh && ep_xfer(dev, &d, &c, &unused, (void *)grh, hdr, RDMA_TO_GUEST)) ||
+	    ep_xfer(dev, &d, &c, &unused, (void *)payload, len, RDMA_TO_GUEST)) {
+		complete_recv(dev, guest_qpn, qp, rid, &ri, 0, IONIC_STS_LOCAL_PROT_ERR);
+		qp_error(dev, guest_qpn, qp, IONIC_V1_EQE_QP_ERR);
+		return -EFAULT;
+	}
+	if (inv_rkey) {
+		uint32_t index = inv_rkey >> 8;
+		struct rdma_mr *mr = index && index < IONIC_RDMA_NMR ? &dev->rdma->mr[index] : NULL;
+
+		if (mr && mr->valid && mr->id == inv_rkey && mr->pd == qp->pd && (mr->flags & IONIC_MRF_INV_EN))
+			mr->registered = false;
+	}
+	complete_recv(dev, guest_qpn, qp, rid, &ri, (uint32_t)(hdr + len), 0);
+	return 0;
+}
+
+int ionic_rdma_peer_xfer(struct ionic_dev *dev, uint32_t guest_qpn, uint32_t rkey, uint64_t addr, void *buf,
+			 size_t len, bool write)
+{
+	struct rdma_qp *qp = peer_target(dev, guest_qpn);
+
+	if (!qp)
+		return -ENOKEY;
+	if (!(qp->access & (write ? IONIC_QPF_REMOTE_WRITE : IONIC_QPF_REMOTE_READ)))
+		return -EACCES;
+	return rdma_mr_xfer(dev, qp->pd, false, rkey, addr, buf, len, write ? RDMA_TO_GUEST : RDMA_FROM_GUEST,
+			    write ? IONIC_MRF_REMOTE_WRITE : IONIC_MRF_REMOTE_READ);
 }

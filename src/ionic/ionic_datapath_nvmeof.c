@@ -1,0 +1,364 @@
+/*
+ * Glue between the ionic RDMA engine and the NVMe-oF modules (nvmeof_cm,
+ * nvmeof_target): see ionic_datapath_nvmeof.h. The controller is not a host
+ * on the Ethernet segment; the engine routes to it by queue pair: GSI sends
+ * addressed to ip= go to the CM, RC sends to a controller QPN to the target.
+ */
+#include "ionic/ionic_datapath_nvmeof.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ionic/ionic_dev.h"
+#include "ionic/ionic_rdma_if.h"
+#include "nvmeof/nvmeof_cm.h"
+#include "nvmeof/nvmeof_target.h"
+#include "util/evloop.h"
+#include "util/log.h"
+
+#define GSI_QPN 1
+#define PENDING_MAX 256      /* responses waiting for the guest to post receives, per queue */
+#define TICK_MS 100
+
+/* The controller has no MAC of its own; this is what the guest's UD completions name as sender. */
+static const uint8_t ctrl_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0xc0, 0x01 };
+
+struct pending_rsp {
+	struct nvme_cpl cpl;
+	uint32_t inv_rkey;
+};
+
+/* One controller-side queue pair: a CM connection and the target's queue behind it. */
+struct glue_conn {
+	struct nvmeof_glue *g;
+	uint32_t ctrl_qpn, guest_qpn;
+	struct nvmeof_qpair *q;
+	struct pending_rsp pending[PENDING_MAX];
+	unsigned int pend_head, pend_count;
+	bool overflow;          /* responses were dropped: disconnect at the next tick */
+	struct glue_conn *next;
+};
+
+struct nvmeof_glue {
+	const struct nvmeof_config *cfg;
+	struct nvmeof_ns *ns;
+	struct evloop *loop;
+	struct ev_timer *timer;
+	struct ionic_dev *dev;
+	struct nvmeof_cm *cm;
+	struct nvmeof_target *target;
+	struct glue_conn *conns;
+};
+
+/* ---- responses into the guest's receives ----------------------------------------------- */
+
+static void conn_flush(struct glue_conn *c)
+{
+	while (c->pend_count) {
+		struct pending_rsp *p = &c->pending[c->pend_head];
+		int rc = ionic_rdma_peer_deliver(c->g->dev, c->guest_qpn, c->ctrl_qpn, &p->cpl, sizeof(p->cpl),
+						 p->inv_rkey, NULL, ctrl_mac);
+
+		if (rc == -EAGAIN)
+			return;
+		if (rc)
+			LOG_DEBUG("nvmeof: response for guest QP %u lost (%d)", c->guest_qpn, rc);
+		c->pend_head = (c->pend_head + 1) % PENDING_MAX;
+		c->pend_count--;
+	}
+}
+
+static void target_send_rsp(void *ctx, void *transport_qp, const struct nvme_cpl *cpl, uint32_t inv_rkey)
+{
+	struct glue_conn *c = transport_qp;
+	struct pending_rsp *p;
+
+	(void)ctx;
+	if (c->pend_count == PENDING_MAX) {
+		/*
+		 * More responses than receives for a whole queue: the host broke its
+		 * own flow control. The connection goes at the next tick (not here:
+		 * the target is still inside this queue's capsule).
+		 */
+		if (!c->overflow)
+			LOG_WARN("nvmeof: guest QP %u posts no receives; dropping its connection", c->guest_qpn);
+		c->overflow = true;
+		return;
+	}
+	p = &c->pending[(c->pend_head + c->pend_count) % PENDING_MAX];
+	p->cpl = *cpl;
+	p->inv_rkey = inv_rkey;
+	c->pend_count++;
+	conn_flush(c);
+}
+
+static void target_disconnect(void *ctx, void *transport_qp)
+{
+	struct glue_conn *c = transport_qp;
+
+	(void)ctx;
+	nvmeof_cm_disconnect(c->g->cm, c->ctrl_qpn, evloop_now_ms()); /* destroys the queue pair */
+}
+
+static uint64_t target_now(void *ctx)
+{
+	(void)ctx;
+	return evloop_now_ms();
+}
+
+/* RDMA READ/WRITE of the target against the guest QP's keys. */
+static int conn_dma_read(void *ctx, uint32_t key, uint64_t addr, void *dst, size_t len)
+{
+	struct glue_conn *c = ctx;
+
+	return ionic_rdma_peer_xfer(c->g->dev, c->guest_qpn, key, addr, dst, len, false);
+}
+
+static int conn_dma_write(void *ctx, uint32_t key, uint64_t addr, const void *src, size_t len)
+{
+	struct glue_conn *c = ctx;
+
+	return ionic_rdma_peer_xfer(c->g->dev, c->guest_qpn, key, addr, (void *)src, len, true);
+}
+
+/* ---- the CM's side ------------------------------------------------------------------------------------ */
+
+/* An IPv4 RoCEv2 GRH area (bytes 20-39 an IPv4 header) between the two IPv4-mapped GIDs. */
+static void grh_v4(uint8_t grh[40], const uint8_t sgid[16], const uint8_t dgid[16], size_t payload)
+{
+	uint16_t tot = (uint16_t)(20 + 8 + 12 + 8 + payload + 4);
+	uint8_t *ip = grh + 20;
+	uint32_t sum = 0;
+
+	memset(grh, 0, 40);
+	ip[0] = 0x45;
+	ip[2] = (uint8_t)(tot >> 8);
+	ip[3] = (uint8_t)tot;
+	ip[6] = 0x40;   /* don't fragment */
+	ip[8] = 64;     /* TTL */
+	ip[9] = 17;     /* UDP */
+	memcpy(ip + 12, sgid + 12, 4);
+	memcpy(ip + 16, dgid + 12, 4);
+	for (int i = 0; i < 20; i += 2)
+		sum += (uint32_t)ip[i] << 8 | ip[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	ip[10] = (uint8_t)(~sum >> 8);
+	ip[11] = (uint8_t)~sum;
+}
+
+static void cm_send_mad(void *ctx, const uint8_t mad[NVMEOF_CM_MAD_SIZE], const uint8_t sgid[16],
+			const uint8_t dgid[16])
+{
+	struct nvmeof_glue *g = ctx;
+	uint8_t grh[40];
+	int rc;
+
+	grh_v4(grh, sgid, dgid, NVMEOF_CM_MAD_SIZE);
+	/* A MAD with no receive posted is lost, as on a wire: the guest's CM retransmits. */
+	rc = ionic_rdma_peer_deliver(g->dev, GSI_QPN, GSI_QPN, mad, NVMEOF_CM_MAD_SIZE, 0, grh, ctrl_mac);
+	if (rc)
+		LOG_DEBUG("nvmeof: CM MAD to the guest's GSI QP lost (%d)", rc);
+}
+
+static int cm_queue_create(void *ctx, struct nvmeof_cm_conn *conn)
+{
+	struct nvmeof_glue *g = ctx;
+	struct glue_conn *c = calloc(1, sizeof(*c));
+	struct dma_ops dma = { NULL, conn_dma_read, conn_dma_write };
+
+	if (!c)
+		return 6; /* NVME_RDMA_CM_NO_RSC */
+	c->g = g;
+	c->ctrl_qpn = conn->ctrl_qpn;
+	c->guest_qpn = conn->guest_qpn;
+	dma.ctx = c;
+	c->q = nvmeof_qpair_create(g->target, conn->qid, conn->hsqsize, &dma, c);
+	if (!c->q) {
+		free(c);
+		return 6;
+	}
+	c->next = g->conns;
+	g->conns = c;
+	conn->queue = c;
+	LOG_DEBUG("nvmeof: queue %u connected: guest QP %u <-> controller QP %#x", conn->qid, c->guest_qpn,
+		  c->ctrl_qpn);
+	return 0;
+}
+
+static void cm_queue_destroy(void *ctx, struct nvmeof_cm_conn *conn)
+{
+	struct nvmeof_glue *g = ctx;
+	struct glue_conn *c = conn->queue, **pp;
+
+	if (!c)
+		return;
+	for (pp = &g->conns; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	conn->queue = NULL;
+	nvmeof_qpair_destroy(c->q);
+	free(c);
+}
+
+/* ---- the engine's side ----------------------------------------------------------------------------------- */
+
+/* The IPv4 destination of an AH header template (Ethernet [+ VLAN] + IPv4), or 0. */
+static uint32_t template_dst_ip(const uint8_t *h, size_t len)
+{
+	size_t l2 = 14;
+
+	if (len >= 18 && h[12] == 0x81 && h[13] == 0x00)
+		l2 = 18;
+	if (len < l2 + 20 || h[l2 - 2] != 0x08 || h[l2 - 1] != 0x00)
+		return 0;
+	return (uint32_t)h[l2 + 16] << 24 | (uint32_t)h[l2 + 17] << 16 | (uint32_t)h[l2 + 18] << 8 | h[l2 + 19];
+}
+
+static bool peer_ud_send(void *ctx, uint32_t guest_qpn, const uint8_t *hdr, size_t hdr_len, uint32_t dest_qpn,
+			 const void *payload, size_t len)
+{
+	struct nvmeof_glue *g = ctx;
+
+	if (guest_qpn != GSI_QPN || dest_qpn != GSI_QPN || template_dst_ip(hdr, hdr_len) != g->cfg->ip)
+		return false;
+	nvmeof_cm_mad(g->cm, payload, len, evloop_now_ms());
+	return true;
+}
+
+static bool peer_rc_owns(void *ctx, uint32_t dest_qpn)
+{
+	struct nvmeof_glue *g = ctx;
+
+	return nvmeof_cm_lookup(g->cm, dest_qpn) != NULL;
+}
+
+static uint32_t peer_rc_send(void *ctx, uint32_t guest_qpn, uint32_t peer_qpn, const void *payload, size_t len)
+{
+	struct nvmeof_glue *g = ctx;
+	struct nvmeof_cm_conn *conn = nvmeof_cm_lookup(g->cm, peer_qpn);
+	struct glue_conn *c = conn ? conn->queue : NULL;
+
+	if (!c || c->guest_qpn != guest_qpn)
+		return IONIC_STS_REMOTE_INV_REQ_ERR; /* not this guest QP's connection */
+	nvmeof_cm_established(g->cm, peer_qpn); /* the first capsule stands in for a lost RTU */
+	nvmeof_qpair_recv(c->q, payload, len);
+	return 0;
+}
+
+static void peer_rq_posted(void *ctx, uint32_t guest_qpn)
+{
+	struct nvmeof_glue *g = ctx;
+
+	for (struct glue_conn *c = g->conns; c; c = c->next)
+		if (c->guest_qpn == guest_qpn && c->pend_count)
+			conn_flush(c);
+}
+
+static struct nvmeof_cm *cm_new(struct nvmeof_glue *g)
+{
+	struct nvmeof_cm_config cc = {
+		.ip = g->cfg->ip,
+		.port = g->cfg->port,
+		.max_qid = (uint16_t)g->cfg->queues,
+		.max_queue_size = NVMEOF_MAX_QUEUE_SIZE,
+		.max_admin_queue_size = NVMEOF_ADMIN_QUEUE_SIZE,
+		.ca_guid = 0x02455200c0a8c801ull,
+	};
+	struct nvmeof_cm_ops ops = {
+		.ctx = g, .send_mad = cm_send_mad, .queue_create = cm_queue_create, .queue_destroy = cm_queue_destroy,
+	};
+
+	return nvmeof_cm_create(&cc, &ops);
+}
+
+/* The guest's RDMA side was reset: its QPs are gone, so are the connections. */
+static void peer_reset(void *ctx)
+{
+	struct nvmeof_glue *g = ctx;
+
+	nvmeof_cm_destroy(g->cm); /* destroys every queue pair */
+	g->cm = cm_new(g);
+	if (!g->cm)
+		LOG_ERR("nvmeof: out of memory re-creating the connection manager");
+}
+
+static void tick(void *arg, uint32_t events)
+{
+	struct nvmeof_glue *g = arg;
+
+	(void)events;
+	for (struct glue_conn *c = g->conns; c; c = c->next) {
+		if (c->overflow) {
+			nvmeof_cm_disconnect(g->cm, c->ctrl_qpn, evloop_now_ms()); /* frees c */
+			break; /* the list changed: the rest waits for the next tick */
+		}
+	}
+	if (g->cm)
+		nvmeof_cm_tick(g->cm, evloop_now_ms());
+	nvmeof_target_tick(g->target);
+}
+
+static bool peer_rc_owns_safe(void *ctx, uint32_t dest_qpn)
+{
+	return ((struct nvmeof_glue *)ctx)->cm && peer_rc_owns(ctx, dest_qpn);
+}
+
+static bool peer_ud_send_safe(void *ctx, uint32_t guest_qpn, const uint8_t *hdr, size_t hdr_len, uint32_t dest_qpn,
+			      const void *payload, size_t len)
+{
+	return ((struct nvmeof_glue *)ctx)->cm && peer_ud_send(ctx, guest_qpn, hdr, hdr_len, dest_qpn, payload, len);
+}
+
+struct nvmeof_glue *nvmeof_glue_new(const struct nvmeof_config *cfg, struct nvmeof_ns *ns, struct evloop *loop)
+{
+	struct nvmeof_glue *g = calloc(1, sizeof(*g));
+	struct nvmeof_target_ops tops = { .send_rsp = target_send_rsp, .disconnect = target_disconnect,
+					  .now_ms = target_now };
+
+	if (!g)
+		return NULL;
+	g->cfg = cfg;
+	g->ns = ns;
+	g->loop = loop;
+	tops.ctx = g;
+	g->target = nvmeof_target_create(cfg, ns, &tops);
+	g->cm = g->target ? cm_new(g) : NULL;
+	g->timer = g->cm && loop ? evloop_add_timer(loop, TICK_MS, tick, g) : NULL;
+	if (!g->target || !g->cm || (loop && !g->timer)) {
+		nvmeof_glue_free(g);
+		return NULL;
+	}
+	return g;
+}
+
+void nvmeof_glue_attach(struct nvmeof_glue *g, struct ionic_dev *dev)
+{
+	struct ionic_rdma_peer_ops ops = {
+		.ctx = g, .ud_send = peer_ud_send_safe, .rc_owns = peer_rc_owns_safe, .rc_send = peer_rc_send,
+		.rq_posted = peer_rq_posted, .reset = peer_reset,
+	};
+
+	if (g->dev)
+		ionic_dev_set_rdma_peer(g->dev, NULL);
+	g->dev = dev;
+	if (dev)
+		ionic_dev_set_rdma_peer(dev, &ops);
+}
+
+void nvmeof_glue_free(struct nvmeof_glue *g)
+{
+	if (!g)
+		return;
+	if (g->dev)
+		ionic_dev_set_rdma_peer(g->dev, NULL);
+	if (g->timer)
+		evloop_del_timer(g->loop, g->timer);
+	nvmeof_cm_destroy(g->cm);
+	nvmeof_target_destroy(g->target);
+	free(g);
+}

@@ -1,0 +1,98 @@
+#!/bin/sh
+# shellcheck disable=SC2317 # the probes below run through wait_for
+# Guest checks for the NVMe-oF controller (server: --backend nvmeof): the stock nvme-rdma host
+# discovers it, connects (RDMA CM over the GSI queue pair, capsules by SEND, data by RDMA
+# READ/WRITE on fast-registered keys), sees the namespace, writes 16 MiB of random data with
+# O_DIRECT and reads it back with the same digest, runs a short fio verify job, and disconnects
+# (the CM teardown); the namespace then goes away.
+# shellcheck source=SCRIPTDIR/../guest/check-lib.sh
+. "$(dirname "$0")/check-lib.sh"
+
+IP=192.168.200.2
+CTRL=192.168.200.1
+NQN=${ERNIC_NVMEOF_NQN:-nvmet-test}
+QUEUES=${ERNIC_NVMEOF_QUEUES:-8}
+ionic_if() {
+	for n in /sys/class/net/*; do
+		d=$(readlink -f "$n/device" 2>/dev/null) || continue
+		[ "$(cat "$d/vendor" 2>/dev/null)" = 0x1dd8 ] && [ "$(cat "$d/device" 2>/dev/null)" = 0x1002 ] &&
+			{ basename "$n"; return 0; }
+	done
+	return 1
+}
+ibdev() { ls /sys/class/infiniband 2>/dev/null | grep -m1 '^ionic'; }
+port_active() { grep -q ACTIVE /sys/class/infiniband/"$(ibdev)"/ports/1/state 2>/dev/null; }
+# The namespace's block device (the guest has no other NVMe devices; multipath heads are nvmeXnY).
+nsdev() { ls /sys/block 2>/dev/null | grep -m1 '^nvme[0-9]*n[0-9]*$'; }
+
+grep -q '^ionic_rdma ' /proc/modules || modprobe ionic_rdma
+modprobe nvme-fabrics && modprobe nvme-rdma || { fail nvmeof-setup "cannot load nvme-rdma"; finish; }
+wait_for 30 ionic_if || { fail nvmeof-setup "no ionic netdev"; finish; }
+IF=$(ionic_if)
+ip link set lo up
+ip addr add $IP/24 dev "$IF"
+ip link set "$IF" up
+# rdma_resolve_addr() needs a neighbour for the controller; nothing on the wire answers ARP for it.
+ip neigh replace $CTRL lladdr 02:00:00:00:c0:01 dev "$IF" nud permanent
+wait_for 60 ibdev && wait_for 30 port_active || { fail nvmeof-setup "no active ionic IB device"; finish; }
+pass nvmeof-setup
+
+out=$(timeout 120 nvme discover -t rdma -a $CTRL -s 4420 2>&1)
+echo "$out"
+if echo "$out" | grep -q "subnqn: *$NQN" && echo "$out" | grep -q "traddr: *$CTRL"; then
+	pass nvmeof-discover
+else
+	fail nvmeof-discover "$(echo "$out" | tail -5 | tr '\n' ';') $(dmesg | grep -i nvme | tail -3 | tr '\n' ';')"
+fi
+
+out=$(timeout 180 nvme connect -t rdma -a $CTRL -s 4420 -n "$NQN" -i "$QUEUES" 2>&1)
+echo "$out"
+if wait_for 60 nsdev; then
+	NS=$(nsdev)
+	pass nvmeof-connect
+else
+	fail nvmeof-connect "$out; $(dmesg | grep -i -e nvme -e ionic | tail -6 | tr '\n' ';')"
+	finish
+fi
+nvme list
+size=$(cat "/sys/block/$NS/size")
+[ "$size" -gt 0 ] && pass nvmeof-namespace || fail nvmeof-namespace "/dev/$NS has $size sectors"
+# The connect asks for the controller's ceiling (queues=); the host takes at most one I/O queue
+# per online CPU, so that is what it can reach.
+ctrl=$(ls -d /sys/class/nvme/nvme* | head -1)
+qc=$(cat "$ctrl/queue_count" 2>/dev/null)
+cpus=$(nproc)
+want=$(( (QUEUES < cpus ? QUEUES : cpus) + 1 ))
+echo "queue_count $qc (asked for $QUEUES I/O queues, $cpus CPUs)"
+[ "$qc" = "$want" ] && pass nvmeof-queue-count || fail nvmeof-queue-count "queue_count $qc, want $want"
+
+# 16 MiB of random data through O_DIRECT, read back and compared by digest.
+head -c 16777216 /dev/urandom >/tmp/data
+want=$(sha256sum </tmp/data | cut -d' ' -f1)
+if dd if=/tmp/data of="/dev/$NS" bs=1M oflag=direct status=none &&
+	got=$(dd if="/dev/$NS" bs=1M count=16 iflag=direct status=none | sha256sum | cut -d' ' -f1) &&
+	[ "$got" = "$want" ]; then
+	pass nvmeof-data-digest
+else
+	fail nvmeof-data-digest "write/read-back mismatch ($got vs $want): $(dmesg | grep -i nvme | tail -3 | tr '\n' ';')"
+fi
+
+if timeout 300 fio --name=verify --filename="/dev/$NS" --direct=1 --rw=randwrite --bs=4k --size=8M \
+	--ioengine=psync --verify=crc32c --verify_fatal=1 --do_verify=1 --output=/tmp/fio.txt; then
+	pass nvmeof-fio-verify
+else
+	fail nvmeof-fio-verify "$(tail -5 /tmp/fio.txt | tr '\n' ';')"
+fi
+grep -E "IOPS|err=" /tmp/fio.txt | head -4
+
+out=$(timeout 60 nvme disconnect -n "$NQN" 2>&1)
+echo "$out"
+gone() { [ ! -e "/sys/block/$NS" ]; }
+if echo "$out" | grep -q "disconnected 1 controller" && wait_for 30 gone; then
+	pass nvmeof-disconnect
+else
+	fail nvmeof-disconnect "$out; $(ls /sys/block | tr '\n' ' ')"
+fi
+echo "--- kernel log"
+dmesg | grep -i -e nvme -e ionic | tail -20
+finish
