@@ -8,6 +8,8 @@
 #include "nvmeof/nvmeof_ns.h"
 #include "util/parse_int.h"
 #include "s3/s3_endpoint.h"
+#include "s3/s3_target.h"
+#include "ionic/ionic_dev.h"
 #include "util/log.h"
 
 struct ionic_datapath {
@@ -89,11 +91,28 @@ struct ionic_datapath *ionic_datapath_create(const struct backend_config *cfg, s
 	return dp;
 }
 
+/* The S3 store's RDMA path: the token's rkey against the device's memory-region table. */
+static int s3_dma_read(void *ctx, uint32_t key, uint64_t addr, void *dst, size_t len)
+{
+	return ionic_rdma_key_xfer(ctx, key, addr, dst, len, false);
+}
+
+static int s3_dma_write(void *ctx, uint32_t key, uint64_t addr, const void *src, size_t len)
+{
+	return ionic_rdma_key_xfer(ctx, key, addr, (void *)src, len, true);
+}
+
 void ionic_datapath_attach(struct ionic_datapath *dp, struct ionic_dev *dev)
 {
-	if (dp == NULL || dp->nvmeof == NULL)
+	if (dp == NULL)
 		return;
-	nvmeof_glue_attach(dp->nvmeof, dev);
+	if (dp->nvmeof)
+		nvmeof_glue_attach(dp->nvmeof, dev);
+	if (dp->s3) {
+		struct dma_ops ops = { dev, s3_dma_read, s3_dma_write };
+
+		s3_store_set_dma(s3_endpoint_store(dp->s3), dev ? &ops : NULL);
+	}
 }
 
 void ionic_datapath_destroy(struct ionic_datapath *dp)

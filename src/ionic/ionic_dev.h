@@ -101,6 +101,14 @@ int ionic_rdma_peer_deliver(struct ionic_dev *dev, uint32_t guest_qpn, uint32_t 
 int ionic_rdma_peer_xfer(struct ionic_dev *dev, uint32_t guest_qpn, uint32_t rkey, uint64_t addr, void *buf,
 			 size_t len, bool write);
 
+/*
+ * RDMA READ (write false) or WRITE against guest memory named by an rkey
+ * alone, with no connected QP: the S3 store's token path. The key must be a
+ * registration (never key 0) granting remote read or write. 0 or
+ * -ENOKEY/-EACCES/-EFAULT.
+ */
+int ionic_rdma_key_xfer(struct ionic_dev *dev, uint32_t rkey, uint64_t addr, void *buf, size_t len, bool write);
+
 /* Counters for tests and logs. */
 struct ionic_dev_stats {
 	uint64_t dev_cmds;

@@ -908,3 +908,15 @@ int ionic_rdma_peer_xfer(struct ionic_dev *dev, uint32_t guest_qpn, uint32_t rke
 	return rdma_mr_xfer(dev, qp->pd, false, rkey, addr, buf, len, write ? RDMA_TO_GUEST : RDMA_FROM_GUEST,
 			    write ? IONIC_MRF_REMOTE_WRITE : IONIC_MRF_REMOTE_READ);
 }
+
+int ionic_rdma_key_xfer(struct ionic_dev *dev, uint32_t rkey, uint64_t addr, void *buf, size_t len, bool write)
+{
+	uint32_t index = rkey >> 8;
+
+	/* No QP names a PD here: the registration's own PD is the one that applies. */
+	if (index == 0 || index >= IONIC_RDMA_NMR || !dev->rdma->mr[index].valid)
+		return -ENOKEY;
+	return rdma_mr_xfer(dev, dev->rdma->mr[index].pd, false, rkey, addr, buf, len,
+			    write ? RDMA_TO_GUEST : RDMA_FROM_GUEST,
+			    write ? IONIC_MRF_REMOTE_WRITE : IONIC_MRF_REMOTE_READ);
+}
