@@ -178,6 +178,8 @@ static uint8_t admin_modify_qp(struct ionic_dev *dev, const struct ionic_admin_m
 			rdma_qp_flush(dev, id, qp);
 		}
 		qp->state = state;
+		if (qp->rnr_wait)
+			r->rnr_waiters--;
 		qp->rnr_wait = false;
 		if (state == IONIC_QPS_RTS)
 			rdma_sq_run(dev, id); /* WQEs posted before RTS go now */
@@ -222,6 +224,8 @@ static uint8_t admin_query_qp(struct ionic_dev *dev, const struct ionic_admin_qu
 
 static void qp_free(struct ionic_dev *dev, struct rdma_qp *qp)
 {
+	if (qp->rnr_wait)
+		dev->rdma->rnr_waiters--;
 	rdma_ring_free(dev, &qp->sq.ring);
 	rdma_ring_free(dev, &qp->rq.ring);
 	memset(qp, 0, sizeof(*qp));

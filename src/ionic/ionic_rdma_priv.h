@@ -125,6 +125,7 @@ struct ionic_rdma {
 	struct rdma_mr *mr;     /* IONIC_RDMA_NMR */
 	struct rdma_ah *ah;     /* IONIC_RDMA_NAH */
 	uint64_t pts_used;      /* page-table entries held */
+	uint32_t rnr_waiters;   /* QPs whose send waits for the peer's receive */
 	struct ionic_rdma_peer_ops peer; /* in-process peers; all NULL without one */
 	uint64_t admin_cmds, admin_errors, cqes, eqes;
 };

@@ -217,7 +217,7 @@ static void qp_error(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp, u
 		return;
 	LOG_DEBUG("ionic rdma: QP %u to error (event %u)", qpid, code);
 	qp->state = IONIC_QPS_ERR;
-	if (qp->sq.present)
+	if (qp->sq.present && dev->rdma->cq[qp->sq.cq_id].valid)
 		rdma_eq_post(dev, dev->rdma->cq[qp->sq.cq_id].eq_id, IONIC_V1_EQE_TYPE_QP, code, qpid);
 	rdma_qp_flush(dev, qpid, qp);
 }
@@ -792,6 +792,8 @@ void rdma_sq_run(struct ionic_dev *dev, uint32_t qpid)
 	if (!qp->valid || !qp->sq.present || qp->state != IONIC_QPS_RTS)
 		return;
 	mask = (1u << qp->sq.ring.depth_log2) - 1;
+	if (qp->rnr_wait)
+		dev->rdma->rnr_waiters--;
 	qp->rnr_wait = false;
 	while ((qp->sq.head & mask) != qp->sq.prod && qp->state == IONIC_QPS_RTS) {
 		uint64_t addr;
@@ -810,6 +812,8 @@ void rdma_sq_run(struct ionic_dev *dev, uint32_t qpid)
 		LOG_DEBUG("ionic rdma: QP %u SQ slot %u: op %u, %u SGEs, flags %#x", qpid, qp->sq.head & mask, w.h.op,
 			  w.h.num_sge_key, be16_get(w.h.flags));
 		if (exec_wqe(dev, &w) == WQE_BLOCKED) {
+			if (!qp->rnr_wait)
+				dev->rdma->rnr_waiters++;
 			qp->rnr_wait = true;
 			return;
 		}
@@ -822,6 +826,8 @@ void rdma_rq_posted(struct ionic_dev *dev, uint32_t qpid)
 {
 	if (dev->rdma->peer.rq_posted)
 		dev->rdma->peer.rq_posted(dev->rdma->peer.ctx, qpid);
+	if (dev->rdma->rnr_waiters == 0)
+		return; /* the common case: nobody waits for a receive */
 	for (uint32_t i = 1; i < IONIC_RDMA_NQP; i++)
 		if (dev->rdma->qp[i].valid && dev->rdma->qp[i].rnr_wait)
 			rdma_sq_run(dev, i);
