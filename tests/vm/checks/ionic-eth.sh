@@ -13,15 +13,6 @@ MAC=${ERNIC_GUEST_MAC:-02:45:52:4e:49:43}
 EP=192.168.200.1
 URL=http://$EP:9000
 
-# The netdev of the 1dd8:1002 function.
-ionic_if() {
-	for n in /sys/class/net/*; do
-		d=$(readlink -f "$n/device" 2>/dev/null) || continue
-		[ "$(cat "$d/vendor" 2>/dev/null)" = 0x1dd8 ] && [ "$(cat "$d/device" 2>/dev/null)" = 0x1002 ] &&
-			{ basename "$n"; return 0; }
-	done
-	return 1
-}
 carrier() { [ "$(cat "/sys/class/net/$IF/carrier" 2>/dev/null)" = 1 ]; }
 reach() { ping -c 1 -W 2 "$EP"; }
 bring_up() {

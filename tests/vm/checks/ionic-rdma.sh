@@ -7,15 +7,6 @@
 # shellcheck source=SCRIPTDIR/../guest/check-lib.sh
 . "$(dirname "$0")/check-lib.sh"
 
-ionic_if() {
-	for n in /sys/class/net/*; do
-		d=$(readlink -f "$n/device" 2>/dev/null) || continue
-		[ "$(cat "$d/vendor" 2>/dev/null)" = 0x1dd8 ] && [ "$(cat "$d/device" 2>/dev/null)" = 0x1002 ] &&
-			{ basename "$n"; return 0; }
-	done
-	return 1
-}
-ibdev() { ls /sys/class/infiniband 2>/dev/null | grep -m1 '^ionic'; }
 port_active() { grep -q ACTIVE "/sys/class/infiniband/$IB/ports/1/state" 2>/dev/null; }
 gid_v4() { grep -rqs "0000:0000:0000:0000:0000:ffff:c0a8:c802" "/sys/class/infiniband/$IB/ports/1/gids/"; }
 

@@ -12,15 +12,6 @@ IP=192.168.200.2
 CTRL=192.168.200.1
 NQN=${ERNIC_NVMEOF_NQN:-nvmet-test}
 QUEUES=${ERNIC_NVMEOF_QUEUES:-8}
-ionic_if() {
-	for n in /sys/class/net/*; do
-		d=$(readlink -f "$n/device" 2>/dev/null) || continue
-		[ "$(cat "$d/vendor" 2>/dev/null)" = 0x1dd8 ] && [ "$(cat "$d/device" 2>/dev/null)" = 0x1002 ] &&
-			{ basename "$n"; return 0; }
-	done
-	return 1
-}
-ibdev() { ls /sys/class/infiniband 2>/dev/null | grep -m1 '^ionic'; }
 port_active() { grep -q ACTIVE /sys/class/infiniband/"$(ibdev)"/ports/1/state 2>/dev/null; }
 # The namespace's block device (the guest has no other NVMe devices; multipath heads are nvmeXnY).
 nsdev() { ls /sys/block 2>/dev/null | grep -m1 '^nvme[0-9]*n[0-9]*$'; }

@@ -9,15 +9,6 @@
 . "$(dirname "$0")/check-lib.sh"
 
 IP=192.168.200.2
-ionic_if() {
-	for n in /sys/class/net/*; do
-		d=$(readlink -f "$n/device" 2>/dev/null) || continue
-		[ "$(cat "$d/vendor" 2>/dev/null)" = 0x1dd8 ] && [ "$(cat "$d/device" 2>/dev/null)" = 0x1002 ] &&
-			{ basename "$n"; return 0; }
-	done
-	return 1
-}
-ibdev() { ls /sys/class/infiniband 2>/dev/null | grep -m1 '^ionic'; }
 # The index of the RoCE v2 GID of our IPv4 address.
 gid_index() {
 	for g in /sys/class/infiniband/"$IB"/ports/1/gids/*; do

@@ -43,5 +43,18 @@ wait_for() {
 	return 0
 }
 
+# ionic_if: the netdev of the emulated NIC (PCI function 1dd8:1002).
+ionic_if() {
+	for n in /sys/class/net/*; do
+		d=$(readlink -f "$n/device" 2>/dev/null) || continue
+		[ "$(cat "$d/vendor" 2>/dev/null)" = 0x1dd8 ] && [ "$(cat "$d/device" 2>/dev/null)" = 0x1002 ] &&
+			{ basename "$n"; return 0; }
+	done
+	return 1
+}
+
+# ibdev: the ionic RDMA device (ionic_0), once ionic_rdma registered it.
+ibdev() { ls /sys/class/infiniband 2>/dev/null | grep -m1 '^ionic'; }
+
 # finish: exit status of the check script (non-zero when a check failed).
 finish() { [ "$CHECK_FAILED" -eq 0 ]; exit $?; }
