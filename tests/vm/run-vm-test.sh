@@ -3,13 +3,15 @@
 #
 #   tests/vm/run-vm-test.sh --binary build/rocm-ernic --check tests/vm/checks/ionic-probe.sh \
 #       [--boots N] [--runs N] [--server-args "ARGS"] [--fw-version V] [--env NAME=VALUE]...
-#       [--timeout SECS] [--check-timeout SECS] [--keep]
+#       [--file PATH]... [--timeout SECS] [--check-timeout SECS] [--keep]
 #   tests/vm/run-vm-test.sh --no-device --check tests/vm/checks/lane-selftest.sh [...]
 #   tests/vm/run-vm-test.sh [--binary B | --no-device] --shell     interactive guest console
 #   tests/vm/run-vm-test.sh --build-only                           just bring the cache up to date
 #   A guest check may ask the host to signal the server: it writes "signal USR1" into
 #   /mnt/job/host-request and waits for host-request.done (SIGUSR1 = a simulated firmware reset).
 #   --qemu-args "ARGS": extra QEMU arguments (split at spaces), e.g. a virtio-net NIC for comparisons.
+#   --file PATH (repeatable): copy PATH into every run's job directory under its own name, next to
+#   check.sh (the check finds it in "$(dirname "$0")"), e.g. a source file the guest compiles.
 #   --netns-tap: run the server in a private network namespace joined (--tap ernic0) to a TAP
 #   whose host side is 192.168.200.3/24; the guest checks see ERNIC_TAP_PEER=192.168.200.3, and a
 #   host-side peer in the namespace pings the guest (192.168.200.2) while it runs (check
@@ -46,7 +48,7 @@ usage() {
 BINARY="" CHECK="" BOOTS=1 RUNS=1 SERVER_ARGS="" NO_DEVICE=0 SHELL_MODE=0 BUILD_ONLY=0 KEEP=0 NETNS_TAP=0 QEMU_EXTRA=""
 FW_VERSION=${ERNIC_FW_VERSION:-1.0.0-ernic}
 TIMEOUT=300 CHECK_TIMEOUT=180 SILENT_LIMIT=${ERNIC_VM_SILENT_LIMIT:-90}
-EXTRA_ENV=()
+EXTRA_ENV=() FILES=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--binary) BINARY=${2:?}; shift 2 ;;
@@ -56,6 +58,7 @@ while [ $# -gt 0 ]; do
 	--server-args) SERVER_ARGS=${2?}; shift 2 ;;
 	--fw-version) FW_VERSION=${2:?}; shift 2 ;;
 	--env) EXTRA_ENV+=("${2:?}"); shift 2 ;;
+	--file) FILES+=("${2:?}"); shift 2 ;;
 	--timeout) TIMEOUT=${2:?}; shift 2 ;;
 	--check-timeout) CHECK_TIMEOUT=${2:?}; shift 2 ;;
 	--no-device) NO_DEVICE=1; shift ;;
@@ -74,6 +77,13 @@ for n in boots:BOOTS runs:RUNS timeout:TIMEOUT check-timeout:CHECK_TIMEOUT; do
 done
 for e in "${EXTRA_ENV[@]}"; do
 	[[ $e =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || { echo "--env wants NAME=VALUE, not '$e'" >&2; exit 2; }
+done
+for f in "${FILES[@]}"; do
+	if [ ! -f "$f" ] || [ ! -r "$f" ]; then echo "--file: no readable file '$f'" >&2; exit 2; fi
+	case $(basename "$f") in
+	env | check.sh | check-lib.sh | host-request* | boot-* | dmesg-boot-* | serial.log | qemu.log | qemu-cmdline.txt)
+		echo "--file: '$(basename "$f")' is a name of the job directory's own" >&2; exit 2 ;;
+	esac
 done
 if [ $BUILD_ONLY = 0 ]; then
 	[ -n "$BINARY" ] || [ $NO_DEVICE = 1 ] || { echo "--binary or --no-device is required" >&2; exit 2; }
@@ -282,6 +292,7 @@ for ((run = 1; run <= RUNS; run++)); do
 	mkdir -p "$JOB"
 	install -m 755 "$CHECK" "$JOB/check.sh"
 	install -m 644 "$VM_DIR/guest/check-lib.sh" "$JOB/check-lib.sh"
+	for f in "${FILES[@]}"; do install -m 644 "$f" "$JOB/$(basename "$f")"; done
 	{
 		sh_assign ERNIC_BOOTS "$BOOTS"
 		sh_assign ERNIC_RUN "$run"
