@@ -74,17 +74,23 @@ static int mr_copy_pages(struct ionic_dev *dev, const struct rdma_mr *mr, uint64
  * the access requires (0 for a local read). Key 0 is the privileged DMA key:
  * a bus address, honoured only for local access by a privileged QP.
  */
-int rdma_mr_xfer(struct ionic_dev *dev, uint32_t pd, bool privileged, uint32_t key, uint64_t va, void *buf,
-		 size_t len, enum rdma_xfer dir, uint16_t need)
+/*
+ * The checks of a key access without the copy: *mr gets the registration
+ * (NULL for the privileged key 0) and *off the offset of va inside it.
+ */
+static int mr_resolve(struct ionic_dev *dev, uint32_t pd, bool privileged, uint32_t key, uint64_t va, size_t len,
+		      uint16_t need, const struct rdma_mr **out, uint64_t *off)
 {
 	const struct rdma_mr *mr;
-	uint64_t start, off;
+	uint64_t start;
 	uint32_t index = key >> 8;
 
+	*out = NULL;
 	if (key == 0) {
 		if (!privileged || (need & (IONIC_MRF_REMOTE_READ | IONIC_MRF_REMOTE_WRITE | IONIC_MRF_REMOTE_ATOMIC)))
 			return -ENOKEY;
-		return dir == RDMA_TO_GUEST ? ionic_dma_write(dev, va, buf, len) : ionic_dma_read(dev, va, buf, len);
+		*off = va;
+		return 0;
 	}
 	if (index == 0 || index >= IONIC_RDMA_NMR)
 		return -ENOKEY;
@@ -98,9 +104,24 @@ int rdma_mr_xfer(struct ionic_dev *dev, uint32_t pd, bool privileged, uint32_t k
 	start = (mr->flags & IONIC_MRF_ZERO_BASED) ? 0 : mr->va;
 	if (va < start)
 		return -EFAULT;
-	off = va - start;
-	if (off > mr->length || len > mr->length - off)
+	*off = va - start;
+	if (*off > mr->length || len > mr->length - *off)
 		return -EFAULT;
+	*out = mr;
+	return 0;
+}
+
+int rdma_mr_xfer(struct ionic_dev *dev, uint32_t pd, bool privileged, uint32_t key, uint64_t va, void *buf,
+		 size_t len, enum rdma_xfer dir, uint16_t need)
+{
+	const struct rdma_mr *mr;
+	uint64_t off;
+	int rc = mr_resolve(dev, pd, privileged, key, va, len, need, &mr, &off);
+
+	if (rc)
+		return rc;
+	if (!mr) /* key 0: a bus address */
+		return dir == RDMA_TO_GUEST ? ionic_dma_write(dev, va, buf, len) : ionic_dma_read(dev, va, buf, len);
 	if (len == 0)
 		return 0;
 	return mr_copy_pages(dev, mr, off, buf, len, dir == RDMA_TO_GUEST ? TO_GUEST : FROM_GUEST);
@@ -352,6 +373,21 @@ static struct rdma_qp *peer_of(struct ionic_dev *dev, const struct rdma_qp *qp, 
 	return p;
 }
 
+/* Every SGE of a local SGL resolves for the access (keys, PD, rights, ranges). */
+static bool sgl_ok(struct ionic_dev *dev, const struct rdma_qp *qp, const struct sgl *sgl, uint16_t need)
+{
+	bool priv = (qp->priv_flags & IONIC_QPF_PRIVILEGED) != 0;
+
+	for (unsigned int i = 0; i < sgl->n; i++) {
+		const struct rdma_mr *mr;
+		uint64_t off;
+
+		if (mr_resolve(dev, qp->pd, priv, sgl->e[i].key, sgl->e[i].va, sgl->e[i].len, need, &mr, &off))
+			return false;
+	}
+	return true;
+}
+
 /* SEND, SEND_IMM, SEND_INV and RDMA_WRITE_IMM on RC/UC: a message into the peer's next receive. */
 static int exec_rc_message(struct ionic_dev *dev, struct wqe_ctx *w, struct rdma_qp *peer, uint32_t peer_id,
 			   const struct endpoint *src, uint64_t len, uint8_t recv_op)
@@ -364,6 +400,12 @@ static int exec_rc_message(struct ionic_dev *dev, struct wqe_ctx *w, struct rdma
 	bool src_failed = false;
 	int rc;
 
+	/* A requester's own fault fails before anything is sent: the responder keeps its receive. */
+	if (src->sgl && !sgl_ok(dev, w->qp, src->sgl, 0)) {
+		complete_msn(dev, w->qpid, w->qp, IONIC_STS_LOCAL_PROT_ERR);
+		qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+		return WQE_DONE;
+	}
 	rc = rq_take(dev, peer, &rid, &rsgl);
 	if (rc == -EAGAIN)
 		return WQE_BLOCKED; /* receiver not ready: the send waits for a receive (RNR, retried forever) */
@@ -617,7 +659,8 @@ static int exec_ud(struct ionic_dev *dev, struct wqe_ctx *w)
 	/* A Q_Key with its top bit set means "the sending QP's own Q_Key" (IBA 10.2.5). */
 	if (qkey & 0x80000000u)
 		qkey = w->qp->qkey;
-	if (w->h.op != IONIC_V1_OP_SEND && w->h.op != IONIC_V1_OP_SEND_IMM) {
+	if ((w->h.op != IONIC_V1_OP_SEND && w->h.op != IONIC_V1_OP_SEND_IMM) || (w->flags & IONIC_V1_FLAG_INL)) {
+		/* Only SEND and SEND_IMM exist on UD, and this device offers no inline data. */
 		complete_npg(dev, w->qpid, w->qp, le64_get(w->h.wqe_id), IONIC_STS_LOCAL_QP_OPER_ERR);
 		qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
 		return WQE_DONE;
@@ -643,6 +686,12 @@ static int exec_ud(struct ionic_dev *dev, struct wqe_ctx *w)
 	}
 	ri.imm_rkey = w->h.imm_data_key;
 	/* The loopback fabric: the destination is a UD QP of this guest; anything else is lost, as UD may be. */
+	/* The sender's own fault fails before anything is sent. */
+	if (!sgl_ok(dev, w->qp, &w->sgl, 0)) {
+		complete_npg(dev, w->qpid, w->qp, le64_get(w->h.wqe_id), IONIC_STS_LOCAL_PROT_ERR);
+		qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+		return WQE_DONE;
+	}
 	dst = dest_qpn < IONIC_RDMA_NQP ? &dev->rdma->qp[dest_qpn] : NULL;
 	if (dst && dst->valid && dst->type == IONIC_QPT_UD &&
 	    (dst->state == IONIC_QPS_RTR || dst->state == IONIC_QPS_RTS) &&
@@ -656,10 +705,16 @@ static int exec_ud(struct ionic_dev *dev, struct wqe_ctx *w)
 			struct cursor c = { &rsgl, 0, 0 };
 			uint64_t unused = 0;
 
+			/*
+			 * A receive error is the start of a flush to the driver (it returns
+			 * every posted receive): the QP goes to the error state with it.
+			 */
 			if (rsgl.total < GRH_BYTES + w->sgl.total) {
 				complete_recv(dev, dest_qpn, dst, rid, &ri, 0, IONIC_STS_LOCAL_LEN_ERR);
+				qp_error(dev, dest_qpn, dst, IONIC_V1_EQE_QP_ERR);
 			} else if (ep_xfer(dev, &d, &c, &unused, grh, GRH_BYTES, RDMA_TO_GUEST)) {
 				complete_recv(dev, dest_qpn, dst, rid, &ri, 0, IONIC_STS_LOCAL_PROT_ERR);
+				qp_error(dev, dest_qpn, dst, IONIC_V1_EQE_QP_ERR);
 			} else {
 				/* The payload follows the GRH area in the same receive SGL. */
 				struct sgl rest = rsgl;
@@ -678,6 +733,7 @@ static int exec_ud(struct ionic_dev *dev, struct wqe_ctx *w)
 				src_failed = false;
 				if (move_bytes(dev, &src, &d, w->sgl.total, &src_failed)) {
 					complete_recv(dev, dest_qpn, dst, rid, &ri, 0, IONIC_STS_LOCAL_PROT_ERR);
+					qp_error(dev, dest_qpn, dst, IONIC_V1_EQE_QP_ERR);
 					if (src_failed) {
 						complete_npg(dev, w->qpid, w->qp, le64_get(w->h.wqe_id), IONIC_STS_LOCAL_PROT_ERR);
 						qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
@@ -770,7 +826,9 @@ static int exec_wqe(struct ionic_dev *dev, struct wqe_ctx *w)
 			qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
 		return WQE_DONE;
 	}
-	if (!(w->flags & IONIC_V1_FLAG_INL) && !parse_sgl(w->wqe, w->stride, w->h.num_sge_key, w->flags, &w->sgl)) {
+	/* Atomics carry their one local SGE in the body; everything else an SGL (or inline data). */
+	if (w->h.op != IONIC_V1_OP_ATOMIC_CS && w->h.op != IONIC_V1_OP_ATOMIC_FA && !(w->flags & IONIC_V1_FLAG_INL) &&
+	    !parse_sgl(w->wqe, w->stride, w->h.num_sge_key, w->flags, &w->sgl)) {
 		if (w->qp->type == IONIC_QPT_UD)
 			complete_npg(dev, w->qpid, w->qp, le64_get(w->h.wqe_id), IONIC_STS_LOCAL_LEN_ERR);
 		else
