@@ -50,6 +50,12 @@ static uint8_t admin_destroy_cq(struct ionic_dev *dev, uint32_t id)
 	for (unsigned int i = 0; i < IONIC_RDMA_NAQ; i++)
 		if (r->aq[i].valid && r->aq[i].cq_id == id)
 			return IONIC_V1_ASTS_BAD_STATE; /* an admin queue still completes there */
+	for (unsigned int i = 1; i < IONIC_RDMA_NQP; i++) {
+		const struct rdma_qp *qp = &r->qp[i];
+
+		if (qp->valid && ((qp->sq.present && qp->sq.cq_id == id) || (qp->rq.present && qp->rq.cq_id == id)))
+			return IONIC_V1_ASTS_BAD_STATE; /* so does a QP */
+	}
 	rdma_ring_free(dev, &r->cq[id].ring);
 	memset(&r->cq[id], 0, sizeof(r->cq[id]));
 	return IONIC_V1_ASTS_OK;

@@ -407,6 +407,10 @@ static int exec_rc_message(struct ionic_dev *dev, struct wqe_ctx *w, struct rdma
 		return WQE_DONE;
 	}
 	rc = rq_take(dev, peer, &rid, &rsgl);
+	if (rc == -EAGAIN && w->qp->type == IONIC_QPT_UC) {
+		complete_msn(dev, w->qpid, w->qp, 0); /* UC has no RNR: the message is silently lost */
+		return WQE_DONE;
+	}
 	if (rc == -EAGAIN)
 		return WQE_BLOCKED; /* receiver not ready: the send waits for a receive (RNR, retried forever) */
 	if (rc) {
@@ -417,10 +421,11 @@ static int exec_rc_message(struct ionic_dev *dev, struct wqe_ctx *w, struct rdma
 	}
 	if (recv_op != IONIC_V1_CQE_RECV_OP_RDMA_IMM) {
 		if (len > rsgl.total) {
+			/* The responder saw an invalid request; the requester gets the NAK's status. */
 			complete_recv(dev, peer_id, peer, rid, &ri, 0, IONIC_STS_LOCAL_LEN_ERR);
 			complete_msn(dev, w->qpid, w->qp, IONIC_STS_REMOTE_INV_REQ_ERR);
-			qp_error(dev, peer_id, peer, IONIC_V1_EQE_QP_ERR);
-			qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR_REQUEST);
+			qp_error(dev, peer_id, peer, IONIC_V1_EQE_QP_ERR_REQUEST);
+			qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
 			return WQE_DONE;
 		}
 		dst.sgl = &rsgl;
@@ -569,6 +574,8 @@ static int exec_rc(struct ionic_dev *dev, struct wqe_ctx *w)
 		if (rc) {
 			complete_msn(dev, w->qpid, w->qp, rc == 1 ? IONIC_STS_LOCAL_PROT_ERR : IONIC_STS_REMOTE_ACC_ERR);
 			qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+			if (rc != 1) /* as for RDMA READ/WRITE: the responder saw an access violation */
+				qp_error(dev, peer_id, peer, IONIC_V1_EQE_QP_ERR_ACCESS);
 			return WQE_DONE;
 		}
 		complete_msn(dev, w->qpid, w->qp, 0);
