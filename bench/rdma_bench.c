@@ -1,0 +1,611 @@
+/*
+ * rdma-bench: the RDMA data path of the ionic device (the WQE engine of
+ * src/ionic/ionic_rdma_qp.c) against the real server, driven over vfio-user
+ * from the host with our own client and guest-side driver library; no guest,
+ * no QEMU. Two RC queue pairs A (QP 20) and B (QP 21) are connected to each
+ * other on the device's loopback fabric, with memory regions over guest
+ * memory (the memfd the library maps into the device):
+ *
+ *   write     RDMA WRITE A -> B, 4 KiB, 64 KiB, 1 MiB: batches of 32 signaled
+ *             WQEs, one SQ doorbell (a posted write) per batch, every
+ *             completion taken before the next batch; GB/s and messages/s,
+ *             beside memcpy of the same size between the same two buffers
+ *   read      RDMA READ by A of B's region, 64 KiB and 1 MiB, the same way
+ *   send      64-byte SEND A -> B: 32 receives posted on B (one RQ doorbell),
+ *             32 sends on A (one SQ doorbell), all completions taken; messages/s
+ *   pingpong  one 64-byte SEND A -> B, B's RECV completion, one SEND B -> A,
+ *             A's RECV completion: round-trip median and 99th percentile
+ *             (two posted doorbells per round trip; receives pre-posted 32 at
+ *             a time outside the timed part)
+ *
+ * Completions are taken by polling the CQ rings in guest memory (as a verbs
+ * application polling its CQ does), never by interrupt. Before each size is
+ * timed, one operation of that size is checked byte for byte (and the byte
+ * after it must be untouched): the benchmark fails if the engine moves wrong
+ * bytes, and on any completion with an error or of the wrong type.
+ *
+ * Guest memory is the library's 4 MiB (ionic_guest.h): the CQ rings and QP
+ * rings of the benchmark sit in the free space between the RDMA admin rings
+ * and RG_SCRATCH, the message buffers after them, and the two 1 MiB data
+ * buffers fill RG_SCRATCH.
+ *
+ * Beside each figure, the share of one CPU the server used while it was
+ * measured (its run time from /proc/PID/schedstat over the wall time), and on
+ * the console how often it went to sleep per posted write it was sent
+ * (voluntary context switches from /proc/PID/status): a server that sleeps
+ * must be woken by the next doorbell, one that does not is busy the whole time.
+ *
+ * Usage: rdma-bench path/to/rocm-ernic [seconds-per-case] [csv-file] [case[:size]]
+ * (case: write, read, send or pingpong, optionally one size, e.g. write:4096,
+ * to run only that, e.g. under perf). The CSV has one row per measurement:
+ * case,size,msgs_per_s,gbps,memcpy_gbps,median_us,p99_us,server_cpu_pct (empty where one does not apply).
+ */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ionic_rdma_guest.h"
+#include "vfu_client.h"
+
+#ifndef BATCH
+#define BATCH      32 /* WQEs per doorbell (at most the ring depth less one) */
+#endif
+#define CQ_LOG2    8                      /* 256 CQEs */
+#define WQ_LOG2    7                      /* 128 WQEs */
+#define WQ_STRIDE  6                      /* 64 bytes: header, body, one SGE */
+#define MSG_SIZE   64
+#define BIG        (1u << 20)
+
+/* Guest memory of the benchmark (see ionic_rdma_guest.h for what lies below and above). */
+#define B_CQ(i)    (GUEST_IOVA + 0x120000 + 0x2000ull * (i)) /* CQs 10-13: 256 x 32 B each */
+#define B_QPR(k)   (GUEST_IOVA + 0x128000 + 0x4000ull * (k)) /* SQ at +0, RQ at +0x2000: 128 x 64 B each */
+#define B_MSG      (GUEST_IOVA + 0x130000)                   /* message buffers (MR 3), 64 KiB */
+#define B_SEND(k)  (B_MSG + 0x100ull * (k))                  /* what QP k sends */
+#define B_RECV(k, i) (B_MSG + 0x1000 + 0x4000ull * (k) + MSG_SIZE * (uint64_t)(i)) /* QP k's receive slot i */
+#define B_SRC      RG_SCRATCH                                /* A's 1 MiB (MR 1) */
+#define B_DST      (RG_SCRATCH + BIG)                        /* B's 1 MiB (MR 2) */
+_Static_assert(B_MSG + 0x10000 <= RG_SCRATCH, "benchmark rings and buffers below RG_SCRATCH");
+_Static_assert(B_DST + BIG <= GUEST_IOVA + GUEST_SIZE && BIG * 2 <= RG_SCRATCH_SIZE, "data buffers in guest memory");
+
+/* Memory regions: index, key, virtual address. */
+#define MR_SRC  1
+#define MR_DST  2
+#define MR_MSG  3
+#define VA_SRC  0x5500000000ull
+#define VA_DST  0x6600000000ull
+#define VA_MSG  0x7700000000ull
+#define KEY_SRC RG_KEY(MR_SRC, 0x11)
+#define KEY_DST RG_KEY(MR_DST, 0x22)
+#define KEY_MSG RG_KEY(MR_MSG, 0x33)
+
+#define QPN_A   20u
+#define QPN_B   21u
+#define ACCESS  (RG_QPF_REMOTE_WRITE | RG_QPF_REMOTE_READ)
+#define TIMEOUT_S 5.0
+
+struct bench {
+	struct ionic_guest g;
+	struct rg_eq eq;
+	struct rg_cq acq;
+	struct rg_aq aq;
+	struct rg_cq cq[4];      /* A send, A receive, B send, B receive */
+	uint32_t acked[4];       /* the consumer index last reported to the device */
+	struct rg_qp qp[2];      /* A, B */
+	double secs;
+	FILE *csv;
+	pid_t server;
+	uint64_t posted;         /* posted writes (doorbells) sent so far */
+};
+
+enum { CQ_A_SEND, CQ_A_RECV, CQ_B_SEND, CQ_B_RECV };
+
+static pid_t server_pid;                        /* stopped by die() too */
+static char dir[] = "/tmp/rdma-bench.XXXXXX"; /* the server's socket directory, removed by die() too */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "rdma-bench: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (server_pid > 0) {
+		kill(server_pid, SIGTERM);
+		waitpid(server_pid, NULL, 0);
+		rmdir(dir);
+	}
+	exit(1);
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/* The doorbells, counted. */
+static void sq_ring(struct bench *b, int k)
+{
+	rg_sq_ring(&b->g, &b->qp[k]);
+	b->posted++;
+}
+
+static void rq_ring(struct bench *b, int k)
+{
+	rg_rq_ring(&b->g, &b->qp[k]);
+	b->posted++;
+}
+
+/*
+ * Take n completions of `type` from CQ ci, spinning on the ring; any error,
+ * other type or a wait of TIMEOUT_S ends the run. The consumer index is
+ * reported (CQ doorbell, ring 0) every half ring, as a driver does.
+ */
+static void cq_take(struct bench *b, int ci, uint8_t type, unsigned n, uint8_t last[RG_CQE_SIZE])
+{
+	struct rg_cq *cq = &b->cq[ci];
+	uint8_t cqe[RG_CQE_SIZE];
+	double deadline = 0;
+
+	for (unsigned got = 0; got < n;) {
+		unsigned spins = 0;
+
+		while (!rg_cq_poll(&b->g, cq, cqe)) {
+			cpu_relax();
+			if (++spins % 4096 == 0) {
+				if (deadline == 0)
+					deadline = now_s() + TIMEOUT_S;
+				else if (now_s() > deadline)
+					die("CQ %u: %u of %u completions after %.0f s", cq->id, got, n, TIMEOUT_S);
+			}
+		}
+		if (rg_cqe_error(cqe) || rg_cqe_type(cqe) != type)
+			die("CQ %u: completion type %u (want %u), %s, status %u", cq->id, rg_cqe_type(cqe), type,
+			    rg_cqe_error(cqe) ? "error" : "no error", rg_cqe_status(cqe));
+		got++;
+	}
+	if (last)
+		memcpy(last, cqe, RG_CQE_SIZE);
+	if (cq->cons - b->acked[ci] >= (1u << CQ_LOG2) / 2) {
+		rg_cq_ack(&b->g, cq);
+		b->posted++;
+		b->acked[ci] = cq->cons;
+	}
+}
+
+/* CREATE_CQ on the RDMA admin queue (ionic_fw.h layout), as the driver creates verbs CQs. */
+static int create_cq(struct bench *b, uint32_t id, uint64_t ring)
+{
+	uint8_t p[34] = { 0 };
+	int st;
+
+	rg_le32(p + 0, 0);            /* EQ 0 */
+	p[4] = CQ_LOG2;
+	p[5] = 5;                     /* 32-byte CQEs */
+	p[7] = 12;
+	rg_le32(p + 12, id);
+	rg_le32(p + 16, ~0u);         /* tbl_index: the device chooses */
+	rg_le32(p + 20, 1);           /* contiguous */
+	rg_le64(p + 24, ring);
+	memset(guest_ptr(&b->g, ring), 0, RG_CQE_SIZE << CQ_LOG2);
+	st = rg_admin(&b->g, &b->aq, RG_OP_CREATE_CQ, p, sizeof(p), NULL);
+	rg_cq_ack(&b->g, &b->acq);
+	return st;
+}
+
+/* The driver's probe (RDMA_RESET_LIF, EQ, admin CQ and queue), four CQs, three MRs, A and B in RTS. */
+static void setup(struct bench *b, struct vfc *c)
+{
+	int st;
+
+	if ((st = ionic_guest_setup(&b->g, c)) != 0)
+		die("guest set-up failed at step %d", -st);
+	if (rg_reset_lif(&b->g) || rg_eq_create(&b->g, &b->eq, 0, 2, 10, RG_EQ_RING(0)) ||
+	    rg_cq_create(&b->g, &b->acq, 0, 0, 8, RG_CQ_RING(0)) ||
+	    rg_aq_create(&b->g, &b->aq, 0, &b->acq, 4, RG_AQ_RING(0)))
+		die("RDMA admin queue set-up failed");
+	for (int i = 0; i < 4; i++) {
+		if ((st = create_cq(b, 10 + (uint32_t)i, B_CQ(i))) != 0)
+			die("CREATE_CQ %d: status %d", 10 + i, st);
+		rg_cq_init(&b->cq[i], 10 + (uint32_t)i, CQ_LOG2, B_CQ(i));
+	}
+	if ((st = rg_mr_create(&b->g, &b->aq, MR_SRC, KEY_SRC & 0xff, 1, VA_SRC, BIG, 1, B_SRC,
+			       RG_MRF_LOCAL_WRITE | RG_MRF_REMOTE_WRITE | RG_MRF_REMOTE_READ, 12)) ||
+	    (st = rg_mr_create(&b->g, &b->aq, MR_DST, KEY_DST & 0xff, 1, VA_DST, BIG, 1, B_DST,
+			       RG_MRF_LOCAL_WRITE | RG_MRF_REMOTE_WRITE | RG_MRF_REMOTE_READ, 12)) ||
+	    (st = rg_mr_create(&b->g, &b->aq, MR_MSG, KEY_MSG & 0xff, 1, VA_MSG, 0x10000, 1, B_MSG,
+			       RG_MRF_LOCAL_WRITE, 12)))
+		die("CREATE_MR: status %d", st);
+	for (int k = 0; k < 2; k++) {
+		struct rg_qp *q = &b->qp[k];
+
+		memset(q, 0, sizeof(*q));
+		q->id = k ? QPN_B : QPN_A;
+		q->type = RG_QPT_RC;
+		q->pd = 1;
+		q->sq_cq = 10 + 2 * (uint32_t)k;
+		q->rq_cq = 11 + 2 * (uint32_t)k;
+		q->sq = B_QPR(k);
+		q->rq = B_QPR(k) + 0x2000;
+		q->sq_depth_log2 = q->rq_depth_log2 = WQ_LOG2;
+		q->sq_stride_log2 = q->rq_stride_log2 = WQ_STRIDE;
+		if ((st = rg_qp_create(&b->g, &b->aq, q)) != 0)
+			die("CREATE_QP %u: status %d", q->id, st);
+	}
+	for (int k = 0; k < 2; k++)
+		if ((st = rg_qp_to_rts(&b->g, &b->aq, &b->qp[k], b->qp[k ^ 1].id, ACCESS)) != 0)
+			die("QP %u to RTS: status %d", b->qp[k].id, st);
+}
+
+/* A pattern that differs per size and position (so a shifted or stale copy does not pass). */
+static void fill(uint8_t *p, size_t len, uint32_t seed)
+{
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (uint8_t)(x >> 16);
+	}
+}
+
+static void check_bytes(const char *what, size_t size, const uint8_t *got, const uint8_t *want, const uint8_t *after,
+			size_t room)
+{
+	for (size_t i = 0; i < size; i++)
+		if (got[i] != want[i])
+			die("%s %zu bytes: byte %zu is %#04x, want %#04x", what, size, i, got[i], want[i]);
+	if (size < room && after[0] != 0)
+		die("%s %zu bytes: the byte after the message was written", what, size);
+}
+
+/* memcpy of size bytes between the two data buffers, for secs: GB/s. */
+static double memcpy_gbps(struct bench *b, size_t size)
+{
+	uint8_t *s = guest_ptr(&b->g, B_SRC), *d = guest_ptr(&b->g, B_DST);
+	double t0 = now_s(), el;
+	long n;
+
+	for (n = 0; (el = now_s() - t0) < b->secs; n++) {
+		memcpy(d, s, size);
+		__asm__ volatile("" ::: "memory");
+	}
+	return (double)n * (double)size / el / 1e9;
+}
+
+/*
+ * RDMA WRITE (A's buffer into B's) or READ (B's buffer into A's) of size
+ * bytes: one checked, then batches for secs. Messages per second; GB/s in *gbps.
+ */
+static double rdma_bw(struct bench *b, uint8_t op, size_t size, double *gbps)
+{
+	struct rg_qp *a = &b->qp[0];
+	const struct rg_sge s = { VA_SRC, (uint32_t)size, KEY_SRC };
+	uint8_t *src = guest_ptr(&b->g, B_SRC), *dst = guest_ptr(&b->g, B_DST);
+	bool write = op == RG_WR_RDMA_WRITE;
+	double t0, el;
+	uint64_t n = 0;
+
+	/* The check: the far side of the transfer zeroed, one operation, every byte compared. */
+	fill(write ? src : dst, size, (uint32_t)size + op);
+	memset(write ? dst : src, 0, size < BIG ? size + 1 : size);
+	rg_post_rdma(&b->g, a, 0, op, RG_WQE_SIG, 0, VA_DST, KEY_DST, &s, 1);
+	sq_ring(b, 0);
+	cq_take(b, CQ_A_SEND, RG_CQE_SEND_MSN, 1, NULL);
+	check_bytes(write ? "RDMA WRITE" : "RDMA READ", size, write ? dst : src, write ? src : dst,
+		    (write ? dst : src) + size, BIG);
+
+	t0 = now_s();
+	do {
+		for (unsigned i = 0; i < BATCH; i++)
+			rg_post_rdma(&b->g, a, n + i, op, RG_WQE_SIG, 0, VA_DST, KEY_DST, &s, 1);
+		sq_ring(b, 0);
+		cq_take(b, CQ_A_SEND, RG_CQE_SEND_MSN, BATCH, NULL);
+		n += BATCH;
+	} while ((el = now_s() - t0) < b->secs);
+	*gbps = (double)n * (double)size / el / 1e9;
+	return (double)n / el;
+}
+
+static struct rg_sge send_sge(int k)
+{
+	return (struct rg_sge){ VA_MSG + (B_SEND(k) - B_MSG), MSG_SIZE, KEY_MSG };
+}
+
+static struct rg_sge recv_sge(int k, unsigned i)
+{
+	return (struct rg_sge){ VA_MSG + (B_RECV(k, i) - B_MSG), MSG_SIZE, KEY_MSG };
+}
+
+/* BATCH receives on QP k (slots 0..BATCH-1) and its RQ doorbell. */
+static void post_recvs(struct bench *b, int k)
+{
+	for (unsigned i = 0; i < BATCH; i++) {
+		struct rg_sge r = recv_sge(k, i);
+
+		rg_post_recv(&b->g, &b->qp[k], (uint64_t)k << 32 | i, 0, &r, 1);
+	}
+	rq_ring(b, k);
+}
+
+/* One 64-byte SEND A -> B checked: the receive's completion and its bytes. */
+static void check_send(struct bench *b)
+{
+	const struct rg_sge s = send_sge(0), r = recv_sge(1, 0);
+	uint8_t *msg = guest_ptr(&b->g, B_SEND(0)), *in = guest_ptr(&b->g, B_RECV(1, 0)), cqe[RG_CQE_SIZE];
+
+	fill(msg, MSG_SIZE, 64);
+	memset(in, 0, MSG_SIZE + 1);
+	rg_post_recv(&b->g, &b->qp[1], 0xabcdef, 0, &r, 1);
+	rq_ring(b, 1);
+	rg_post_send(&b->g, &b->qp[0], 0, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, &s, 1);
+	sq_ring(b, 0);
+	cq_take(b, CQ_B_RECV, RG_CQE_RECV, 1, cqe);
+	if (rg_cqe_wqe_id(cqe) != 0xabcdef || rg_cqe_status(cqe) != MSG_SIZE ||
+	    (rg_cqe_src_qpn_op(cqe) & 0xffffff) != QPN_A || rg_cqe_qid(cqe) != QPN_B)
+		die("SEND: receive completion wqe_id %#llx length %u source QP %u on QP %u",
+		    (unsigned long long)rg_cqe_wqe_id(cqe), rg_cqe_status(cqe), rg_cqe_src_qpn_op(cqe) & 0xffffff,
+		    rg_cqe_qid(cqe));
+	cq_take(b, CQ_A_SEND, RG_CQE_SEND_MSN, 1, NULL);
+	check_bytes("SEND", MSG_SIZE, in, msg, in + MSG_SIZE, MSG_SIZE + 1);
+}
+
+/* SEND/RECV message rate: BATCH receives on B, BATCH sends on A, all completions. Messages per second. */
+static double send_rate(struct bench *b)
+{
+	const struct rg_sge s = send_sge(0);
+	double t0 = now_s(), el;
+	uint64_t n = 0;
+
+	do {
+		post_recvs(b, 1);
+		for (unsigned i = 0; i < BATCH; i++)
+			rg_post_send(&b->g, &b->qp[0], n + i, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, &s, 1);
+		sq_ring(b, 0);
+		cq_take(b, CQ_B_RECV, RG_CQE_RECV, BATCH, NULL);
+		cq_take(b, CQ_A_SEND, RG_CQE_SEND_MSN, BATCH, NULL);
+		n += BATCH;
+	} while ((el = now_s() - t0) < b->secs);
+	return (double)n / el;
+}
+
+/* Ping-pong for secs: round-trip times in seconds into *lat (sorted); their number. */
+static size_t ping_pong(struct bench *b, double **lat)
+{
+	const struct rg_sge sa = send_sge(0), sb = send_sge(1);
+	size_t cap = 1u << 16, n = 0;
+	double *l = malloc(cap * sizeof(*l)), start = now_s();
+
+	if (!l)
+		die("out of memory");
+	do {
+		post_recvs(b, 0);
+		post_recvs(b, 1);
+		for (unsigned i = 0; i < BATCH; i++, n++) {
+			double t0;
+
+			if (n == cap && !(l = realloc(l, (cap *= 2) * sizeof(*l))))
+				die("out of memory");
+			t0 = now_s();
+			rg_post_send(&b->g, &b->qp[0], n, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, &sa, 1);
+			sq_ring(b, 0);
+			cq_take(b, CQ_B_RECV, RG_CQE_RECV, 1, NULL);
+			rg_post_send(&b->g, &b->qp[1], n, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, &sb, 1);
+			sq_ring(b, 1);
+			cq_take(b, CQ_A_RECV, RG_CQE_RECV, 1, NULL);
+			l[n] = now_s() - t0;
+			/* The senders' own completions (written right after the receives'). */
+			cq_take(b, CQ_A_SEND, RG_CQE_SEND_MSN, 1, NULL);
+			cq_take(b, CQ_B_SEND, RG_CQE_SEND_MSN, 1, NULL);
+		}
+	} while (now_s() - start < b->secs);
+	qsort(l, n, sizeof(*l), cmp_double);
+	*lat = l;
+	return n;
+}
+
+/* What the server has done so far: its run time (/proc/PID/schedstat) and how often it slept (/proc/PID/status). */
+struct snap {
+	double t, cpu_s;
+	unsigned long long sleeps;
+	uint64_t posted;
+};
+
+static struct snap snap_take(struct bench *b)
+{
+	struct snap s = { now_s(), -1, 0, b->posted };
+	char path[64], line[128];
+	unsigned long long ns;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)b->server);
+	if ((f = fopen(path, "r")) != NULL) {
+		if (fscanf(f, "%llu", &ns) == 1)
+			s.cpu_s = (double)ns / 1e9;
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)b->server);
+	if ((f = fopen(path, "r")) != NULL) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "voluntary_ctxt_switches: %llu", &s.sleeps) == 1)
+				break;
+		fclose(f);
+	}
+	return s;
+}
+
+/* Server CPU share in percent over [a, z] (-1 if unknown), and its sleeps per posted write into *sleeps. */
+static double snap_cpu(const struct snap *a, const struct snap *z, double *sleeps)
+{
+	*sleeps = z->posted > a->posted ? (double)(z->sleeps - a->sleeps) / (double)(z->posted - a->posted) : 0;
+	return a->cpu_s < 0 || z->cpu_s < 0 ? -1 : (z->cpu_s - a->cpu_s) / (z->t - a->t) * 100;
+}
+
+static void row(struct bench *b, const char *name, size_t size, double msgs, double gbps, double mc, double med,
+		double p99, double cpu)
+{
+	char f[6][32]; /* empty where a figure does not apply (negative) */
+	const double v[6] = { msgs, gbps, mc, med, p99, cpu };
+
+	if (!b->csv)
+		return;
+	for (int i = 0; i < 6; i++) {
+		f[i][0] = 0;
+		if (v[i] >= 0)
+			snprintf(f[i], sizeof(f[i]), i == 0 || i == 5 ? "%.0f" : i < 3 ? "%.3f" : "%.2f", v[i]);
+	}
+	fprintf(b->csv, "%s,%zu,%s,%s,%s,%s,%s,%s\n", name, size, f[0], f[1], f[2], f[3], f[4], f[5]);
+}
+
+/* What each case runs; `only` (name or name:size) picks one. */
+static const struct bcase {
+	const char *name;
+	uint8_t op;
+	size_t size;
+} cases[] = {
+	{ "write", RG_WR_RDMA_WRITE, 4096 }, { "write", RG_WR_RDMA_WRITE, 65536 }, { "write", RG_WR_RDMA_WRITE, BIG },
+	{ "read", RG_WR_RDMA_READ, 65536 },  { "read", RG_WR_RDMA_READ, BIG },     { "send", RG_WR_SEND, MSG_SIZE },
+	{ "pingpong", RG_WR_SEND, MSG_SIZE },
+};
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
+
+static bool picked(const struct bcase *k, const char *only)
+{
+	char full[64];
+
+	if (!only)
+		return true;
+	snprintf(full, sizeof(full), "%s:%zu", k->name, k->size);
+	return !strcmp(only, k->name) || !strcmp(only, full);
+}
+
+/* One case, printed and written to the CSV; memcpy is measured once per size, before the first case of it. */
+static void run_case(struct bench *b, const struct bcase *k)
+{
+	static size_t mc_size[8];
+	static double mc_gbps[8];
+	struct snap s0, s1;
+	double cpu, sleeps;
+
+	if (k->op == RG_WR_RDMA_WRITE || k->op == RG_WR_RDMA_READ) {
+		double mc = 0, gbps, msgs;
+		unsigned j;
+
+		for (j = 0; j < 8 && mc_size[j] && mc_size[j] != k->size; j++)
+			;
+		if (j < 8 && mc_size[j] == 0) {
+			mc_size[j] = k->size;
+			mc_gbps[j] = memcpy_gbps(b, k->size);
+		}
+		if (j < 8)
+			mc = mc_gbps[j];
+		s0 = snap_take(b);
+		msgs = rdma_bw(b, k->op, k->size, &gbps);
+		s1 = snap_take(b);
+		cpu = snap_cpu(&s0, &s1, &sleeps);
+		printf("%-8s %8zu  %10.0f msgs/s  %6.2f GB/s  memcpy %6.2f GB/s %4.0f%%  server CPU %3.0f%%, %.2f sleeps/doorbell\n",
+		       k->name, k->size, msgs, gbps, mc, 100 * gbps / mc, cpu, sleeps);
+		row(b, k->name, k->size, msgs, gbps, mc, -1, -1, cpu);
+	} else if (!strcmp(k->name, "send")) {
+		double msgs;
+
+		check_send(b);
+		s0 = snap_take(b);
+		msgs = send_rate(b);
+		s1 = snap_take(b);
+		cpu = snap_cpu(&s0, &s1, &sleeps);
+		printf("%-8s %8zu  %10.0f msgs/s  %6.3f GB/s  %28s  server CPU %3.0f%%, %.2f sleeps/doorbell\n", k->name,
+		       k->size, msgs, msgs * (double)k->size / 1e9, "", cpu, sleeps);
+		row(b, k->name, k->size, msgs, msgs * (double)k->size / 1e9, -1, -1, -1, cpu);
+	} else {
+		double *lat, sum = 0, med, p99;
+		size_t n;
+
+		s0 = snap_take(b);
+		n = ping_pong(b, &lat);
+		s1 = snap_take(b);
+		cpu = snap_cpu(&s0, &s1, &sleeps);
+		for (size_t i = 0; i < n; i++)
+			sum += lat[i];
+		med = lat[n / 2] * 1e6;
+		p99 = lat[(size_t)((double)n * 0.99)] * 1e6;
+		printf("%-8s %8zu  %10.0f round trips/s  median %.2f us, p99 %.2f us, mean %.2f us  server CPU %3.0f%%, "
+		       "%.2f sleeps/doorbell\n", k->name, k->size, (double)n / sum, med, p99, sum / (double)n * 1e6, cpu,
+		       sleeps);
+		row(b, k->name, k->size, (double)n / sum, -1, -1, med, p99, cpu);
+		free(lat);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	double secs = argc > 2 ? atof(argv[2]) : 1.0;
+	const char *only = argc > 4 ? argv[4] : NULL;
+	char sock[128];
+	struct bench b;
+	struct vfc c;
+	size_t npicked = 0;
+	int status;
+
+	for (size_t i = 0; i < NCASES; i++)
+		npicked += picked(&cases[i], only);
+	if (argc < 2 || secs <= 0 || npicked == 0) {
+		fprintf(stderr, "usage: %s path/to/rocm-ernic [seconds-per-case] [csv-file] [case[:size]]\n"
+			"cases: write (4096, 65536, 1048576), read (65536, 1048576), send (64), pingpong (64)\n", argv[0]);
+		return 2;
+	}
+	memset(&b, 0, sizeof(b));
+	b.secs = secs;
+	if (argc > 3 && (b.csv = fopen(argv[3], "w")) == NULL) {
+		perror(argv[3]);
+		return 1;
+	}
+	if (!mkdtemp(dir))
+		return 1;
+	b.server = server_pid = vfc_spawn_server(argv[1], dir, sock, sizeof(sock),
+						 (const char *const[]){ "-b", "none", "-L", "warn", NULL });
+	if (b.server <= 0 || vfc_connect(&c, sock, 20000) || vfc_negotiate(&c))
+		die("cannot reach the server");
+	setup(&b, &c);
+	printf("server pid %d; RC QPs %u <-> %u, batches of %d, %.1f s per case\n", (int)b.server, QPN_A, QPN_B, BATCH,
+	       secs);
+	fflush(stdout);
+	if (b.csv)
+		fprintf(b.csv, "case,size,msgs_per_s,gbps,memcpy_gbps,median_us,p99_us,server_cpu_pct\n");
+	for (size_t i = 0; i < NCASES; i++)
+		if (picked(&cases[i], only)) {
+			run_case(&b, &cases[i]);
+			fflush(stdout);
+		}
+	if (b.csv)
+		fclose(b.csv);
+	rg_eq_close(&b.eq);
+	ionic_guest_teardown(&b.g);
+	vfc_close(&c);
+	kill(b.server, SIGTERM);
+	waitpid(b.server, &status, 0);
+	rmdir(dir);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
