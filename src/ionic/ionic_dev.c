@@ -51,6 +51,13 @@ int ionic_dma_write(struct ionic_dev *dev, uint64_t addr, const void *buf, size_
 	return dm ? dma_map_write(dm, addr, buf, len) : -EFAULT;
 }
 
+int ionic_dma_copy(struct ionic_dev *dev, uint64_t dst, uint64_t src, size_t len)
+{
+	struct dma_map *dm = dev->env.dma ? dev->env.dma(dev->env.ctx) : NULL;
+
+	return dm ? dma_map_copy(dm, dst, src, len) : -EFAULT;
+}
+
 /* ---- interrupts ---- */
 
 static void intr_send(struct ionic_dev *dev, uint32_t idx)

@@ -101,6 +101,8 @@ void ionic_intr_raise(struct ionic_dev *dev, uint32_t idx);
 /* Guest memory; -EFAULT when the range is not mapped for the device. */
 int ionic_dma_read(struct ionic_dev *dev, uint64_t addr, void *buf, size_t len);
 int ionic_dma_write(struct ionic_dev *dev, uint64_t addr, const void *buf, size_t len);
+/* Guest to guest, both ranges inside one mapping each (else -EFAULT, nothing moved). */
+int ionic_dma_copy(struct ionic_dev *dev, uint64_t dst, uint64_t src, size_t len);
 
 /*
  * Execute one 64-byte command (from dev_cmd or the admin queue) into a 16-byte

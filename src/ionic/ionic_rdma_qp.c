@@ -299,12 +299,91 @@ static int ep_xfer(struct ionic_dev *dev, const struct endpoint *ep, struct curs
 	return 0;
 }
 
+/*
+ * The guest bus address of the next contiguous piece of ep at its cursor (at
+ * most len bytes, within one SGE and one registered page): true and *bus, *n;
+ * false when the access does not resolve (the caller's slow path then reports
+ * which side failed).
+ */
+static bool ep_span(struct ionic_dev *dev, const struct endpoint *ep, struct cursor *c, uint64_t roff,
+		    uint64_t len, uint64_t *bus, size_t *n)
+{
+	bool priv = ep->sgl && (ep->qp->priv_flags & IONIC_QPF_PRIVILEGED) != 0;
+	const struct rdma_mr *mr;
+	uint64_t va, want, off;
+	uint32_t key;
+
+	if (!ep->sgl) {
+		key = ep->rkey;
+		va = ep->rva + roff;
+		want = len;
+	} else {
+		while (c->i < ep->sgl->n && c->off == ep->sgl->e[c->i].len) {
+			c->i++;
+			c->off = 0;
+		}
+		if (c->i >= ep->sgl->n)
+			return false;
+		key = ep->sgl->e[c->i].key;
+		va = ep->sgl->e[c->i].va + c->off;
+		want = ep->sgl->e[c->i].len - c->off;
+		if (want > len)
+			want = len;
+	}
+	if (mr_resolve(dev, ep->qp->pd, priv, key, va, want, ep->need, &mr, &off))
+		return false;
+	if (!mr) {
+		*bus = va;
+	} else if (mr->npages == 0) {
+		*bus = mr->base + off;
+	} else {
+		uint64_t o = off + mr->first_page_off, pg = o >> mr->page_shift, in = o & ((1ull << mr->page_shift) - 1);
+
+		if (pg >= mr->npages)
+			return false;
+		if (want > (1ull << mr->page_shift) - in)
+			want = (1ull << mr->page_shift) - in;
+		*bus = mr->pages[pg] + in;
+	}
+	*n = (size_t)want;
+	return true;
+}
+
 /* Move len bytes from src to dst. 0, or -1 with which side failed in *src_failed. */
 static int move_bytes(struct ionic_dev *dev, const struct endpoint *src, const struct endpoint *dst, uint64_t len,
 		      bool *src_failed)
 {
 	struct cursor cs = { src->sgl, 0, 0 }, cd = { dst->sgl, 0, 0 };
 	uint64_t rs = 0, rd = 0;
+
+	/*
+	 * Guest to guest in one copy, piece by piece, while both sides resolve to
+	 * mapped guest memory; anything else (a fault, a piece spanning two
+	 * mappings) goes on below through the bounce buffer, which tells which
+	 * side failed. A failed piece moved nothing, so the cursors stay right.
+	 */
+	while (len > 0) {
+		struct cursor ts = cs, td = cd;
+		uint64_t sbus, dbus;
+		size_t ns, nd, n;
+
+		if (!ep_span(dev, src, &ts, rs, len, &sbus, &ns) || !ep_span(dev, dst, &td, rd, len, &dbus, &nd))
+			break;
+		n = ns < nd ? ns : nd;
+		if (ionic_dma_copy(dev, dbus, sbus, n))
+			break;
+		cs = ts;
+		cd = td;
+		if (src->sgl)
+			cs.off += n;
+		else
+			rs += n;
+		if (dst->sgl)
+			cd.off += n;
+		else
+			rd += n;
+		len -= n;
+	}
 
 	while (len > 0) {
 		size_t n = len < CHUNK ? (size_t)len : CHUNK;

@@ -171,7 +171,7 @@ static int guarded_memcpy(void *dst, const void *src, size_t n)
 	if (sigsetjmp(guard_env, 0))
 		return -EFAULT;
 	guard_active = 1;
-	memcpy(dst, src, n);
+	memmove(dst, src, n); /* guest to guest copies may overlap */
 	guard_active = 0;
 	return 0;
 }
@@ -209,6 +209,16 @@ static int copy(const struct dma_map *dm, uint64_t iova, uint8_t *buf, size_t le
 		}
 	}
 	return 0;
+}
+
+int dma_map_copy(const struct dma_map *dm, uint64_t dst_iova, uint64_t src_iova, size_t len)
+{
+	void *src = dma_map_translate(dm, src_iova, len, DMA_PROT_READ);
+	void *dst = src ? dma_map_translate(dm, dst_iova, len, DMA_PROT_WRITE) : NULL;
+
+	if (dst == NULL)
+		return -EFAULT;
+	return guarded_memcpy(dst, src, len);
 }
 
 int dma_map_read(const struct dma_map *dm, uint64_t iova, void *buf, size_t len)

@@ -50,6 +50,13 @@ uint32_t dma_map_count(const struct dma_map *dm);
  */
 void *dma_map_translate(const struct dma_map *dm, uint64_t iova, uint64_t len, int prot);
 
+/*
+ * Guest to guest: copy len bytes from src_iova to dst_iova, each range inside
+ * one mapping (else -EFAULT and nothing moves), under the same SIGBUS guard as
+ * the other copies. The ranges may overlap.
+ */
+int dma_map_copy(const struct dma_map *dm, uint64_t dst_iova, uint64_t src_iova, size_t len);
+
 /* Copy guest memory out of / into the guest; the range may span adjacent mappings. -EFAULT if any byte is not accessible. */
 int dma_map_read(const struct dma_map *dm, uint64_t iova, void *buf, size_t len);
 int dma_map_write(const struct dma_map *dm, uint64_t iova, const void *buf, size_t len);

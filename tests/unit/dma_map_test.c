@@ -124,6 +124,39 @@ static void test_many_sorted(void **state)
 	dma_map_free(dm);
 }
 
+/* Guest to guest: within one mapping each, overlapping ranges, and every refusal moves nothing. */
+static void test_guest_to_guest_copy(void **state)
+{
+	struct dma_map *dm = dma_map_new(8);
+	static uint8_t ga[0x3000], gb[0x1000];
+	uint8_t want[0x3000];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ga); i++)
+		ga[i] = (uint8_t)(i * 7);
+	memset(gb, 0x55, sizeof(gb));
+	assert_int_equal(dma_map_add(dm, 0x10000, sizeof(ga), ga, DMA_PROT_READ | DMA_PROT_WRITE), 0);
+	assert_int_equal(dma_map_add(dm, 0x13000, sizeof(gb), gb, DMA_PROT_READ), 0);
+	memcpy(want, ga, sizeof(ga));
+	/* Overlapping, forwards: the bytes as they were before the copy. */
+	memmove(want + 0x100, want, 0x800);
+	assert_int_equal(dma_map_copy(dm, 0x10100, 0x10000, 0x800), 0);
+	assert_memory_equal(ga, want, sizeof(ga));
+	/* From the read-only mapping into the writable one. */
+	memcpy(want + 0x2000, gb, 0x800);
+	assert_int_equal(dma_map_copy(dm, 0x12000, 0x13000, 0x800), 0);
+	assert_memory_equal(ga, want, sizeof(ga));
+	/* Refused: ga read-only destination, ga source spanning two mappings, unmapped, wrapping. */
+	assert_int_equal(dma_map_copy(dm, 0x13000, 0x10000, 16), -EFAULT);
+	assert_int_equal(dma_map_copy(dm, 0x10000, 0x12ff0, 0x20), -EFAULT);
+	assert_int_equal(dma_map_copy(dm, 0x10000, 0x30000, 16), -EFAULT);
+	assert_int_equal(dma_map_copy(dm, 0x10000, UINT64_MAX - 4, 16), -EFAULT);
+	assert_memory_equal(ga, want, sizeof(ga));
+	for (size_t i = 0; i < sizeof(gb); i++)
+		assert_int_equal(gb[i], 0x55);
+	dma_map_free(dm);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -131,6 +164,7 @@ int main(void)
 		cmocka_unit_test(test_remove_exact),
 		cmocka_unit_test(test_translate_and_copy),
 		cmocka_unit_test(test_many_sorted),
+		cmocka_unit_test(test_guest_to_guest_copy),
 	};
 
 	return cmocka_run_group_tests_name("dma-map-unit", tests, NULL, NULL);
