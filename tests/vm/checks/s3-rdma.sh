@@ -18,15 +18,6 @@ BUCKET=${ERNIC_S3_BUCKET:-ernic}
 URL=http://$EP:$PORT
 CLIENT=/tmp/s3_rdma_client
 
-ionic_if() {
-	for n in /sys/class/net/*; do
-		d=$(readlink -f "$n/device" 2>/dev/null) || continue
-		[ "$(cat "$d/vendor" 2>/dev/null)" = 0x1dd8 ] && [ "$(cat "$d/device" 2>/dev/null)" = 0x1002 ] &&
-			{ basename "$n"; return 0; }
-	done
-	return 1
-}
-ibdev() { ls /sys/class/infiniband 2>/dev/null | grep -m1 '^ionic'; }
 port_active() { grep -q ACTIVE /sys/class/infiniband/"$(ibdev)"/ports/1/state 2>/dev/null; }
 # The RoCE v2 GID of our IPv4 address: the client puts it in its tokens.
 ipv4_gid() {
