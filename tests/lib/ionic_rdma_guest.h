@@ -8,8 +8,8 @@
  * receive, RDMA, atomic, REG_MR and LOCAL_INV work requests, memory regions
  * and address handles with a RoCEv2 header template. Layouts and values
  * follow the stock ionic_rdma driver (Linux 7.2, ionic_fw.h, ionic_admin.c,
- * ionic_datapath.c) as summarised in
- * /work/shared/research/ionic-interface.md section 4; nothing here is taken
+ * ionic_datapath.c) as summarised in the project's research notes on the
+ * ionic interface (section 4); nothing here is taken
  * from the device's own headers, so a test built on it checks the device
  * against the driver, not against itself.
  *
