@@ -15,6 +15,7 @@
 #include "nvmeof/nvmeof_cm.h"
 #include "nvmeof/nvmeof_target.h"
 #include "util/evloop.h"
+#include "util/inet_csum.h"
 #include "util/log.h"
 
 #define GSI_QPN 1
@@ -129,7 +130,7 @@ static void grh_v4(uint8_t grh[40], const uint8_t sgid[16], const uint8_t dgid[1
 {
 	uint16_t tot = (uint16_t)(20 + 8 + 12 + 8 + payload + 4);
 	uint8_t *ip = grh + 20;
-	uint32_t sum = 0;
+	uint16_t sum;
 
 	memset(grh, 0, 40);
 	ip[0] = 0x45;
@@ -140,12 +141,9 @@ static void grh_v4(uint8_t grh[40], const uint8_t sgid[16], const uint8_t dgid[1
 	ip[9] = 17;     /* UDP */
 	memcpy(ip + 12, sgid + 12, 4);
 	memcpy(ip + 16, dgid + 12, 4);
-	for (int i = 0; i < 20; i += 2)
-		sum += (uint32_t)ip[i] << 8 | ip[i + 1];
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	ip[10] = (uint8_t)(~sum >> 8);
-	ip[11] = (uint8_t)~sum;
+	sum = inet_csum_fold(inet_csum_add(0, ip, 20));
+	ip[10] = (uint8_t)(sum >> 8);
+	ip[11] = (uint8_t)sum;
 }
 
 static void cm_send_mad(void *ctx, const uint8_t mad[NVMEOF_CM_MAD_SIZE], const uint8_t sgid[16],
@@ -207,24 +205,13 @@ static void cm_queue_destroy(void *ctx, struct nvmeof_cm_conn *conn)
 
 /* ---- the engine's side ----------------------------------------------------------------------------------- */
 
-/* The IPv4 destination of an AH header template (Ethernet [+ VLAN] + IPv4), or 0. */
-static uint32_t template_dst_ip(const uint8_t *h, size_t len)
-{
-	size_t l2 = 14;
-
-	if (len >= 18 && h[12] == 0x81 && h[13] == 0x00)
-		l2 = 18;
-	if (len < l2 + 20 || h[l2 - 2] != 0x08 || h[l2 - 1] != 0x00)
-		return 0;
-	return (uint32_t)h[l2 + 16] << 24 | (uint32_t)h[l2 + 17] << 16 | (uint32_t)h[l2 + 18] << 8 | h[l2 + 19];
-}
-
-static bool peer_ud_send(void *ctx, uint32_t guest_qpn, const uint8_t *hdr, size_t hdr_len, uint32_t dest_qpn,
-			 const void *payload, size_t len)
+static bool peer_ud_send(void *ctx, uint32_t guest_qpn, uint32_t dst_ip, uint32_t dest_qpn, const void *payload,
+			 size_t len)
 {
 	struct nvmeof_glue *g = ctx;
 
-	if (guest_qpn != GSI_QPN || dest_qpn != GSI_QPN || template_dst_ip(hdr, hdr_len) != g->cfg->ip)
+	/* Not while the CM is being re-created (peer_reset failed to allocate). */
+	if (!g->cm || guest_qpn != GSI_QPN || dest_qpn != GSI_QPN || dst_ip != g->cfg->ip)
 		return false;
 	nvmeof_cm_mad(g->cm, payload, len, evloop_now_ms());
 	return true;
@@ -234,7 +221,7 @@ static bool peer_rc_owns(void *ctx, uint32_t dest_qpn)
 {
 	struct nvmeof_glue *g = ctx;
 
-	return nvmeof_cm_lookup(g->cm, dest_qpn) != NULL;
+	return g->cm && nvmeof_cm_lookup(g->cm, dest_qpn) != NULL;
 }
 
 static uint32_t peer_rc_send(void *ctx, uint32_t guest_qpn, uint32_t peer_qpn, const void *payload, size_t len)
@@ -303,17 +290,6 @@ static void tick(void *arg, uint32_t events)
 	nvmeof_target_tick(g->target);
 }
 
-static bool peer_rc_owns_safe(void *ctx, uint32_t dest_qpn)
-{
-	return ((struct nvmeof_glue *)ctx)->cm && peer_rc_owns(ctx, dest_qpn);
-}
-
-static bool peer_ud_send_safe(void *ctx, uint32_t guest_qpn, const uint8_t *hdr, size_t hdr_len, uint32_t dest_qpn,
-			      const void *payload, size_t len)
-{
-	return ((struct nvmeof_glue *)ctx)->cm && peer_ud_send(ctx, guest_qpn, hdr, hdr_len, dest_qpn, payload, len);
-}
-
 struct nvmeof_glue *nvmeof_glue_new(const struct nvmeof_config *cfg, struct nvmeof_ns *ns, struct evloop *loop)
 {
 	struct nvmeof_glue *g = calloc(1, sizeof(*g));
@@ -339,7 +315,7 @@ struct nvmeof_glue *nvmeof_glue_new(const struct nvmeof_config *cfg, struct nvme
 void nvmeof_glue_attach(struct nvmeof_glue *g, struct ionic_dev *dev)
 {
 	struct ionic_rdma_peer_ops ops = {
-		.ctx = g, .ud_send = peer_ud_send_safe, .rc_owns = peer_rc_owns_safe, .rc_send = peer_rc_send,
+		.ctx = g, .ud_send = peer_ud_send, .rc_owns = peer_rc_owns, .rc_send = peer_rc_send,
 		.rq_posted = peer_rq_posted, .reset = peer_reset,
 	};
 

@@ -66,12 +66,12 @@ void ionic_dev_fw_reset(struct ionic_dev *dev, unsigned down_ms);
 struct ionic_rdma_peer_ops {
 	void *ctx;
 	/*
-	 * A UD send of the guest's QP guest_qpn to dest_qpn, addressed by the AH
-	 * header template hdr (Ethernet + IP + UDP). Return true if the peer took
-	 * it (then it is not delivered to the guest's own QPs).
+	 * A UD send of the guest's QP guest_qpn to dest_qpn at IPv4 address
+	 * dst_ip (0: the AH is not IPv4). Return true if the peer took it (then it
+	 * is not delivered to the guest's own QPs).
 	 */
-	bool (*ud_send)(void *ctx, uint32_t guest_qpn, const uint8_t *hdr, size_t hdr_len, uint32_t dest_qpn,
-			const void *payload, size_t len);
+	bool (*ud_send)(void *ctx, uint32_t guest_qpn, uint32_t dst_ip, uint32_t dest_qpn, const void *payload,
+			size_t len);
 	/* Is dest_qpn one of the peer's connected QPs? */
 	bool (*rc_owns)(void *ctx, uint32_t dest_qpn);
 	/* A SEND (op IONIC_V1_OP_SEND*) from guest_qpn to the peer's QP. 0, or an IONIC_STS_* for the sender. */

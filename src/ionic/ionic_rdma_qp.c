@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ionic/ionic_rdma_priv.h"
+#include "util/inet_csum.h"
 #include "util/log.h"
 
 #define WQE_MAX      (1u << IONIC_RDMA_MAX_STRIDE)
@@ -669,17 +670,6 @@ static int exec_rc(struct ionic_dev *dev, struct wqe_ctx *w)
 
 /* ---- UD and GSI ----------------------------------------------------------------------------------------- */
 
-static uint16_t ip_checksum(const uint8_t *h, size_t len)
-{
-	uint32_t sum = 0;
-
-	for (size_t i = 0; i + 1 < len; i += 2)
-		sum += (uint32_t)h[i] << 8 | h[i + 1];
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
 /*
  * The 40-byte GRH area of a UD receive, built from the sender's header
  * template: for RoCEv2 over IPv4 the IPv4 header sits in bytes 20-39 (the IB
@@ -709,7 +699,7 @@ static bool grh_from_template(const uint8_t *t, uint8_t len, uint32_t payload, u
 		ip[2] = (uint8_t)(tot >> 8);
 		ip[3] = (uint8_t)tot;
 		ip[10] = ip[11] = 0;
-		sum = ip_checksum(ip, 20);
+		sum = inet_csum_fold(inet_csum_add(0, ip, 20));
 		ip[10] = (uint8_t)(sum >> 8);
 		ip[11] = (uint8_t)sum;
 		*ipv4 = true;
@@ -763,8 +753,11 @@ static int exec_ud(struct ionic_dev *dev, struct wqe_ctx *w)
 	if (dev->rdma->peer.ud_send) {
 		static uint8_t msg[PEER_MSG_MAX];
 		uint32_t st = gather(dev, w, msg, sizeof(msg));
+		/* The destination address is in the IPv4 header just built into the GRH area. */
+		uint32_t dst_ip = ri.ipv4 ? (uint32_t)grh[36] << 24 | (uint32_t)grh[37] << 16 | (uint32_t)grh[38] << 8 | grh[39]
+					  : 0;
 
-		if (st == 0 && dev->rdma->peer.ud_send(dev->rdma->peer.ctx, w->qpid, ah->hdr, ah->hdr_len, dest_qpn, msg,
+		if (st == 0 && dev->rdma->peer.ud_send(dev->rdma->peer.ctx, w->qpid, dst_ip, dest_qpn, msg,
 						       (size_t)w->sgl.total)) {
 			complete_npg(dev, w->qpid, w->qp, le64_get(w->h.wqe_id), 0);
 			return WQE_DONE;

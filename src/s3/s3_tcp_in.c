@@ -75,7 +75,7 @@ static void icmp_input(struct s3_tcp *t, const uint8_t *smac, uint32_t sip, cons
 		t->stats.drop_bad_ip++;
 		return;
 	}
-	if (s3_tcp_csum_fold(s3_tcp_csum_add(0, p, len)) != 0) {
+	if (inet_csum_fold(inet_csum_add(0, p, len)) != 0) {
 		t->stats.drop_bad_csum++;
 		return;
 	}
@@ -92,7 +92,7 @@ static void icmp_input(struct s3_tcp *t, const uint8_t *smac, uint32_t sip, cons
 	er->id = eq->id;
 	er->seq = eq->seq;
 	memcpy(t->frame + S3_ETH_IP_HLEN + sizeof(*er), p + sizeof(*eq), dlen);
-	er->csum = be16_set(s3_tcp_csum_fold(s3_tcp_csum_add(0, er, sizeof(*er) + dlen)));
+	er->csum = be16_set(inet_csum_fold(inet_csum_add(0, er, sizeof(*er) + dlen)));
 	t->stats.icmp_echo_replies++;
 	s3_tcp_ip_output(t, smac, sip, S3_IP_PROTO_ICMP, sizeof(*er) + dlen, false);
 }
@@ -399,8 +399,8 @@ static void tcp_input(struct s3_tcp *t, const uint8_t *smac, uint32_t sip, const
 		t->stats.drop_bad_tcp++;
 		return;
 	}
-	if (s3_tcp_csum_fold(s3_tcp_csum_pseudo(sip, t->cfg.ip, S3_IP_PROTO_TCP, len) +
-			     s3_tcp_csum_add(0, p, len)) != 0) {
+	if (inet_csum_fold(s3_tcp_csum_pseudo(sip, t->cfg.ip, S3_IP_PROTO_TCP, len) +
+			     inet_csum_add(0, p, len)) != 0) {
 		t->stats.drop_bad_csum++;
 		return;
 	}
@@ -469,7 +469,7 @@ static void ip_input(struct s3_tcp *t, const uint8_t *smac, const uint8_t *p, si
 		t->stats.drop_bad_ip++;
 		return;
 	}
-	if (s3_tcp_csum_fold(s3_tcp_csum_add(0, ih, sizeof(*ih))) != 0) {
+	if (inet_csum_fold(inet_csum_add(0, ih, sizeof(*ih))) != 0) {
 		t->stats.drop_bad_csum++;
 		return;
 	}

@@ -12,31 +12,10 @@
 
 /* ---- checksums (RFC 1071) ------------------------------------------------------ */
 
-uint64_t s3_tcp_csum_add(uint64_t sum, const void *data, size_t len)
-{
-	const uint8_t *p = data;
-
-	while (len > 1) {
-		sum += ((uint32_t)p[0] << 8) | p[1];
-		p += 2;
-		len -= 2;
-	}
-	if (len > 0)
-		sum += (uint32_t)p[0] << 8;
-	return sum;
-}
-
 uint64_t s3_tcp_csum_pseudo(uint32_t src, uint32_t dst, uint8_t proto, size_t len)
 {
 	return (uint64_t)(src >> 16) + (src & 0xffffu) + (dst >> 16) + (dst & 0xffffu) + proto +
 	       (uint64_t)len;
-}
-
-uint16_t s3_tcp_csum_fold(uint64_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffffu) + (sum >> 16);
-	return (uint16_t)~sum;
 }
 
 /* ---- IPv4 ----------------------------------------------------------------------- */
@@ -61,7 +40,7 @@ void s3_tcp_ip_output(struct s3_tcp *t, const uint8_t dmac[S3_ETH_ALEN], uint32_
 	ih->csum = be16_set(0);
 	ih->src = be32_set(t->cfg.ip);
 	ih->dst = be32_set(dip);
-	ih->csum = be16_set(s3_tcp_csum_fold(s3_tcp_csum_add(0, ih, sizeof(*ih))));
+	ih->csum = be16_set(inet_csum_fold(inet_csum_add(0, ih, sizeof(*ih))));
 	if (flen < S3_ETH_MIN_FRAME) {
 		memset(t->frame + flen, 0, S3_ETH_MIN_FRAME - flen);
 		flen = S3_ETH_MIN_FRAME;
@@ -88,8 +67,8 @@ static void tcp_emit(struct s3_tcp *t, const uint8_t *dmac, uint32_t dip, uint16
 	th->wnd = be16_set(wnd);
 	th->csum = be16_set(0);
 	th->urp = be16_set(0);
-	th->csum = be16_set(s3_tcp_csum_fold(s3_tcp_csum_pseudo(t->cfg.ip, dip, S3_IP_PROTO_TCP, l4) +
-					     s3_tcp_csum_add(0, th, l4)));
+	th->csum = be16_set(inet_csum_fold(s3_tcp_csum_pseudo(t->cfg.ip, dip, S3_IP_PROTO_TCP, l4) +
+					     inet_csum_add(0, th, l4)));
 	s3_tcp_ip_output(t, dmac, dip, S3_IP_PROTO_TCP, l4, true);
 }
 

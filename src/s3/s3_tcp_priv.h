@@ -13,6 +13,7 @@
 
 #include "s3/s3_tcp.h"
 #include "s3/s3_tcp_wire.h"
+#include "util/inet_csum.h"
 
 /* Sequence numbers live modulo 2^32: compare them only through these. */
 #define SEQ_DIFF(a, b) ((int32_t)((uint32_t)(a) - (uint32_t)(b)))
@@ -152,10 +153,8 @@ bool s3_tcp_parse_options(const uint8_t *opt, size_t len, int *mss);
 
 /* ---- s3_tcp_out.c ------------------------------------------------------------ */
 
-uint64_t s3_tcp_csum_add(uint64_t sum, const void *data, size_t len);
+/* The TCP pseudo-header's contribution to a checksum (util/inet_csum.h does the rest). */
 uint64_t s3_tcp_csum_pseudo(uint32_t src, uint32_t dst, uint8_t proto, size_t len);
-/* The one's complement of the folded sum: the value to store, or 0 when verifying a valid packet. */
-uint16_t s3_tcp_csum_fold(uint64_t sum);
 
 /*
  * The transport payload of l4len bytes is at t->frame + S3_ETH_IP_HLEN: adds the
