@@ -20,7 +20,16 @@ struct ev_watch {
 	struct ev_watch *next_dead;
 };
 
+struct ev_poller {
+	ev_poll_fn fn;
+	void *arg;
+	bool dead;              /* removed: unlinked and freed after the turn */
+	struct ev_poller *next;
+};
+
 #define MAX_DEFERRED 16
+/* While busy, the pollers are called back to back for up to this long between two looks at the fds. */
+#define SPIN_NS 2000
 
 struct evloop {
 	int epfd;
@@ -28,7 +37,72 @@ struct evloop {
 	struct ev_watch *dead; /* removed watchers, freed after the batch */
 	struct { void (*fn)(void *arg); void *arg; } deferred[MAX_DEFERRED];
 	unsigned ndeferred;
+	struct ev_poller *pollers;
+	unsigned npollers;      /* live ones */
+	unsigned busy_us;
+	unsigned idle_ms;       /* the sleep between two idle turns, while there are pollers */
+	uint64_t last_activity_ns;
 };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int evloop_poll_timeout(bool busy, bool have_pollers, unsigned idle_ms)
+{
+	if (busy)
+		return 0;
+	return have_pollers ? (int)idle_ms : -1;
+}
+
+unsigned evloop_next_idle(unsigned idle_ms, bool activity)
+{
+	if (activity || idle_ms < EVLOOP_IDLE_MIN_MS)
+		return EVLOOP_IDLE_MIN_MS;
+	return idle_ms >= EVLOOP_IDLE_MAX_MS / 2 ? EVLOOP_IDLE_MAX_MS : idle_ms * 2;
+}
+
+struct ev_poller *evloop_add_poller(struct evloop *loop, ev_poll_fn fn, void *arg)
+{
+	struct ev_poller *p = calloc(1, sizeof(*p));
+
+	if (p == NULL)
+		return NULL;
+	p->fn = fn;
+	p->arg = arg;
+	p->next = loop->pollers;
+	loop->pollers = p;
+	loop->npollers++;
+	return p;
+}
+
+void evloop_del_poller(struct evloop *loop, struct ev_poller *p)
+{
+	if (p == NULL || p->dead)
+		return;
+	p->dead = true;
+	loop->npollers--;
+}
+
+void evloop_set_busy_poll(struct evloop *loop, unsigned busy_us)
+{
+	loop->busy_us = busy_us;
+}
+
+/* Every live poller once; true if one of them found work. */
+static bool run_pollers(struct evloop *loop)
+{
+	bool work = false;
+
+	for (struct ev_poller *p = loop->pollers; p && !loop->stop; p = p->next)
+		if (!p->dead && p->fn(p->arg))
+			work = true;
+	return work;
+}
 
 int evloop_defer(struct evloop *loop, void (*fn)(void *arg), void *arg)
 {
@@ -73,12 +147,24 @@ static void reap(struct evloop *loop)
 		loop->dead = w->next_dead;
 		free(w);
 	}
+	for (struct ev_poller **pp = &loop->pollers; *pp;) {
+		struct ev_poller *p = *pp;
+
+		if (p->dead) {
+			*pp = p->next;
+			free(p);
+		} else {
+			pp = &p->next;
+		}
+	}
 }
 
 void evloop_free(struct evloop *loop)
 {
 	if (loop == NULL)
 		return;
+	for (struct ev_poller *p = loop->pollers; p; p = p->next)
+		p->dead = true;
 	reap(loop);
 	close(loop->epfd);
 	free(loop);
@@ -124,8 +210,13 @@ int evloop_run(struct evloop *loop)
 	struct epoll_event evs[64];
 
 	loop->stop = false;
+	loop->idle_ms = EVLOOP_IDLE_MIN_MS;
+	loop->last_activity_ns = mono_ns();
 	while (!loop->stop) {
-		int n = epoll_wait(loop->epfd, evs, 64, -1);
+		bool busy = loop->busy_us && mono_ns() - loop->last_activity_ns < (uint64_t)loop->busy_us * 1000;
+		int timeout = evloop_poll_timeout(busy, loop->npollers > 0, loop->idle_ms);
+		int n = epoll_wait(loop->epfd, evs, 64, timeout);
+		bool activity;
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -138,9 +229,26 @@ int evloop_run(struct evloop *loop)
 			if (!w->dead)
 				w->cb(w->arg, evs[i].events);
 		}
+		activity = n > 0;
+		if (loop->npollers && !loop->stop) {
+			activity |= run_pollers(loop);
+			if (busy && !activity) {
+				/* Look at the pollers more often than at the fds: a look at the fds is a system call. */
+				uint64_t until = mono_ns() + SPIN_NS;
+
+				while (!activity && !loop->stop && mono_ns() < until)
+					activity = run_pollers(loop);
+			}
+		}
 		while (loop->ndeferred && !loop->stop)
 			run_deferred(loop);
 		reap(loop);
+		if (activity) {
+			loop->last_activity_ns = mono_ns();
+			loop->idle_ms = evloop_next_idle(loop->idle_ms, true);
+		} else if (timeout > 0) {
+			loop->idle_ms = evloop_next_idle(loop->idle_ms, false);
+		}
 	}
 	return 0;
 }

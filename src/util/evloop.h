@@ -1,15 +1,28 @@
 /*
- * The event loop: one thread, epoll underneath, file-descriptor watchers.
+ * The event loop: one thread, epoll underneath, file-descriptor watchers and
+ * pollers.
  *
  * Callbacks run on the loop's thread. A watcher may be removed from inside
  * any callback, its own included; its memory is released after the current
  * batch of events, so a pending event for it is dropped, never delivered.
+ *
+ * Polling. Some work is found only by looking (memory a client writes
+ * without telling anyone, such as mapped doorbell pages): a poller is called
+ * on every turn of the loop and says whether it found work. After any
+ * activity (a ready fd, or a poller that found work) the loop spins for a
+ * busy window without sleeping, calling the pollers and checking the fds;
+ * when the window passes quietly it sleeps, waking every idle interval for
+ * the pollers (1 ms, doubling up to 4 ms while nothing happens). Without
+ * pollers it sleeps until an fd is ready, as a plain epoll loop does; the
+ * busy window applies all the same (a reply that follows a message closely
+ * is then picked up without a wake-up).
  *
  * Functions returning int give 0 or -errno.
  */
 #ifndef ERNIC_UTIL_EVLOOP_H
 #define ERNIC_UTIL_EVLOOP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct evloop;
@@ -40,6 +53,26 @@ void evloop_del_timer(struct evloop *loop, struct ev_timer *t);
  * Returns 0, or -ENOSPC when too many are pending.
  */
 int evloop_defer(struct evloop *loop, void (*fn)(void *arg), void *arg);
+
+/*
+ * A poller: fn(arg) on every turn of the loop; it returns true when it found
+ * (and did) work, which keeps the loop in its busy window. A poller may be
+ * removed from any callback, its own included. Returns NULL on failure.
+ */
+typedef bool (*ev_poll_fn)(void *arg);
+struct ev_poller;
+struct ev_poller *evloop_add_poller(struct evloop *loop, ev_poll_fn fn, void *arg);
+void evloop_del_poller(struct evloop *loop, struct ev_poller *p);
+
+/* The busy window after activity, in microseconds (0: never spin). Default 0. */
+void evloop_set_busy_poll(struct evloop *loop, unsigned busy_us);
+
+/* The sleep before the next turn: 0 (spin), -1 (until an fd is ready) or milliseconds. */
+#define EVLOOP_IDLE_MIN_MS 1
+#define EVLOOP_IDLE_MAX_MS 4
+int evloop_poll_timeout(bool busy, bool have_pollers, unsigned idle_ms);
+/* The idle interval after a turn that found nothing (doubling) or found work (back to the minimum). */
+unsigned evloop_next_idle(unsigned idle_ms, bool activity);
 
 /* Milliseconds of a monotonic clock. */
 uint64_t evloop_now_ms(void);

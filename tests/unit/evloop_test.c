@@ -1,0 +1,104 @@
+/* evloop-unit: pollers, their removal from a callback, the busy window and the idle back-off. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdbool.h>
+
+#include "util/evloop.h"
+
+static void test_idle_policy(void **state)
+{
+	(void)state;
+	assert_int_equal(evloop_poll_timeout(true, true, 4), 0);
+	assert_int_equal(evloop_poll_timeout(true, false, 4), 0);
+	assert_int_equal(evloop_poll_timeout(false, true, 3), 3);
+	assert_int_equal(evloop_poll_timeout(false, false, 3), -1);
+	/* Doubling up to the ceiling while nothing happens, back to the floor on activity. */
+	assert_int_equal(evloop_next_idle(EVLOOP_IDLE_MIN_MS, false), 2);
+	assert_int_equal(evloop_next_idle(2, false), 4);
+	assert_int_equal(evloop_next_idle(3, false), EVLOOP_IDLE_MAX_MS);
+	assert_int_equal(evloop_next_idle(EVLOOP_IDLE_MAX_MS, false), EVLOOP_IDLE_MAX_MS);
+	assert_int_equal(evloop_next_idle(EVLOOP_IDLE_MAX_MS, true), EVLOOP_IDLE_MIN_MS);
+	assert_int_equal(evloop_next_idle(0, false), EVLOOP_IDLE_MIN_MS);
+}
+
+struct counter {
+	struct evloop *loop;
+	struct ev_poller *self;
+	unsigned calls, stop_after, work_calls;
+	bool remove_self;
+};
+
+static bool count_poll(void *arg)
+{
+	struct counter *c = arg;
+
+	c->calls++;
+	if (c->remove_self)
+		evloop_del_poller(c->loop, c->self);
+	if (c->stop_after && c->calls == c->stop_after)
+		evloop_stop(c->loop);
+	return c->calls <= c->work_calls;
+}
+
+static void test_pollers_run_and_go(void **state)
+{
+	struct evloop *loop = evloop_new();
+	struct counter once = { .loop = loop, .remove_self = true }, five = { .loop = loop, .stop_after = 5 };
+
+	(void)state;
+	once.self = evloop_add_poller(loop, count_poll, &once);
+	five.self = evloop_add_poller(loop, count_poll, &five);
+	assert_non_null(once.self);
+	assert_non_null(five.self);
+	/* Without fds the loop still turns (idle ticks), so the pollers are called. */
+	assert_int_equal(evloop_run(loop), 0);
+	assert_int_equal(five.calls, 5);
+	assert_int_equal(once.calls, 1); /* removed itself in its first call */
+	evloop_free(loop);
+}
+
+static void stop_cb(void *arg, uint32_t events)
+{
+	(void)events;
+	evloop_stop(arg);
+}
+
+/* Poller calls during 60 ms, when the poller finds work in its first call only. */
+static unsigned calls_in_60ms(unsigned busy_us)
+{
+	struct evloop *loop = evloop_new();
+	struct counter c = { .loop = loop, .work_calls = 1 };
+	struct ev_timer *t;
+
+	evloop_set_busy_poll(loop, busy_us);
+	c.self = evloop_add_poller(loop, count_poll, &c);
+	t = evloop_add_timer(loop, 60, stop_cb, loop);
+	assert_non_null(t);
+	assert_int_equal(evloop_run(loop), 0);
+	evloop_del_timer(loop, t);
+	evloop_free(loop);
+	return c.calls;
+}
+
+static void test_busy_window(void **state)
+{
+	(void)state;
+	/* A 30 ms window spins; without one the loop sleeps between idle ticks (1, 2, 4, 4, ... ms). */
+	assert_true(calls_in_60ms(30000) > 1000);
+	assert_true(calls_in_60ms(0) < 40);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_idle_policy),
+		cmocka_unit_test(test_pollers_run_and_go),
+		cmocka_unit_test(test_busy_window),
+	};
+
+	return cmocka_run_group_tests_name("evloop-unit", tests, NULL, NULL);
+}
