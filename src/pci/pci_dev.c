@@ -249,6 +249,52 @@ static void vfu_reset(void *opaque)
 	pci_dev_reset(opaque);
 }
 
+static void vfu_sync(void *opaque)
+{
+	struct pci_dev *pd = opaque;
+
+	if (pd->fn.sync)
+		pd->fn.sync(pd->fn.opaque);
+}
+
+static void vfu_disconnected(void *opaque)
+{
+	struct pci_dev *pd = opaque;
+
+	if (pd->fn.disconnected)
+		pd->fn.disconnected(pd->fn.opaque);
+}
+
+int pci_dev_set_bar_mmap(struct pci_dev *pd, unsigned bar, const struct vfu_region_mmap *mm)
+{
+	struct vfu_region *reg;
+
+	if (bar >= 6 || pd->fn.bars[bar].size == 0)
+		return -EINVAL;
+	reg = &pd->vfu.regions[VFU_REGION_BAR0 + bar];
+	if (mm == NULL) {
+		memset(&reg->mmap, 0, sizeof(reg->mmap));
+		return 0;
+	}
+	if (mm->nr_areas > VFU_MAX_SPARSE_AREAS || mm->fd < 0)
+		return -EINVAL;
+	for (uint32_t i = 0; i < mm->nr_areas; i++) {
+		const struct vfu_mmap_area *a = &mm->areas[i];
+		const uint64_t ranges[2][2] = {
+			{ pd->fn.msix_table_offset, pd->table_len },
+			{ pd->fn.msix_pba_offset, pd->pba_len },
+		};
+
+		if (a->offset > reg->size || a->size > reg->size - a->offset)
+			return -EINVAL;
+		for (int r = 0; bar == pd->fn.msix_bar && r < 2; r++)
+			if (a->offset < ranges[r][0] + ranges[r][1] && ranges[r][0] < a->offset + a->size)
+				return -EINVAL; /* MSI-X lives in the PCI layer: it must trap */
+	}
+	reg->mmap = *mm;
+	return 0;
+}
+
 static void vfu_irq_changed(void *opaque, enum vfu_irq_index index)
 {
 	if (index == VFU_IRQ_MSIX)
@@ -288,16 +334,19 @@ struct pci_dev *pci_dev_new(const struct pci_function *fn)
 	reset_state(pd);
 
 	pd->vfu.opaque = pd;
-	pd->vfu.regions[VFU_REGION_CONFIG] = (struct vfu_region){ PCIE_CFG_SPACE_SIZE, config_access };
+	pd->vfu.regions[VFU_REGION_CONFIG] = (struct vfu_region){ .size = PCIE_CFG_SPACE_SIZE, .access = config_access };
 	for (unsigned b = 0; b < 6; b += 2)
 		if (fn->bars[b].size)
-			pd->vfu.regions[VFU_REGION_BAR0 + b] = (struct vfu_region){ fn->bars[b].size, bar_fns[b] };
+			pd->vfu.regions[VFU_REGION_BAR0 + b] = (struct vfu_region){ .size = fn->bars[b].size,
+										      .access = bar_fns[b] };
 	pd->vfu.irq_count[VFU_IRQ_MSIX] = fn->msix_vectors;
 	pd->vfu.irq_count[VFU_IRQ_ERR] = 1;
 	pd->vfu.irq_count[VFU_IRQ_REQ] = 1;
 	pd->vfu.reset = vfu_reset;
 	pd->vfu.irq_changed = vfu_irq_changed;
 	pd->vfu.irq_trigger = vfu_irq_trigger;
+	pd->vfu.sync = vfu_sync;
+	pd->vfu.disconnected = vfu_disconnected;
 	return pd;
 }
 

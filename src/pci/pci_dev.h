@@ -37,8 +37,12 @@ struct pci_function {
 	uint32_t msix_vectors;  /* 1..2048 */
 	unsigned msix_bar;
 	uint32_t msix_table_offset, msix_pba_offset;
-	void *opaque;           /* passed to the BAR access functions and reset */
+	void *opaque;           /* passed to the BAR access functions and the callbacks below */
 	void (*reset)(void *opaque);
+	/* Before each client message: catch up with what the client wrote to mapped BAR areas. May be NULL. */
+	void (*sync)(void *opaque);
+	/* The client is gone (after reset): hand out fresh mapped memory (pci_dev_set_bar_mmap). May be NULL. */
+	void (*disconnected)(void *opaque);
 };
 
 struct pci_dev;
@@ -55,6 +59,13 @@ void pci_dev_set_server(struct pci_dev *pd, struct vfu_server *srv);
 /* Raise MSI-X vector vec: delivered now, or left pending in the PBA. */
 void pci_msix_notify(struct pci_dev *pd, uint32_t vec);
 bool pci_msix_pending(const struct pci_dev *pd, uint32_t vec);
+
+/*
+ * Let the client map areas of BAR `bar` (offsets inside the BAR) backed by
+ * mm->fd, or stop offering it (mm NULL). The areas may not cover the MSI-X
+ * table or PBA. Takes effect at the client's next GET_REGION_INFO. 0 or -EINVAL.
+ */
+int pci_dev_set_bar_mmap(struct pci_dev *pd, unsigned bar, const struct vfu_region_mmap *mm);
 
 /* Reset config space and MSI-X state, then the device (as the client's DEVICE_RESET does). */
 void pci_dev_reset(struct pci_dev *pd);

@@ -94,9 +94,42 @@ struct vfu_region_info {
 	uint64_t offset;
 };
 _Static_assert(sizeof(struct vfu_region_info) == 32, "vfu_region_info");
+_Static_assert(offsetof(struct vfu_region_info, cap_offset) == 12, "vfu_region_info.cap_offset");
+_Static_assert(offsetof(struct vfu_region_info, offset) == 24, "vfu_region_info.offset");
 #define VFU_REGION_FLAG_READ  0x1u
 #define VFU_REGION_FLAG_WRITE 0x2u
 #define VFU_REGION_FLAG_MMAP  0x4u
+#define VFU_REGION_FLAG_CAPS  0x8u
+
+/*
+ * Region info capabilities (VFIO's struct vfio_info_cap_header): a chain
+ * that starts cap_offset bytes into the reply's vfu_region_info; next is the
+ * offset of the following capability from the same start, 0 for the last.
+ */
+struct vfu_info_cap_header {
+	uint16_t id;
+	uint16_t version;
+	uint32_t next;
+};
+_Static_assert(sizeof(struct vfu_info_cap_header) == 8, "vfu_info_cap_header");
+
+/* VFIO_REGION_INFO_CAP_SPARSE_MMAP: the parts of a region the client may mmap (the rest traps). */
+#define VFU_REGION_INFO_CAP_SPARSE_MMAP 1
+#define VFU_REGION_INFO_CAP_SPARSE_MMAP_VERSION 1
+struct vfu_region_sparse_mmap_area {
+	uint64_t offset;    /* inside the region; the fd is mapped at vfu_region_info.offset + offset */
+	uint64_t size;
+};
+_Static_assert(sizeof(struct vfu_region_sparse_mmap_area) == 16, "vfu_region_sparse_mmap_area");
+
+struct vfu_region_info_cap_sparse_mmap {
+	struct vfu_info_cap_header header;
+	uint32_t nr_areas;
+	uint32_t reserved;
+	/* nr_areas struct vfu_region_sparse_mmap_area follow */
+};
+_Static_assert(sizeof(struct vfu_region_info_cap_sparse_mmap) == 16, "vfu_region_info_cap_sparse_mmap");
+_Static_assert(offsetof(struct vfu_region_info_cap_sparse_mmap, nr_areas) == 8, "sparse mmap nr_areas");
 
 struct vfu_irq_info {
 	uint32_t argsz;

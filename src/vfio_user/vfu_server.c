@@ -67,11 +67,13 @@ struct vfu_server {
 	struct vfu_irq irqs[VFU_NUM_IRQS];
 };
 
-/* What one handler produced: a payload to send back, or an errno. */
+/* What one handler produced: a payload to send back (with descriptors, not owned), or an errno. */
 struct reply {
 	uint8_t *data;
 	size_t len;
 	int err;
+	int fds[1];
+	unsigned nfds;
 };
 
 /* ---- interrupts ---- */
@@ -203,7 +205,7 @@ static int send_reply(struct vfu_conn *c, const struct vfu_hdr *req, const struc
 	memcpy(out, &h, sizeof(h));
 	if (r->len)
 		memcpy(out + sizeof(h), r->data, r->len);
-	rc = send_all(c->fd, out, h.size, NULL, 0);
+	rc = send_all(c->fd, out, h.size, r->fds, r->nfds);
 	free(out);
 	return rc;
 }
@@ -392,24 +394,70 @@ static int handle_get_info(struct msg *m, struct reply *r)
 	return 0;
 }
 
+/* The region's mappable areas, or NULL when it has none. */
+static const struct vfu_region_mmap *region_mmap(const struct vfu_region *reg)
+{
+	return reg->size && reg->mmap.nr_areas && reg->mmap.fd >= 0 ? &reg->mmap : NULL;
+}
+
+/*
+ * GET_REGION_INFO. A mappable region answers MMAP | CAPS with a sparse-mmap
+ * capability right after the info and its fd. When the client's argsz has no
+ * room for the capability, the reply is the info alone with the argsz that
+ * is needed and cap_offset 0 (the client asks again), as VFIO does; the fd
+ * goes with both (QEMU closes the first one).
+ */
 static int handle_region_info(struct msg *m, struct reply *r)
 {
-	struct vfu_region_info info;
+	struct vfu_region_info in, info;
 	const struct vfu_region *reg;
+	const struct vfu_region_mmap *mm;
+	size_t caps_len = 0;
 
-	memcpy(&info, m->p, sizeof(info));
-	if (info.argsz < sizeof(info) || info.index >= VFU_NUM_REGIONS)
+	memcpy(&in, m->p, sizeof(in));
+	if (in.argsz < sizeof(in) || in.index >= VFU_NUM_REGIONS)
 		return EINVAL;
-	reg = &m->srv->dev->regions[info.index];
+	reg = &m->srv->dev->regions[in.index];
+	mm = region_mmap(reg);
 	info = (struct vfu_region_info){
 		.argsz = sizeof(info),
-		.index = info.index,
+		.index = in.index,
 		.flags = reg->size ? VFU_REGION_FLAG_READ | VFU_REGION_FLAG_WRITE : 0,
 		.size = reg->size,
 	};
-	if (reply_alloc(r, sizeof(info)))
+	if (mm) {
+		caps_len = sizeof(struct vfu_region_info_cap_sparse_mmap) +
+			   mm->nr_areas * sizeof(struct vfu_region_sparse_mmap_area);
+		info.flags |= VFU_REGION_FLAG_MMAP | VFU_REGION_FLAG_CAPS;
+		info.offset = mm->fd_offset;
+		info.argsz = (uint32_t)(sizeof(info) + caps_len);
+		if (in.argsz >= info.argsz)
+			info.cap_offset = sizeof(info);
+		else
+			caps_len = 0;
+		r->fds[0] = mm->fd;
+		r->nfds = 1;
+	}
+	if (reply_alloc(r, sizeof(info) + caps_len))
 		return ENOMEM;
 	memcpy(r->data, &info, sizeof(info));
+	if (caps_len) {
+		struct vfu_region_info_cap_sparse_mmap cap = {
+			.header = { .id = VFU_REGION_INFO_CAP_SPARSE_MMAP,
+				    .version = VFU_REGION_INFO_CAP_SPARSE_MMAP_VERSION, .next = 0 },
+			.nr_areas = mm->nr_areas,
+		};
+		uint8_t *p = r->data + sizeof(info);
+
+		memcpy(p, &cap, sizeof(cap));
+		p += sizeof(cap);
+		for (uint32_t i = 0; i < mm->nr_areas; i++) {
+			struct vfu_region_sparse_mmap_area a = { mm->areas[i].offset, mm->areas[i].size };
+
+			memcpy(p, &a, sizeof(a));
+			p += sizeof(a);
+		}
+	}
 	return 0;
 }
 
@@ -653,6 +701,8 @@ static void drop_client(struct vfu_server *srv, const char *why)
 	irqs_reset(srv);
 	if (srv->dev->reset)
 		srv->dev->reset(srv->dev->opaque);
+	if (srv->dev->disconnected)
+		srv->dev->disconnected(srv->dev->opaque);
 }
 
 /* Handle the complete message in c->buf. Returns 0, or -1 if the connection must end. */
@@ -684,6 +734,8 @@ static int dispatch(struct vfu_server *srv, struct vfu_conn *c)
 		LOG_WARN("vfio-user: %s before VERSION", hd->name);
 		r.err = EINVAL;
 	} else {
+		if (srv->dev->sync)
+			srv->dev->sync(srv->dev->opaque);
 		r.err = hd->fn(&m, &r);
 		if (r.err)
 			LOG_DEBUG("vfio-user: %s failed: %s", hd->name, strerror(r.err));
@@ -875,6 +927,25 @@ static int claim_path(const struct sockaddr_un *sa, char *err, size_t errlen)
 	return 0;
 }
 
+/* The device's mappable areas must be page-aligned and inside their regions. */
+static int check_mmaps(const struct vfu_device *dev, char *err, size_t errlen)
+{
+	for (int i = 0; i < VFU_NUM_REGIONS; i++) {
+		const struct vfu_region *reg = &dev->regions[i];
+
+		if (reg->mmap.nr_areas > VFU_MAX_SPARSE_AREAS || reg->mmap.fd_offset % VFU_PGSIZE)
+			return err_set(err, errlen, "region %d: bad mmap description", i);
+		for (uint32_t a = 0; a < reg->mmap.nr_areas; a++) {
+			const struct vfu_mmap_area *ar = &reg->mmap.areas[a];
+
+			if (ar->size == 0 || ar->offset % VFU_PGSIZE || ar->size % VFU_PGSIZE ||
+			    ar->offset > reg->size || ar->size > reg->size - ar->offset)
+				return err_set(err, errlen, "region %d: mmap area %u is not pages inside the region", i, a);
+		}
+	}
+	return 0;
+}
+
 static int irqs_alloc(struct vfu_server *srv, char *err, size_t errlen)
 {
 	for (int i = 0; i < VFU_NUM_IRQS; i++) {
@@ -918,7 +989,7 @@ struct vfu_server *vfu_server_start(struct evloop *loop, const char *path,
 		return NULL;
 	}
 	strcpy(sa.sun_path, path);
-	if (claim_path(&sa, err, errlen))
+	if (check_mmaps(dev, err, errlen) || claim_path(&sa, err, errlen))
 		return NULL;
 
 	srv = calloc(1, sizeof(*srv));

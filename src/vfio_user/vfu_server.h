@@ -10,6 +10,10 @@
  *
  * Nothing outside src/vfio_user knows the wire protocol: the device sees
  * region accesses, resets, and the interrupt and guest-memory functions below.
+ * A region may offer areas the client maps (struct vfu_region_mmap); QEMU's
+ * client then stops posting trapped writes for the whole device (it cannot
+ * order them against stores to the mapping), so every trapped write waits
+ * for its reply.
  */
 #ifndef ERNIC_VFIO_USER_VFU_SERVER_H
 #define ERNIC_VFIO_USER_VFU_SERVER_H
@@ -54,9 +58,30 @@ enum vfu_irq_index {
  */
 typedef int (*vfu_access_fn)(void *opaque, uint64_t offset, void *buf, size_t len, bool is_write);
 
+/*
+ * Memory the client may map instead of trapping (sparse mmap): areas of the
+ * region backed by a file. GET_REGION_INFO then carries the MMAP and CAPS
+ * flags, a sparse-mmap capability listing the areas and the fd (the server
+ * sends a copy; the fd stays the owner's). Areas are page-aligned and lie
+ * inside the region. Accesses through REGION_READ/WRITE still reach the
+ * access function, mapped areas included. nr_areas 0: not mappable.
+ */
+#define VFU_MAX_SPARSE_AREAS 8
+struct vfu_mmap_area {
+	uint64_t offset;
+	uint64_t size;
+};
+struct vfu_region_mmap {
+	int fd;
+	uint64_t fd_offset;     /* where the region's byte 0 lies in fd (page-aligned) */
+	uint32_t nr_areas;
+	struct vfu_mmap_area areas[VFU_MAX_SPARSE_AREAS];
+};
+
 struct vfu_region {
 	uint64_t size;          /* 0: the region does not exist */
 	vfu_access_fn access;
+	struct vfu_region_mmap mmap; /* read at every GET_REGION_INFO: the fd may change between clients */
 };
 
 struct vfu_device {
@@ -72,6 +97,18 @@ struct vfu_device {
 	 * eventfds): raise it as the device would. NULL: signal it directly.
 	 */
 	void (*irq_trigger)(void *opaque, enum vfu_irq_index index, uint32_t vector);
+	/*
+	 * Called before each message is handled: the client may have written
+	 * mapped areas before it sent the message, and a later access must not
+	 * pass those writes (as a PCI read does not pass posted writes). May be NULL.
+	 */
+	void (*sync)(void *opaque);
+	/*
+	 * The client is gone (after reset): whatever it mapped it may still
+	 * write, so the device gives the next client fresh memory (a new fd in
+	 * the regions' mmap). May be NULL.
+	 */
+	void (*disconnected)(void *opaque);
 };
 
 /* Returns the server, or NULL with a one-line reason in err. dev must outlive it. */
