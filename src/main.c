@@ -31,6 +31,8 @@
 
 #define DEFAULT_SOCKET "/tmp/vfio-user-rocm-ernic.sock"
 #define IFNAME_MAX 15 /* IFNAMSIZ - 1 */
+#define DEFAULT_POLL_US 50
+#define MAX_POLL_US 100000
 
 /* Locally administered, unicast, and the same on every start: 02:45:52:4e:49:43 ("ERNIC"). */
 static const uint8_t default_mac[6] = { 0x02, 0x45, 0x52, 0x4e, 0x49, 0x43 };
@@ -40,6 +42,8 @@ struct options {
 	const char *tap;
 	uint8_t mac[6];
 	struct backend_config backend;
+	bool mmap_doorbells;
+	unsigned poll_us;
 };
 
 static void usage(FILE *f)
@@ -52,6 +56,11 @@ static void usage(FILE *f)
 		"  -b, --backend SPEC      none | loopback | s3[:opts] | nvmeof[:opts] (default loopback)\n"
 		"  -T, --tap IFNAME        join the emulated segment to this existing TAP device\n"
 		"  -m, --mac MAC           the guest NIC's MAC (default 02:45:52:4e:49:43)\n"
+		"      --mmap-doorbells    let the client map the doorbell pages (BAR2): doorbell stores\n"
+		"                          stop trapping; RDMA doorbells can then be lost (docs/ionic.md)\n"
+		"      --no-mmap-doorbells every doorbell traps (the default)\n"
+		"      --poll-us N         after any activity, poll without sleeping for N microseconds\n"
+		"                          (0..100000, default 50)\n"
 		"  -L, --log-level LEVEL   error | warn | info | debug (default info)\n"
 		"  -v                      same as --log-level debug\n"
 		"      --version           print the version and exit\n"
@@ -104,24 +113,29 @@ static const char *long_name(const struct option *longopts, int c)
 
 static void parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_VERSION = 256 };
+	enum { OPT_VERSION = 256, OPT_MMAP_DB, OPT_NO_MMAP_DB, OPT_POLL_US };
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "backend", required_argument, NULL, 'b' },
 		{ "tap", required_argument, NULL, 'T' },
 		{ "mac", required_argument, NULL, 'm' },
 		{ "log-level", required_argument, NULL, 'L' },
+		{ "mmap-doorbells", no_argument, NULL, OPT_MMAP_DB },
+		{ "no-mmap-doorbells", no_argument, NULL, OPT_NO_MMAP_DB },
+		{ "poll-us", required_argument, NULL, OPT_POLL_US },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *backend = "loopback";
 	const char *mac = NULL;
-	bool seen[128] = { false };
+	bool seen[128] = { false }, seen_db = false, seen_poll = false;
 	char err[512];
+	uint64_t v;
 	int c;
 
 	o->socket_path = DEFAULT_SOCKET;
+	o->poll_us = DEFAULT_POLL_US;
 	memcpy(o->mac, default_mac, sizeof(o->mac));
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":s:b:T:m:L:vh", longopts, NULL)) != -1) {
@@ -154,6 +168,21 @@ static void parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 'v':
 			log_set_level(LOG_LEVEL_DEBUG);
+			break;
+		case OPT_MMAP_DB:
+		case OPT_NO_MMAP_DB:
+			if (seen_db)
+				usage_error("--mmap-doorbells or --no-mmap-doorbells given twice");
+			seen_db = true;
+			o->mmap_doorbells = c == OPT_MMAP_DB;
+			break;
+		case OPT_POLL_US:
+			if (seen_poll)
+				usage_error("option --poll-us given twice");
+			seen_poll = true;
+			if (parse_u64_range(optarg, 0, MAX_POLL_US, &v))
+				usage_error("bad --poll-us '%s' (0..%u microseconds)", optarg, MAX_POLL_US);
+			o->poll_us = (unsigned)v;
 			break;
 		case OPT_VERSION:
 			printf("rocm-ernic %s\n", ERNIC_VERSION);
@@ -225,6 +254,7 @@ int main(int argc, char **argv)
 	struct tap *tap = NULL;
 	struct ionic_dev_config nic_cfg;
 	struct ev_watch *sig_watch = NULL;
+	struct ev_poller *db_poller = NULL;
 	sigset_t mask;
 	char err[512];
 	int status = 1;
@@ -250,6 +280,7 @@ int main(int argc, char **argv)
 	sig_watch = evloop_add_fd(sig.loop, sig.fd, EPOLLIN, on_signal, &sig);
 	if (sig_watch == NULL)
 		goto out;
+	evloop_set_busy_poll(sig.loop, opts.poll_us);
 
 	sw = net_switch_new();
 	if (sw == NULL)
@@ -270,11 +301,21 @@ int main(int argc, char **argv)
 	}
 
 	memcpy(nic_cfg.mac, opts.mac, sizeof(nic_cfg.mac));
-	nic = ionic_pci_new(&nic_cfg);
+	nic = ionic_pci_new(&nic_cfg, opts.mmap_doorbells);
 	sig.nic = nic;
 	if (nic == NULL || ionic_pci_attach_segment(nic, sw)) {
 		LOG_ERR("cannot create the device");
 		goto out;
+	}
+	if (opts.mmap_doorbells) {
+		/* Stores to the mapped doorbell pages tell nobody: the loop looks for them. */
+		db_poller = evloop_add_poller(sig.loop, ionic_pci_poll, nic);
+		if (db_poller == NULL) {
+			LOG_ERR("cannot poll the doorbell pages");
+			goto out;
+		}
+		LOG_INFO("ionic: doorbell pages mapped by the client, polled (busy for %u us after activity)",
+			 opts.poll_us);
 	}
 	ionic_datapath_attach(dp, ionic_pci_dev(nic));
 	srv = vfu_server_start(sig.loop, opts.socket_path, ionic_pci_vfu(nic), err, sizeof(err));
@@ -290,6 +331,8 @@ int main(int argc, char **argv)
 	status = 0;
 out:
 	vfu_server_stop(srv);
+	if (sig.loop)
+		evloop_del_poller(sig.loop, db_poller);
 	ionic_datapath_attach(dp, NULL);
 	ionic_pci_free(nic);
 	tap_close(tap);

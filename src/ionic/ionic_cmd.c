@@ -338,7 +338,7 @@ static uint8_t cmd_q_init(struct ionic_dev *dev, const uint8_t *cmd, uint8_t *co
 	if (q->type == IONIC_QTYPE_NOTIFYQ)
 		ionic_notify_link(dev); /* the first event: the link is up */
 	r->hw_index = le32_set(q->index);
-	r->hw_type = q->type;
+	r->hw_type = ionic_queue_db_slot(q); /* the doorbell word: one per queue */
 	return IONIC_RC_SUCCESS;
 }
 

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "ionic/ionic_priv.h"
+#include "ionic/ionic_rdma_if.h"
 #include "util/log.h"
 #include "vfio_user/dma_map.h"
 
@@ -265,6 +266,23 @@ int ionic_dev_bar0_access(void *opaque, uint64_t off, void *buf, size_t len, boo
 	return 0;
 }
 
+/* A doorbell: value val stored in word `slot` (the hw_type or RDMA qtype) of doorbell page `page`. */
+static void doorbell(struct ionic_dev *dev, uint32_t page, uint32_t slot, uint64_t val)
+{
+	uint32_t qid = (uint32_t)(val >> IONIC_DBELL_QID_SHIFT) & IONIC_DBELL_QID_MASK;
+	uint32_t ring = (uint32_t)(val >> IONIC_DBELL_RING_SHIFT) & IONIC_DBELL_RING_MASK;
+	uint32_t index = (uint32_t)val & IONIC_DBELL_INDEX_MASK;
+
+	dev->stats.doorbells++;
+	if (page == 0) {
+		ionic_queue_doorbell(dev, slot, qid, ring, index);
+		return;
+	}
+	/* Pages 1.. belong to RDMA user contexts: only their RDMA queues ring there. */
+	if (page >= IONIC_NDBPGS_PER_LIF || !ionic_rdma_doorbell(dev, page, slot, qid, ring, index))
+		ionic_guest_error(dev, "doorbell on page %u word %u", page, slot);
+}
+
 int ionic_dev_bar2_access(void *opaque, uint64_t off, void *buf, size_t len, bool is_write)
 {
 	struct ionic_dev *dev = opaque;
@@ -274,29 +292,85 @@ int ionic_dev_bar2_access(void *opaque, uint64_t off, void *buf, size_t len, boo
 		memset(buf, 0, len); /* doorbells are write-only */
 		return 0;
 	}
-	dev->stats.doorbells++;
-	if (len != 8 || in_page % 8) {
+	if (len != 8 || in_page % 8 || page >= IONIC_NDBPGS_PER_LIF) {
+		dev->stats.doorbells++;
 		ionic_guest_error(dev, "doorbell write of %zu bytes at %#llx", len, (unsigned long long)off);
 		return 0;
 	}
 	memcpy(&val, buf, 8);
-	val = le64toh(val);
-	if (page != 0) {
-		/* Pages 1.. belong to RDMA user contexts: only their RDMA queues ring there. */
-		if (page >= IONIC_NDBPGS_PER_LIF ||
-		    !ionic_rdma_doorbell(dev, (uint32_t)page, (uint32_t)(in_page / 8),
-					 (uint32_t)(val >> IONIC_DBELL_QID_SHIFT) & IONIC_DBELL_QID_MASK,
-					 (uint32_t)(val >> IONIC_DBELL_RING_SHIFT) & IONIC_DBELL_RING_MASK,
-					 (uint32_t)val & IONIC_DBELL_INDEX_MASK))
-			ionic_guest_error(dev, "doorbell on page %llu offset %#llx", (unsigned long long)page,
-					  (unsigned long long)in_page);
-		return 0;
-	}
-	ionic_queue_doorbell(dev, (uint32_t)(in_page / 8),
-			     (uint32_t)(val >> IONIC_DBELL_QID_SHIFT) & IONIC_DBELL_QID_MASK,
-			     (uint32_t)(val >> IONIC_DBELL_RING_SHIFT) & IONIC_DBELL_RING_MASK,
-			     (uint32_t)val & IONIC_DBELL_INDEX_MASK);
+	doorbell(dev, (uint32_t)page, (uint32_t)(in_page / 8), le64toh(val));
 	return 0;
+}
+
+/* ---- mapped doorbell pages ---- */
+
+#define DB_WORDS_PER_PAGE (IONIC_DB_PAGE_SIZE / 8)
+
+uint64_t *ionic_db_pages(struct ionic_dev *dev)
+{
+	return dev->env.db_pages ? dev->env.db_pages(dev->env.ctx) : NULL;
+}
+
+void ionic_db_pages_clear(uint64_t *pages)
+{
+	for (size_t i = 0; i < (size_t)IONIC_NDBPGS_PER_LIF * DB_WORDS_PER_PAGE; i++)
+		__atomic_store_n(&pages[i], IONIC_DB_EMPTY, __ATOMIC_RELAXED);
+}
+
+/* Take word `slot` of doorbell page `page` if something was stored there; true if so. */
+static bool take_word(struct ionic_dev *dev, uint64_t *pages, uint32_t page, uint32_t slot)
+{
+	uint64_t *w = &pages[(size_t)page * DB_WORDS_PER_PAGE + slot];
+	uint64_t v;
+
+	if (__atomic_load_n(w, __ATOMIC_RELAXED) == IONIC_DB_EMPTY)
+		return false;
+	/*
+	 * Take the value and leave the word empty in one step: a store the guest
+	 * makes after this is a doorbell of its own, even with the same value.
+	 * Acquire: the ring entries the driver wrote before its doorbell are
+	 * visible from here on.
+	 */
+	v = __atomic_exchange_n(w, IONIC_DB_EMPTY, __ATOMIC_ACQUIRE);
+	if (v == IONIC_DB_EMPTY)
+		return false;
+	dev->stats.db_mapped++;
+	doorbell(dev, page, slot, le64toh(v));
+	return true;
+}
+
+/* Words that send (RDMA SQ, Ethernet TX): taken after every other word found in the same look. */
+static bool sending_word(uint32_t page, uint32_t slot)
+{
+	return slot == IONIC_RDMA_QTYPE_SQ || (page == 0 && slot >= IONIC_DB_SLOT_TXQ0 && slot < IONIC_DB_SLOTS_KERNEL);
+}
+
+bool ionic_dev_doorbell_poll(struct ionic_dev *dev)
+{
+	uint64_t *pages = ionic_db_pages(dev);
+	bool found = false;
+
+	if (pages == NULL)
+		return false;
+	/*
+	 * Stores to different words reach us without their order. A driver posts
+	 * receive buffers before it sends into them (from the same guest or
+	 * another QP of it), so one look takes receive, completion and admin
+	 * words first and sending words last: a SEND does not miss a receive the
+	 * guest posted before it (a UD message would be dropped, an RC one wait).
+	 */
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t page = 0; page < IONIC_NDBPGS_PER_LIF; page++) {
+			/* The kernel's page carries every Ethernet queue and the RDMA admin queue; user pages SQ, RQ and CQ. */
+			uint32_t first = page ? IONIC_RDMA_QTYPE_SQ : 0;
+			uint32_t end = page ? IONIC_RDMA_QTYPE_CQ + 1 : IONIC_DB_SLOTS_KERNEL;
+
+			for (uint32_t slot = first; slot < end; slot++)
+				if (sending_word(page, slot) == (pass == 1))
+					found |= take_word(dev, pages, page, slot);
+		}
+	}
+	return found;
 }
 
 struct ionic_dev *ionic_dev_new(const struct ionic_dev_config *cfg, const struct ionic_dev_env *env)

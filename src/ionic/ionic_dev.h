@@ -19,12 +19,28 @@ struct dma_map;
 #define IONIC_DB_PAGE_SIZE 4096 /* the guest's page size */
 #define IONIC_BAR2_SIZE    (IONIC_NDBPGS_PER_LIF * IONIC_DB_PAGE_SIZE)
 
+/*
+ * Mapped doorbell pages: when the client maps BAR2, guest stores land in
+ * shared memory instead of trapping, and the device finds them by looking
+ * (ionic_dev_doorbell_poll). An empty 8-byte slot holds IONIC_DB_EMPTY (no
+ * driver writes it: doorbell bits 63:48 are always 0); the device takes a
+ * doorbell by swapping it for IONIC_DB_EMPTY in one atomic step, so every
+ * store it sees is taken once. See docs/ionic.md for what this can and
+ * cannot guarantee.
+ */
+#define IONIC_DB_EMPTY UINT64_MAX
+
 struct ionic_dev_env {
 	void *ctx;
 	void (*raise_irq)(void *ctx, uint32_t vector);
 	struct dma_map *(*dma)(void *ctx);  /* the guest's memory; may be empty */
 	/* A frame the guest transmitted (NULL: frames are dropped). */
 	void (*tx_frame)(void *ctx, const uint8_t *frame, size_t len);
+	/*
+	 * The mapped doorbell pages (IONIC_BAR2_SIZE bytes shared with the
+	 * client), or NULL when BAR2 traps. NULL callback: BAR2 always traps.
+	 */
+	uint64_t *(*db_pages)(void *ctx);
 };
 
 struct ionic_dev_config {
@@ -42,6 +58,18 @@ void ionic_dev_reset(struct ionic_dev *dev);
 /* Register accesses inside BAR0 (below the MSI-X table) and BAR2. Always 0: MMIO never fails. */
 int ionic_dev_bar0_access(void *dev, uint64_t offset, void *buf, size_t len, bool is_write);
 int ionic_dev_bar2_access(void *dev, uint64_t offset, void *buf, size_t len, bool is_write);
+
+/*
+ * Take every doorbell stored in the mapped doorbell pages since the last
+ * look and act on it as on a trapped one. Returns true if there was one.
+ * Looks at the slots doorbells use: all of the kernel's page 0 that the
+ * Ethernet queues and the RDMA admin queue ring, and the SQ, RQ and CQ slots
+ * of the user contexts' pages 1..63; stores anywhere else are never seen.
+ */
+bool ionic_dev_doorbell_poll(struct ionic_dev *dev);
+
+/* Fill fresh doorbell pages (IONIC_BAR2_SIZE bytes) with empty slots. */
+void ionic_db_pages_clear(uint64_t *pages);
 
 /*
  * A frame from the segment for the guest: placed in the next posted RX buffer
@@ -113,7 +141,8 @@ int ionic_rdma_key_xfer(struct ionic_dev *dev, uint32_t rkey, uint64_t addr, voi
 struct ionic_dev_stats {
 	uint64_t dev_cmds;
 	uint64_t dev_cmd_errors;
-	uint64_t doorbells;
+	uint64_t doorbells;       /* trapped and mapped */
+	uint64_t db_mapped;       /* of which taken from the mapped pages */
 	uint64_t guest_errors;
 	uint64_t tx_frames, tx_bytes, tx_errors;
 	uint64_t rx_frames, rx_bytes, rx_no_buffer, rx_filtered, rx_too_long;

@@ -19,6 +19,20 @@
 #define IONIC_MIN_MTU 68
 #define IONIC_ADMINQ_INDEX 0
 
+/*
+ * Doorbell slots of the kernel's page: the 8-byte word a queue rings is the
+ * hw_type Q_INIT answers, so each Ethernet queue gets a word of its own
+ * (mapped pages keep only the last store to a word; two queues sharing one
+ * could lose a doorbell). The RDMA qtypes 4..8 of the LIF identity lie in
+ * between, unused by Ethernet queues.
+ */
+#define IONIC_DB_SLOT_ADMINQ  0
+#define IONIC_DB_SLOT_NOTIFYQ 1
+#define IONIC_DB_SLOT_RXQ0    16
+#define IONIC_DB_SLOT_TXQ0    (IONIC_DB_SLOT_RXQ0 + IONIC_NRXQ)
+#define IONIC_DB_SLOTS_KERNEL (IONIC_DB_SLOT_TXQ0 + IONIC_NTXQ)
+_Static_assert(IONIC_DB_SLOT_RXQ0 > 8 && IONIC_DB_SLOTS_KERNEL <= 256, "Ethernet doorbell slots: above the RDMA qtypes, a u8 hw_type");
+
 struct ionic_queue {
 	bool inited;
 	bool enabled;
@@ -90,6 +104,7 @@ struct ionic_dev {
 	uint32_t port_mtu;
 	struct ionic_lif lif;
 	struct ionic_rdma *rdma;    /* the RDMA side of the LIF (ionic_rdma.c) */
+	bool rdma_mapped_warned;    /* the RDMA-over-mapped-doorbells warning was logged */
 };
 
 /* A guest mistake: logged at debug and counted, never fatal. */
@@ -119,8 +134,14 @@ void ionic_lif_write_status(struct ionic_dev *dev);
 /* Queue set-up shared by Q_INIT: 0 or an IONIC_RC_* status. */
 uint8_t ionic_queue_init(struct ionic_dev *dev, struct ionic_queue *q, const struct ionic_q_init_cmd *c);
 
-/* A doorbell for (qtype, qid) with producer index p_index on the kernel's page. */
-void ionic_queue_doorbell(struct ionic_dev *dev, uint32_t qtype, uint32_t qid, uint32_t ring, uint32_t p_index);
+/* A doorbell in word `slot` of the kernel's page for qid with producer index p_index. */
+void ionic_queue_doorbell(struct ionic_dev *dev, uint32_t slot, uint32_t qid, uint32_t ring, uint32_t p_index);
+
+/* The doorbell slot (Q_INIT's hw_type) of an Ethernet queue. */
+uint8_t ionic_queue_db_slot(const struct ionic_queue *q);
+
+/* The mapped doorbell pages, or NULL when BAR2 traps. */
+uint64_t *ionic_db_pages(struct ionic_dev *dev);
 
 /* Write a 16-byte completion into q's completion ring (body first, color last). 0 or -errno. */
 int ionic_cq_post(struct ionic_dev *dev, struct ionic_queue *q, uint8_t comp[16]);

@@ -17,8 +17,12 @@
 void ionic_lif_reset(struct ionic_dev *dev)
 {
 	struct ionic_lif *lif = &dev->lif;
+	uint64_t *pages = ionic_db_pages(dev);
 
 	memset(lif, 0, sizeof(*lif));
+	/* Doorbells stored but not yet taken belong to queues that are gone. */
+	if (pages)
+		ionic_db_pages_clear(pages);
 	ionic_rdma_reset(dev);
 	lif->mtu = 1500;
 	memcpy(lif->mac, dev->cfg.mac, 6);
@@ -318,21 +322,32 @@ void ionic_dev_rx_frame(struct ionic_dev *dev, const uint8_t *frame, size_t len)
 		ionic_intr_raise(dev, q->intr_index);
 }
 
-void ionic_queue_doorbell(struct ionic_dev *dev, uint32_t qtype, uint32_t qid, uint32_t ring, uint32_t p_index)
+uint8_t ionic_queue_db_slot(const struct ionic_queue *q)
+{
+	switch (q->type) {
+	case IONIC_QTYPE_ADMINQ: return IONIC_DB_SLOT_ADMINQ;
+	case IONIC_QTYPE_RXQ: return (uint8_t)(IONIC_DB_SLOT_RXQ0 + q->index);
+	case IONIC_QTYPE_TXQ: return (uint8_t)(IONIC_DB_SLOT_TXQ0 + q->index);
+	default: return IONIC_DB_SLOT_NOTIFYQ;
+	}
+}
+
+void ionic_queue_doorbell(struct ionic_dev *dev, uint32_t slot, uint32_t qid, uint32_t ring, uint32_t p_index)
 {
 	struct ionic_lif *lif = &dev->lif;
 	struct ionic_queue *q = NULL;
 
-	if (ionic_rdma_doorbell(dev, 0, qtype, qid, ring, p_index))
+	if (ionic_rdma_doorbell(dev, 0, slot, qid, ring, p_index))
 		return;
-	switch (qtype) {
-	case IONIC_QTYPE_ADMINQ: q = qid == 0 ? &lif->adminq : NULL; break;
-	case IONIC_QTYPE_RXQ: q = qid < IONIC_NRXQ ? &lif->rxq[qid] : NULL; break;
-	case IONIC_QTYPE_TXQ: q = qid < IONIC_NTXQ ? &lif->txq[qid] : NULL; break;
-	default: break;
-	}
-	if (q == NULL || !q->inited) {
-		ionic_guest_error(dev, "doorbell for queue type %u id %u that does not exist", qtype, qid);
+	if (slot == IONIC_DB_SLOT_ADMINQ)
+		q = &lif->adminq;
+	else if (slot >= IONIC_DB_SLOT_RXQ0 && slot < IONIC_DB_SLOT_RXQ0 + IONIC_NRXQ)
+		q = &lif->rxq[slot - IONIC_DB_SLOT_RXQ0];
+	else if (slot >= IONIC_DB_SLOT_TXQ0 && slot < IONIC_DB_SLOT_TXQ0 + IONIC_NTXQ)
+		q = &lif->txq[slot - IONIC_DB_SLOT_TXQ0];
+	/* The word names the queue; the value must carry its hw_index too. */
+	if (q == NULL || !q->inited || qid != q->index) {
+		ionic_guest_error(dev, "doorbell in word %u for queue id %u that does not exist", slot, qid);
 		return;
 	}
 	if (ring != 0)

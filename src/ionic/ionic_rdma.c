@@ -340,6 +340,12 @@ uint8_t ionic_rdma_queue_cmd(struct ionic_dev *dev, const uint8_t *cmd)
 	case IONIC_CMD_RDMA_RESET_LIF:
 		ionic_rdma_reset(dev);
 		dev->rdma->reset_done = true;
+		if (ionic_db_pages(dev) && !dev->rdma_mapped_warned) {
+			/* All queues of one kind on a page ring one doorbell word: a mapped page keeps only the last store. */
+			LOG_WARN("ionic: RDMA over mapped doorbell pages can lose doorbells (docs/ionic.md); "
+				 "serve RDMA guests with trapped doorbells (the default)");
+			dev->rdma_mapped_warned = true;
+		}
 		return IONIC_RC_SUCCESS;
 	case IONIC_CMD_RDMA_CREATE_EQ:
 		rc = create_eq(dev, c);

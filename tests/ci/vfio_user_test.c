@@ -975,7 +975,7 @@ static void test_eth_to_s3_endpoint(void **state)
 		d[8] = 64;
 		g.tx_head = (g.tx_head + 1) % GUEST_Q_DEPTH;
 		db = g.tx_head;
-		vfc_write(&cl, 2, 3 * 8, &db, 8, true);
+		ionic_guest_db(&g, 0, g.tx_slot, db);
 	}
 	/* Each bad descriptor got a completion of its own with an error status, naming it. */
 	uint32_t errors = 0;

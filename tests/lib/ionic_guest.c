@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BAR0 0
@@ -29,6 +30,38 @@ int ionic_guest_dev_cmd(struct ionic_guest *g, const void *cmd64, uint8_t comp[1
 	return -1;
 }
 
+static long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void ionic_guest_db(struct ionic_guest *g, uint32_t page, uint32_t word, uint64_t val)
+{
+	uint64_t *w;
+
+	if (g->bar2.base == NULL) {
+		vfc_write(g->c, BAR2, 4096ull * page + 8ull * word, &val, 8, true);
+		return;
+	}
+	w = (uint64_t *)(g->bar2.base + 4096ull * page + 8ull * word);
+	if (g->db_wait && __atomic_load_n(w, __ATOMIC_ACQUIRE) != GUEST_DB_EMPTY) {
+		long deadline = mono_ms() + 2000;
+
+		while (__atomic_load_n(w, __ATOMIC_ACQUIRE) != GUEST_DB_EMPTY && mono_ms() < deadline)
+			;
+	}
+	/* Release: the ring entries written before the doorbell are visible with it (a driver's wmb). */
+	__atomic_store_n(w, val, __ATOMIC_RELEASE);
+}
+
+void ionic_guest_trap_doorbells(struct ionic_guest *g)
+{
+	vfc_unmap_region(&g->bar2);
+}
+
 int ionic_guest_setup(struct ionic_guest *g, struct vfc *c)
 {
 	struct vfu_dma_map m = { .argsz = sizeof(m), .flags = VFU_DMA_READ | VFU_DMA_WRITE,
@@ -38,10 +71,15 @@ int ionic_guest_setup(struct ionic_guest *g, struct vfc *c)
 				 .index = VFU_PCI_MSIX_IRQ, .start = 0, .count = 1 };
 	size_t rlen;
 	uint32_t err;
+	int rc;
 
 	memset(g, 0, sizeof(*g));
 	g->c = c;
 	g->cq_color = 1;
+	g->db_wait = true;
+	rc = vfc_map_region(c, BAR2, &g->bar2);
+	if (rc && rc != -ENODEV)
+		return -8; /* offered, and it would not map */
 	g->memfd = memfd_create("ionic-guest", MFD_CLOEXEC);
 	if (g->memfd < 0 || ftruncate(g->memfd, GUEST_SIZE) < 0)
 		return -1;
@@ -82,6 +120,7 @@ int ionic_guest_setup(struct ionic_guest *g, struct vfc *c)
 
 void ionic_guest_teardown(struct ionic_guest *g)
 {
+	vfc_unmap_region(&g->bar2);
 	if (g->mem && g->mem != MAP_FAILED)
 		munmap(g->mem, GUEST_SIZE);
 	if (g->memfd > 0)
@@ -100,7 +139,7 @@ uint32_t ionic_guest_aq_post(struct ionic_guest *g, const void *cmd64)
 	memcpy(guest_ptr(g, GUEST_AQ_RING + idx * 64ull), cmd64, 64);
 	g->aq_head = (idx + 1) % GUEST_AQ_DEPTH;
 	db = g->aq_head; /* qid 0, ring 0, new producer index */
-	vfc_write(g->c, BAR2, 0 /* qtype ADMINQ * 8 */, &db, 8, true);
+	ionic_guest_db(g, 0, 0 /* the admin queue's hw_type */, db);
 	return idx;
 }
 
@@ -148,9 +187,12 @@ int ionic_guest_aq_cmd(struct ionic_guest *g, const void *cmd64, uint8_t comp[16
 	return -1;
 }
 
-static int q_init(struct ionic_guest *g, uint8_t type, uint8_t ver, uint64_t ring, uint64_t cq, uint64_t sg)
+/* Q_INIT; the doorbell word (hw_type) into *slot. The status. */
+static int q_init(struct ionic_guest *g, uint8_t type, uint8_t ver, uint64_t ring, uint64_t cq, uint64_t sg,
+		  uint8_t *slot)
 {
 	uint8_t cmd[64] = { 40 }, comp[16];
+	int st;
 	uint16_t flags = 0x1 | 0x4, intr = 1; /* IRQ | SG, not yet enabled */
 
 	cmd[4] = type;
@@ -161,7 +203,9 @@ static int q_init(struct ionic_guest *g, uint8_t type, uint8_t ver, uint64_t rin
 	memcpy(cmd + 20, &ring, 8);
 	memcpy(cmd + 28, &cq, 8);
 	memcpy(cmd + 36, &sg, 8);
-	return ionic_guest_aq_cmd(g, cmd, comp);
+	st = ionic_guest_aq_cmd(g, cmd, comp);
+	*slot = comp[8]; /* ionic_q_init_comp.hw_type; hw_index @4 is the queue's index */
+	return st;
 }
 
 static int q_enable(struct ionic_guest *g, uint8_t type)
@@ -197,7 +241,8 @@ int ionic_guest_queues_up(struct ionic_guest *g)
 	g->rx_cq_color = 1;
 	if (vfc_call(g->c, VFU_CMD_DEVICE_SET_IRQS, &s, sizeof(s), &g->qirq_fd, 1, rep, sizeof(rep), &rlen, &err) || err)
 		return -1;
-	if (q_init(g, 3, 1, GUEST_TX_RING, GUEST_TX_CQ, GUEST_TX_SG) || q_init(g, 2, 0, GUEST_RX_RING, GUEST_RX_CQ, GUEST_RX_SG))
+	if (q_init(g, 3, 1, GUEST_TX_RING, GUEST_TX_CQ, GUEST_TX_SG, &g->tx_slot) ||
+	    q_init(g, 2, 0, GUEST_RX_RING, GUEST_RX_CQ, GUEST_RX_SG, &g->rx_slot))
 		return -1;
 	memcpy(cmd + 4, &mode, 2);
 	if (ionic_guest_aq_cmd(g, cmd, comp))
@@ -207,7 +252,7 @@ int ionic_guest_queues_up(struct ionic_guest *g)
 		rx_post(g, i);
 	g->rx_tail = GUEST_Q_DEPTH - 1;
 	db = (uint64_t)g->rx_tail; /* qid 0 */
-	vfc_write(g->c, 2, 2 * 8, &db, 8, true);
+	ionic_guest_db(g, 0, g->rx_slot, db);
 	if (q_enable(g, 2) || q_enable(g, 3))
 		return -1;
 	return 0;
@@ -227,7 +272,7 @@ void ionic_guest_tx(struct ionic_guest *g, const void *frame, size_t len)
 	memcpy(d + 8, &l, 2);
 	g->tx_head = (idx + 1) % GUEST_Q_DEPTH;
 	db = g->tx_head;
-	vfc_write(g->c, 2, 3 * 8, &db, 8, true);
+	ionic_guest_db(g, 0, g->tx_slot, db);
 }
 
 int ionic_guest_rx(struct ionic_guest *g, void *buf, size_t cap, int timeout_ms)
@@ -252,7 +297,7 @@ int ionic_guest_rx(struct ionic_guest *g, void *buf, size_t cap, int timeout_ms)
 			rx_post(g, g->rx_tail);
 			g->rx_tail = (g->rx_tail + 1) % GUEST_Q_DEPTH;
 			db = g->rx_tail;
-			vfc_write(g->c, 2, 2 * 8, &db, 8, true);
+			ionic_guest_db(g, 0, g->rx_slot, db);
 			return len;
 		}
 		usleep(1000);

@@ -3,6 +3,15 @@
  * memory in a memfd mapped into the device, dev_cmd, the LIF and the admin
  * queue with its interrupt on an eventfd. Enough to drive the device the way
  * the Linux driver does, from a test or a benchmark.
+ *
+ * Doorbells: when the server offers BAR2 for mapping, set-up maps it (as
+ * QEMU does) and doorbells become 8-byte stores to the mapping; otherwise
+ * they are posted REGION_WRITEs. A store first waits (up to 2 s) until the
+ * device has taken the previous doorbell in the same word (it leaves the
+ * word all ones), which no real driver does: the tests then see every
+ * doorbell they ring even when several queues share a word (see
+ * docs/ionic.md); a benchmark that gives every queue its own word turns the
+ * wait off (db_wait).
  */
 #ifndef ERNIC_TESTS_IONIC_GUEST_H
 #define ERNIC_TESTS_IONIC_GUEST_H
@@ -41,10 +50,20 @@ struct ionic_guest {
 	int qirq_fd;         /* eventfd of MSI-X vector 1 (TX/RX queue pair) */
 	uint32_t tx_head, rx_tail, rx_cq_tail;
 	uint8_t rx_cq_color;
+	uint8_t tx_slot, rx_slot; /* the doorbell words Q_INIT named (hw_type) */
+	struct vfc_map bar2;      /* the mapped doorbell pages (base NULL: doorbells trap) */
+	bool db_wait;             /* wait until the device took the word's last doorbell (default on) */
 };
 
-/* Map memory, identify, LIF_INIT, admin queue init; 0 or a negative step number. */
+#define GUEST_DB_EMPTY UINT64_MAX /* what the device leaves in a mapped doorbell word it has taken */
+
+/* Map memory (and the doorbell pages if offered), identify, LIF_INIT, admin queue init; 0 or a negative step number. */
 int ionic_guest_setup(struct ionic_guest *g, struct vfc *c);
+
+/* A doorbell: val into word `word` of BAR2 page `page`, through the mapping or a posted write. */
+void ionic_guest_db(struct ionic_guest *g, uint32_t page, uint32_t word, uint64_t val);
+/* Ring through posted writes from now on (the mapping stays until teardown). */
+void ionic_guest_trap_doorbells(struct ionic_guest *g);
 void ionic_guest_teardown(struct ionic_guest *g);
 
 /* dev_cmd: write cmd, ring (posted), poll done; the 16-byte completion into comp. 0 or -1. */

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #define BAR0 0
-#define BAR2 2
 #define INTR_CTRL 0x2000
 #define INTR_MASK 4
 #define INTR_CREDITS 8
@@ -270,7 +269,7 @@ void rg_db(struct ionic_guest *g, uint32_t qtype, uint32_t qid, uint32_t ring, u
 {
 	uint64_t v = (uint64_t)(index & 0xffff) | (uint64_t)(ring & 7) << 16 | (uint64_t)(qid & 0xffffff) << 24;
 
-	vfc_write(g->c, BAR2, 8ull * qtype, &v, 8, true);
+	ionic_guest_db(g, 0, qtype, v);
 }
 
 void rg_sync(struct ionic_guest *g)
@@ -308,7 +307,7 @@ void rg_db_page(struct ionic_guest *g, uint32_t page, uint32_t qtype, uint32_t q
 {
 	uint64_t v = (uint64_t)(index & 0xffff) | (uint64_t)(ring & 7) << 16 | (uint64_t)(qid & 0xffffff) << 24;
 
-	vfc_write(g->c, BAR2, 4096ull * page + 8ull * qtype, &v, 8, true);
+	ionic_guest_db(g, page, qtype, v);
 }
 
 /* One admin command, the CQ's consumer index reported afterwards. */

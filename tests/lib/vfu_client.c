@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -110,19 +111,27 @@ int vfc_send(struct vfc *c, uint16_t cmd, uint32_t flags, const void *payload, s
 	return rc ? rc : h.msg_id;
 }
 
-static int read_full(struct vfc *c, void *buf, size_t len)
+/* Read exactly len bytes; descriptors that come along go to rfds (up to maxfds), the rest are closed. */
+static int read_full(struct vfc *c, void *buf, size_t len, int *rfds, unsigned maxfds, unsigned *nrfds)
 {
 	uint8_t *p = buf;
 	long deadline = now_ms() + c->timeout_ms;
 
 	while (len) {
+		union {
+			char b[CMSG_SPACE(sizeof(int) * 16)];
+			struct cmsghdr align;
+		} ctl;
 		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+		struct iovec iov = { .iov_base = p, .iov_len = len };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
+				      .msg_controllen = sizeof(ctl.b) };
 		long left = deadline - now_ms();
 		ssize_t n;
 
 		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
 			return -ETIMEDOUT;
-		n = recv(c->fd, p, len, 0);
+		n = recvmsg(c->fd, &msg, MSG_CMSG_CLOEXEC);
 		if (n == 0)
 			return -EPIPE;
 		if (n < 0) {
@@ -130,18 +139,35 @@ static int read_full(struct vfc *c, void *buf, size_t len)
 				continue;
 			return errno == ECONNRESET ? -EPIPE : -errno;
 		}
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+			int *fds = (int *)CMSG_DATA(cm);
+			size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (size_t i = 0; i < k; i++) {
+				if (nrfds && *nrfds < maxfds)
+					rfds[(*nrfds)++] = fds[i];
+				else
+					close(fds[i]);
+			}
+		}
 		p += n;
 		len -= (size_t)n;
 	}
 	return 0;
 }
 
-int vfc_recv(struct vfc *c, struct vfu_hdr *h, void *buf, size_t cap, size_t *len)
+int vfc_recv_fds(struct vfc *c, struct vfu_hdr *h, void *buf, size_t cap, size_t *len, int *rfds, unsigned maxfds,
+		 unsigned *nrfds)
 {
 	size_t plen;
 	uint8_t *tmp;
-	int rc = read_full(c, h, sizeof(*h));
+	int rc;
 
+	if (nrfds)
+		*nrfds = 0;
+	rc = read_full(c, h, sizeof(*h), rfds, maxfds, nrfds);
 	if (rc)
 		return rc;
 	if (h->size < sizeof(*h) || h->size > VFU_MAX_MSG_SIZE)
@@ -150,7 +176,7 @@ int vfc_recv(struct vfc *c, struct vfu_hdr *h, void *buf, size_t cap, size_t *le
 	tmp = malloc(plen ? plen : 1);
 	if (tmp == NULL)
 		return -ENOMEM;
-	rc = read_full(c, tmp, plen);
+	rc = read_full(c, tmp, plen, rfds, maxfds, nrfds);
 	if (rc == 0) {
 		if (buf)
 			memcpy(buf, tmp, plen < cap ? plen : cap);
@@ -161,8 +187,13 @@ int vfc_recv(struct vfc *c, struct vfu_hdr *h, void *buf, size_t cap, size_t *le
 	return rc;
 }
 
-int vfc_call(struct vfc *c, uint16_t cmd, const void *req, size_t len, const int *fds, unsigned nfds,
-	     void *reply, size_t cap, size_t *rlen, uint32_t *err)
+int vfc_recv(struct vfc *c, struct vfu_hdr *h, void *buf, size_t cap, size_t *len)
+{
+	return vfc_recv_fds(c, h, buf, cap, len, NULL, 0, NULL);
+}
+
+int vfc_call_fds(struct vfc *c, uint16_t cmd, const void *req, size_t len, const int *fds, unsigned nfds,
+		 void *reply, size_t cap, size_t *rlen, uint32_t *err, int *rfds, unsigned maxfds, unsigned *nrfds)
 {
 	struct vfu_hdr h;
 	int id = vfc_send(c, cmd, 0, req, len, fds, nfds);
@@ -170,13 +201,110 @@ int vfc_call(struct vfc *c, uint16_t cmd, const void *req, size_t len, const int
 
 	if (id < 0)
 		return id;
-	rc = vfc_recv(c, &h, reply, cap, rlen);
+	rc = vfc_recv_fds(c, &h, reply, cap, rlen, rfds, maxfds, nrfds);
 	if (rc)
 		return rc;
 	if (h.msg_id != id || h.command != cmd || (h.flags & VFU_F_TYPE_MASK) != VFU_F_TYPE_REPLY)
 		return -EPROTO;
 	*err = (h.flags & VFU_F_ERROR) ? h.error_no : 0;
 	return 0;
+}
+
+int vfc_call(struct vfc *c, uint16_t cmd, const void *req, size_t len, const int *fds, unsigned nfds,
+	     void *reply, size_t cap, size_t *rlen, uint32_t *err)
+{
+	return vfc_call_fds(c, cmd, req, len, fds, nfds, reply, cap, rlen, err, NULL, 0, NULL);
+}
+
+/* GET_REGION_INFO with argsz; the reply into rep (cap bytes), its fd (or -1) into *fd. 0 or -errno/positive errno. */
+static int region_info(struct vfc *c, uint32_t index, uint32_t argsz, uint8_t *rep, size_t cap, size_t *rlen, int *fd)
+{
+	struct vfu_region_info in = { .argsz = argsz, .index = index };
+	unsigned n = 0;
+	uint32_t err;
+	int rc;
+
+	*fd = -1;
+	rc = vfc_call_fds(c, VFU_CMD_DEVICE_GET_REGION_INFO, &in, sizeof(in), NULL, 0, rep, cap, rlen, &err, fd, 1, &n);
+	if (rc == 0 && err)
+		rc = (int)err;
+	if (rc && n)
+		close(*fd);
+	if (rc || *rlen < sizeof(struct vfu_region_info))
+		return rc ? rc : -EPROTO;
+	return 0;
+}
+
+int vfc_map_region(struct vfc *c, uint32_t index, struct vfc_map *m)
+{
+	uint8_t rep[1024];
+	struct vfu_region_info info;
+	struct vfu_region_info_cap_sparse_mmap cap;
+	size_t rlen;
+	int fd, rc, prot;
+	void *res;
+
+	memset(m, 0, sizeof(*m));
+	rc = region_info(c, index, sizeof(info), rep, sizeof(rep), &rlen, &fd);
+	if (rc)
+		return rc;
+	memcpy(&info, rep, sizeof(info));
+	if (info.argsz > sizeof(info)) {
+		/* The capabilities did not fit: ask again with room for them (QEMU drops the first fd). */
+		if (fd >= 0)
+			close(fd);
+		if (info.argsz > sizeof(rep))
+			return -EPROTO;
+		rc = region_info(c, index, info.argsz, rep, sizeof(rep), &rlen, &fd);
+		if (rc)
+			return rc;
+		memcpy(&info, rep, sizeof(info));
+	}
+	if (!(info.flags & VFU_REGION_FLAG_MMAP) || !(info.flags & VFU_REGION_FLAG_CAPS) || fd < 0 ||
+	    info.cap_offset < sizeof(info) || info.cap_offset > rlen || rlen - info.cap_offset < sizeof(cap)) {
+		if (fd >= 0)
+			close(fd);
+		return -ENODEV;
+	}
+	memcpy(&cap, rep + info.cap_offset, sizeof(cap));
+	if (cap.header.id != VFU_REGION_INFO_CAP_SPARSE_MMAP || cap.nr_areas == 0 || cap.nr_areas > 8 ||
+	    rlen - info.cap_offset - sizeof(cap) < cap.nr_areas * sizeof(m->areas[0])) {
+		close(fd);
+		return -EPROTO;
+	}
+	memcpy(m->areas, rep + info.cap_offset + sizeof(cap), cap.nr_areas * sizeof(m->areas[0]));
+	prot = (info.flags & VFU_REGION_FLAG_READ ? PROT_READ : 0) | (info.flags & VFU_REGION_FLAG_WRITE ? PROT_WRITE : 0);
+	res = mmap(NULL, info.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (res == MAP_FAILED) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	for (uint32_t i = 0; i < cap.nr_areas; i++) {
+		const struct vfu_region_sparse_mmap_area *a = &m->areas[i];
+
+		if (a->offset > info.size || a->size > info.size - a->offset ||
+		    mmap((uint8_t *)res + a->offset, a->size, prot, MAP_SHARED | MAP_FIXED, fd,
+			 (off_t)(info.offset + a->offset)) == MAP_FAILED) {
+			rc = a->offset > info.size ? -EPROTO : -errno;
+			munmap(res, info.size);
+			close(fd);
+			return rc;
+		}
+	}
+	close(fd); /* the mappings keep the file */
+	m->base = res;
+	m->size = info.size;
+	m->flags = info.flags;
+	m->nr_areas = cap.nr_areas;
+	return 0;
+}
+
+void vfc_unmap_region(struct vfc_map *m)
+{
+	if (m->base)
+		munmap(m->base, m->size);
+	m->base = NULL;
 }
 
 int vfc_negotiate(struct vfc *c)

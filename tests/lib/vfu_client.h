@@ -36,12 +36,37 @@ int vfc_send(struct vfc *c, uint16_t cmd, uint32_t flags, const void *payload, s
  */
 int vfc_recv(struct vfc *c, struct vfu_hdr *h, void *buf, size_t cap, size_t *len);
 
+/* vfc_recv that also keeps up to maxfds descriptors the message carried (*nrfds of them); the rest are closed. */
+int vfc_recv_fds(struct vfc *c, struct vfu_hdr *h, void *buf, size_t cap, size_t *len, int *rfds, unsigned maxfds,
+		 unsigned *nrfds);
+
 /*
  * Send a command and wait for its reply. Returns 0 when a reply came (then
- * *err is 0 or the server's errno), or -errno when none did.
+ * *err is 0 or the server's errno), or -errno when none did. Descriptors in
+ * the reply are closed.
  */
 int vfc_call(struct vfc *c, uint16_t cmd, const void *req, size_t len, const int *fds, unsigned nfds,
 	     void *reply, size_t cap, size_t *rlen, uint32_t *err);
+/* vfc_call keeping up to maxfds descriptors of the reply. */
+int vfc_call_fds(struct vfc *c, uint16_t cmd, const void *req, size_t len, const int *fds, unsigned nfds,
+		 void *reply, size_t cap, size_t *rlen, uint32_t *err, int *rfds, unsigned maxfds, unsigned *nrfds);
+
+/*
+ * A region mapped the way QEMU maps one: GET_REGION_INFO with argsz 32, again
+ * with the argsz the server asks for, then each sparse-mmap area of the fd
+ * the reply carried mapped at its offset inside a reservation the size of
+ * the region (the rest of it stays inaccessible: those parts trap).
+ */
+struct vfc_map {
+	uint8_t *base;          /* region offset 0 */
+	uint64_t size;
+	uint32_t flags;
+	uint32_t nr_areas;
+	struct vfu_region_sparse_mmap_area areas[8];
+};
+/* 0, -ENODEV when the region offers no mapping, or -errno. */
+int vfc_map_region(struct vfc *c, uint32_t index, struct vfc_map *m);
+void vfc_unmap_region(struct vfc_map *m);
 
 /* VERSION with QEMU's capabilities. 0 or -errno/positive server errno. */
 int vfc_negotiate(struct vfc *c);
