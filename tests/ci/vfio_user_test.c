@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,14 +38,25 @@ static struct vfc cl;
 #define MSIX_PBA 0x9000
 #define DEVCMD 0x800
 
-static int start_server(void **state)
+static int spawn(const char *const args[])
 {
-	(void)state;
 	strcpy(dir, "/tmp/vfio-user-ci.XXXXXX");
 	if (!mkdtemp(dir))
 		return -1;
-	server = vfc_spawn_server(binary, dir, sock, sizeof(sock), (const char *const[]){ "-b", "none", NULL });
+	server = vfc_spawn_server(binary, dir, sock, sizeof(sock), args);
 	return server > 0 ? 0 : -1;
+}
+
+static int start_server(void **state)
+{
+	(void)state;
+	return spawn((const char *const[]){ "-b", "none", "--no-mmap-doorbells", NULL });
+}
+
+static int start_mmap_server(void **state)
+{
+	(void)state;
+	return spawn((const char *const[]){ "-b", "none", "--mmap-doorbells", NULL });
 }
 
 static int stop_server(void **state)
@@ -855,11 +867,7 @@ static void test_second_client(void **state)
 static int start_s3_server(void **state)
 {
 	(void)state;
-	strcpy(dir, "/tmp/vfio-user-ci.XXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
-	server = vfc_spawn_server(binary, dir, sock, sizeof(sock), (const char *const[]){ "-b", "s3", NULL });
-	return server > 0 ? 0 : -1;
+	return spawn((const char *const[]){ "-b", "s3", NULL }); /* doorbells as by default: trapped */
 }
 
 static const uint8_t guest_mac[6] = { 0x02, 0x45, 0x52, 0x4e, 0x49, 0x43 };
@@ -936,7 +944,10 @@ static void test_eth_to_s3_endpoint(void **state)
 
 	(void)state;
 	assert_int_equal(ionic_guest_setup(&g, &cl), 0);
+	assert_null(g.bar2.base); /* by default BAR2 is not offered for mapping: every doorbell traps */
 	assert_int_equal(ionic_guest_queues_up(&g), 0);
+	assert_int_equal(g.tx_slot, 32); /* each queue its own doorbell word (Q_INIT hw_type) */
+	assert_int_equal(g.rx_slot, 16);
 	/* ARP: the endpoint answers for 192.168.200.1 with 02:53:c0:a8:c8:01. */
 	ionic_guest_tx(&g, f, arp_request(f));
 	n = ionic_guest_rx(&g, r, sizeof(r), 5000);
@@ -994,6 +1005,195 @@ static void test_eth_to_s3_endpoint(void **state)
 	ionic_guest_teardown(&g);
 }
 
+/* ---- mapped doorbell pages (a server with --mmap-doorbells) ---- */
+
+#define BAR2_SIZE (64 * 4096)
+
+/* GET_REGION_INFO with argsz; reply bytes into rep, the fd it carried (or -1) into *fd. The payload length. */
+static size_t region_info_raw(uint32_t index, uint32_t argsz, uint8_t *rep, size_t cap, int *fd)
+{
+	struct vfu_region_info in = { .argsz = argsz, .index = index };
+	unsigned n = 0;
+	size_t rlen = 0;
+	uint32_t err = 0;
+
+	*fd = -1;
+	assert_int_equal(vfc_call_fds(&cl, VFU_CMD_DEVICE_GET_REGION_INFO, &in, sizeof(in), NULL, 0, rep, cap, &rlen,
+				      &err, fd, 1, &n), 0);
+	assert_int_equal(err, 0);
+	return rlen;
+}
+
+static void test_mmap_region_info(void **state)
+{
+	/* The full reply for BAR2, byte for byte (little-endian): the info, then the sparse-mmap capability. */
+	static const uint8_t want[64] = {
+		64, 0, 0, 0,                      /* argsz: info 32 + capability 16 + one area 16 */
+		0x0f, 0, 0, 0,                    /* READ | WRITE | MMAP | CAPS */
+		2, 0, 0, 0,                       /* index: BAR2 */
+		32, 0, 0, 0,                      /* cap_offset: right after the info */
+		0, 0, 4, 0, 0, 0, 0, 0,           /* size 256 KiB */
+		0, 0, 0, 0, 0, 0, 0, 0,           /* offset of the region in the fd */
+		1, 0, 1, 0, 0, 0, 0, 0,           /* VFIO_REGION_INFO_CAP_SPARSE_MMAP, version 1, last */
+		1, 0, 0, 0, 0, 0, 0, 0,           /* one area, reserved */
+		0, 0, 0, 0, 0, 0, 0, 0,           /* area offset 0 */
+		0, 0, 4, 0, 0, 0, 0, 0,           /* area size: all 64 doorbell pages */
+	};
+	uint8_t rep[4096];
+	struct vfu_region_info info;
+	struct stat st;
+	uint64_t *w;
+	size_t len;
+	int fd;
+
+	(void)state;
+	/* Every other region: no mapping, no fd. */
+	for (uint32_t i = 0; i < 9; i++) {
+		if (i == 2)
+			continue;
+		len = region_info_raw(i, 4096, rep, sizeof(rep), &fd);
+		assert_int_equal(len, sizeof(info));
+		memcpy(&info, rep, sizeof(info));
+		assert_int_equal(info.flags & (VFU_REGION_FLAG_MMAP | VFU_REGION_FLAG_CAPS), 0);
+		assert_int_equal(fd, -1);
+	}
+	/* argsz with room for the capability (exactly, and more): the whole reply and the fd. */
+	for (uint32_t argsz = 64; argsz <= 4096; argsz += 4032) {
+		len = region_info_raw(2, argsz, rep, sizeof(rep), &fd);
+		assert_int_equal(len, sizeof(want));
+		assert_memory_equal(rep, want, sizeof(want));
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	/* Too small (QEMU's first ask is 32): the info alone, the argsz it needs, no capability offset. */
+	for (uint32_t argsz = 32; argsz <= 63; argsz += 31) {
+		len = region_info_raw(2, argsz, rep, sizeof(rep), &fd);
+		assert_int_equal(len, sizeof(info));
+		memcpy(&info, rep, sizeof(info));
+		assert_int_equal(info.argsz, 64);
+		assert_int_equal(info.flags, 0x0f);
+		assert_int_equal(info.cap_offset, 0);
+		assert_true(info.size == BAR2_SIZE);
+		if (fd >= 0) /* the fd may come along with it (QEMU closes that one) */
+			close(fd);
+	}
+	/* The fd: 256 KiB, sealed against resizing (a client cannot pull pages from under the server), all words empty. */
+	region_info_raw(2, 64, rep, sizeof(rep), &fd);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_true(st.st_size == BAR2_SIZE);
+	assert_int_equal(fcntl(fd, F_GET_SEALS) & (F_SEAL_SHRINK | F_SEAL_GROW), F_SEAL_SHRINK | F_SEAL_GROW);
+	assert_int_not_equal(ftruncate(fd, 4096), 0);
+	w = mmap(NULL, BAR2_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(w != MAP_FAILED);
+	for (size_t i = 0; i < BAR2_SIZE / 8; i++)
+		if (w[i] != UINT64_MAX)
+			fail_msg("doorbell word %zu is %#llx, not empty", i, (unsigned long long)w[i]);
+	munmap(w, BAR2_SIZE);
+	close(fd);
+}
+
+static void nop(struct ionic_guest *g, uint8_t comp[16])
+{
+	uint8_t cmd[64] = { 0 };
+
+	ionic_guest_aq_post(g, cmd);
+	assert_true(ionic_guest_wait_irq(g, 5000));
+	assert_true(ionic_guest_aq_comp(g, comp));
+	assert_int_equal(comp[0], 0);
+	ionic_guest_irq_rearm(g, 1);
+}
+
+static void test_mmap_doorbells(void **state)
+{
+	struct ionic_guest g;
+	volatile uint64_t *aq_word;
+	uint8_t cmd[64] = { 0 }, comp[16];
+
+	(void)state;
+	assert_int_equal(ionic_guest_setup(&g, &cl), 0);
+	assert_non_null(g.bar2.base);
+	aq_word = (volatile uint64_t *)g.bar2.base; /* page 0, word 0: the admin queue */
+	/* A doorbell stored only to the mapping: the device finds it, completes the command, fires the vector. */
+	g.db_wait = false;
+	for (int i = 0; i < 2 * GUEST_AQ_DEPTH; i++) {
+		uint32_t idx = g.aq_head;
+
+		nop(&g, comp);
+		assert_int_equal(comp[2] | comp[3] << 8, idx);
+	}
+	assert_true(*aq_word == UINT64_MAX); /* taken: the word is empty again */
+	/* A write through REGION_WRITE still rings (a client need not use the mapping). */
+	memcpy(guest_ptr(&g, GUEST_AQ_RING + g.aq_head * 64ull), cmd, 64);
+	g.aq_head = (g.aq_head + 1) % GUEST_AQ_DEPTH;
+	uint64_t db = g.aq_head;
+	assert_int_equal(vfc_write(&cl, BAR2, 0, &db, 8, false), 0);
+	assert_true(ionic_guest_wait_irq(&g, 5000));
+	assert_true(ionic_guest_aq_comp(&g, comp));
+	ionic_guest_irq_rearm(&g, 1);
+	/* Garbage in every word the device looks at, and beyond: guest errors, never a crash. */
+	for (size_t i = 0; i < BAR2_SIZE / 8; i += 3)
+		__atomic_store_n((uint64_t *)g.bar2.base + i, 0x00ffffff0007ffffull ^ i, __ATOMIC_RELEASE);
+	assert_int_equal(vfc_read32(&cl, CFG, 0), 0x10021dd8); /* a round trip: the server took what it looks at */
+	for (uint32_t page = 0; page < 64; page++)
+		for (uint32_t word = page ? 5 : 0; word < (page ? 8u : 48u); word++)
+			assert_true(((uint64_t *)g.bar2.base)[page * 512 + word] == UINT64_MAX);
+	while (ionic_guest_wait_irq(&g, 100))
+		;
+	assert_false(ionic_guest_aq_comp(&g, comp));
+
+	/*
+	 * DEVICE_RESET (a guest reboot): QEMU keeps its mapping, so the same pages
+	 * go on working once the driver has set the device up again.
+	 */
+	assert_int_equal(call_err(VFU_CMD_DEVICE_RESET, NULL, 0, NULL, 0), 0);
+	assert_int_equal(ionic_guest_init_device(&g), 0);
+	g.db_wait = true;
+	nop(&g, comp);
+	assert_int_equal(comp[2] | comp[3] << 8, 0);
+	ionic_guest_teardown(&g);
+}
+
+static void test_mmap_reconnect(void **state)
+{
+	struct ionic_guest a, b;
+	struct vfc cb;
+	uint8_t cmd[64] = { 0 }, comp[16];
+	volatile uint64_t *old;
+
+	(void)state;
+	/* Client A maps the pages, works, and goes (its mapping of them stays, as a dead QEMU's might). */
+	assert_int_equal(ionic_guest_setup(&a, &cl), 0);
+	assert_non_null(a.bar2.base);
+	nop(&a, comp);
+	vfc_close(&cl);
+	old = (volatile uint64_t *)a.bar2.base;
+
+	/* Client B gets fresh pages: every word empty. */
+	assert_int_equal(vfc_connect(&cb, sock, 5000), 0);
+	assert_int_equal(vfc_negotiate(&cb), 0);
+	assert_int_equal(ionic_guest_setup(&b, &cb), 0);
+	assert_non_null(b.bar2.base);
+	for (size_t i = 0; i < BAR2_SIZE / 8; i++)
+		assert_true(((uint64_t *)b.bar2.base)[i] == UINT64_MAX);
+	/* A command waits in B's ring, not rung. A's old pages ring its doorbell: nothing happens to B. */
+	memcpy(guest_ptr(&b, GUEST_AQ_RING), cmd, 64);
+	__atomic_store_n(old, 1, __ATOMIC_RELEASE);
+	usleep(50000);
+	assert_int_equal(vfc_read32(&cb, CFG, 0), 0x10021dd8);
+	assert_false(ionic_guest_wait_irq(&b, 100));
+	assert_false(ionic_guest_aq_comp(&b, comp));
+	assert_true(*old == 1); /* nobody looks at those pages any more */
+	/* B's own doorbell runs it. */
+	b.aq_head = 0;
+	nop(&b, comp);
+	ionic_guest_teardown(&b);
+	vfc_close(&cb);
+	ionic_guest_teardown(&a);
+	/* The setup/teardown pair of this test closes cl once more: give it something to close. */
+	assert_int_equal(vfc_connect(&cl, sock, 5000), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1024,10 +1224,16 @@ int main(int argc, char **argv)
 	const struct CMUnitTest eth_tests[] = {
 		cmocka_unit_test_setup_teardown(test_eth_to_s3_endpoint, connect_negotiated, disconnect),
 	};
+	const struct CMUnitTest mmap_tests[] = {
+		cmocka_unit_test_setup_teardown(test_mmap_region_info, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_mmap_doorbells, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_mmap_reconnect, connect_negotiated, disconnect),
+	};
 	int failed;
 
 	signal(SIGPIPE, SIG_IGN);
 	failed = cmocka_run_group_tests_name("vfio-user-ci", tests, start_server, stop_server);
 	failed += cmocka_run_group_tests_name("vfio-user-ci-eth", eth_tests, start_s3_server, stop_server);
+	failed += cmocka_run_group_tests_name("vfio-user-ci-mmap", mmap_tests, start_mmap_server, stop_server);
 	return failed;
 }

@@ -66,7 +66,7 @@ int ionic_guest_setup(struct ionic_guest *g, struct vfc *c)
 {
 	struct vfu_dma_map m = { .argsz = sizeof(m), .flags = VFU_DMA_READ | VFU_DMA_WRITE,
 				 .iova = GUEST_IOVA, .size = GUEST_SIZE };
-	uint8_t cmd[64], comp[16], rep[16];
+	uint8_t rep[16];
 	struct vfu_irq_set s = { .argsz = sizeof(s), .flags = VFU_IRQ_SET_DATA_EVENTFD | VFU_IRQ_SET_ACTION_TRIGGER,
 				 .index = VFU_PCI_MSIX_IRQ, .start = 0, .count = 1 };
 	size_t rlen;
@@ -91,9 +91,19 @@ int ionic_guest_setup(struct ionic_guest *g, struct vfc *c)
 	g->irq_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (vfc_call(c, VFU_CMD_DEVICE_SET_IRQS, &s, sizeof(s), &g->irq_fd, 1, rep, sizeof(rep), &rlen, &err) || err)
 		return -4;
-	/* Bus mastering on, as pci_set_master() does. */
-	vfc_write32(c, VFU_PCI_CONFIG_REGION, 0x04, 0x0006, false);
+	return ionic_guest_init_device(g);
+}
 
+int ionic_guest_init_device(struct ionic_guest *g)
+{
+	uint8_t cmd[64], comp[16];
+
+	/* Bus mastering on, as pci_set_master() does. */
+	vfc_write32(g->c, VFU_PCI_CONFIG_REGION, 0x04, 0x0006, false);
+	g->aq_head = 0;
+	g->cq_tail = 0;
+	g->cq_color = 1;
+	memset(guest_ptr(g, GUEST_AQ_CQ), 0, GUEST_AQ_DEPTH * 16);
 	memset(cmd, 0, sizeof(cmd));
 	cmd[0] = 3; /* RESET */
 	if (ionic_guest_dev_cmd(g, cmd, comp) || comp[0])

@@ -60,6 +60,9 @@ struct ionic_guest {
 /* Map memory (and the doorbell pages if offered), identify, LIF_INIT, admin queue init; 0 or a negative step number. */
 int ionic_guest_setup(struct ionic_guest *g, struct vfc *c);
 
+/* The device part of set-up again (after DEVICE_RESET): RESET, LIF_INIT, admin queue; 0 or a negative step. */
+int ionic_guest_init_device(struct ionic_guest *g);
+
 /* A doorbell: val into word `word` of BAR2 page `page`, through the mapping or a posted write. */
 void ionic_guest_db(struct ionic_guest *g, uint32_t page, uint32_t word, uint64_t val);
 /* Ring through posted writes from now on (the mapping stays until teardown). */

@@ -1,0 +1,177 @@
+/*
+ * ionic-doorbell-unit: the device's mapped doorbell pages without a client:
+ * which words it looks at, that it takes each store once (the same value
+ * twice is two doorbells), that resets (power-on, firmware) drop what was
+ * stored and not yet taken, that garbage anywhere is a counted guest error,
+ * and the trapped BAR2 path beside it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "ionic/ionic_dev.h"
+
+#define WORDS_PER_PAGE 512
+#define NWORDS (IONIC_BAR2_SIZE / 8)
+
+static uint64_t pages[NWORDS];
+static bool mapped = true;
+
+static uint64_t *db_pages(void *ctx)
+{
+	(void)ctx;
+	return mapped ? pages : NULL;
+}
+
+static struct ionic_dev *dev_new(void)
+{
+	const struct ionic_dev_config cfg = { .mac = { 2, 0, 0, 0, 0, 1 } };
+	const struct ionic_dev_env env = { .db_pages = db_pages };
+
+	mapped = true;
+	ionic_db_pages_clear(pages);
+	return ionic_dev_new(&cfg, &env);
+}
+
+static uint64_t db(uint32_t qid, uint32_t ring, uint32_t index)
+{
+	return (uint64_t)qid << 24 | (uint64_t)ring << 16 | index;
+}
+
+static void test_clear(void **state)
+{
+	(void)state;
+	memset(pages, 0, sizeof(pages));
+	ionic_db_pages_clear(pages);
+	for (size_t i = 0; i < NWORDS; i++)
+		assert_true(pages[i] == IONIC_DB_EMPTY);
+}
+
+static void test_words_looked_at(void **state)
+{
+	struct ionic_dev *dev = dev_new();
+	const struct ionic_dev_stats *st = ionic_dev_stats(dev);
+	uint64_t taken = 0;
+
+	(void)state;
+	assert_false(ionic_dev_doorbell_poll(dev)); /* nothing stored */
+	/* Kernel page: words 0..47 (Ethernet queues, RDMA qtypes 4..8); user pages: SQ, RQ, CQ (5..7). */
+	for (uint32_t page = 0; page < 64; page++) {
+		for (uint32_t w = 0; w < WORDS_PER_PAGE; w++) {
+			bool looked = page == 0 ? w < 48 : w >= 5 && w <= 7;
+
+			pages[page * WORDS_PER_PAGE + w] = db(12345, 0, 1);
+			assert_int_equal(ionic_dev_doorbell_poll(dev), looked);
+			assert_true((pages[page * WORDS_PER_PAGE + w] == IONIC_DB_EMPTY) == looked);
+			taken += looked;
+			pages[page * WORDS_PER_PAGE + w] = IONIC_DB_EMPTY;
+		}
+	}
+	assert_true(st->db_mapped == taken);
+	assert_true(st->doorbells == taken);
+	assert_true(st->guest_errors == taken); /* no queue 12345 anywhere */
+	ionic_dev_free(dev);
+}
+
+static void test_same_value_twice(void **state)
+{
+	struct ionic_dev *dev = dev_new();
+	const struct ionic_dev_stats *st = ionic_dev_stats(dev);
+
+	(void)state;
+	/* Stored, taken, stored again with the same value: a second doorbell. */
+	pages[0] = db(0, 0, 3);
+	assert_true(ionic_dev_doorbell_poll(dev));
+	pages[0] = db(0, 0, 3);
+	assert_true(ionic_dev_doorbell_poll(dev));
+	assert_true(st->db_mapped == 2);
+	/* Two stores between two looks: the word keeps the last one, and it is taken once. */
+	pages[7] = db(1, 1, 1);
+	pages[7] = db(1, 1, 2);
+	assert_true(ionic_dev_doorbell_poll(dev));
+	assert_false(ionic_dev_doorbell_poll(dev));
+	assert_true(st->db_mapped == 3);
+	/* A guest that stores all ones writes nothing the device can see. */
+	pages[16] = IONIC_DB_EMPTY;
+	assert_false(ionic_dev_doorbell_poll(dev));
+	ionic_dev_free(dev);
+}
+
+static void test_resets_drop_stored(void **state)
+{
+	struct ionic_dev *dev = dev_new();
+	const struct ionic_dev_stats *st = ionic_dev_stats(dev);
+
+	(void)state;
+	/* Stored before a power-on reset (DEVICE_RESET, a client leaving): never rings afterwards. */
+	pages[0] = db(0, 0, 1);
+	pages[WORDS_PER_PAGE * 3 + 5] = db(7, 0, 9);
+	ionic_dev_reset(dev);
+	assert_false(ionic_dev_doorbell_poll(dev));
+	/* Nor across a simulated firmware reset. */
+	pages[32] = db(0, 0, 4);
+	ionic_dev_fw_reset(dev, 0);
+	assert_false(ionic_dev_doorbell_poll(dev));
+	assert_true(st->db_mapped == 0);
+	ionic_dev_free(dev);
+}
+
+static void test_garbage(void **state)
+{
+	struct ionic_dev *dev = dev_new();
+	const struct ionic_dev_stats *st = ionic_dev_stats(dev);
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	(void)state;
+	for (int round = 0; round < 50; round++) {
+		for (size_t i = 0; i < NWORDS; i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			pages[i] = x;
+		}
+		while (ionic_dev_doorbell_poll(dev))
+			;
+	}
+	assert_true(st->guest_errors == st->doorbells); /* no queue exists: every one is a guest error */
+	assert_true(st->doorbells > 0);
+	ionic_dev_free(dev);
+}
+
+static void test_trapped_path(void **state)
+{
+	struct ionic_dev *dev = dev_new();
+	const struct ionic_dev_stats *st = ionic_dev_stats(dev);
+	uint64_t v = db(0, 0, 1), r = 1;
+
+	(void)state;
+	mapped = false;
+	assert_false(ionic_dev_doorbell_poll(dev)); /* BAR2 traps: nothing to look at */
+	assert_int_equal(ionic_dev_bar2_access(dev, 8 * 16, &v, 8, true), 0);
+	assert_int_equal(ionic_dev_bar2_access(dev, 3, &v, 4, true), 0);                     /* unaligned, short */
+	assert_int_equal(ionic_dev_bar2_access(dev, IONIC_BAR2_SIZE - 8, &v, 8, true), 0);   /* last page, word 511 */
+	assert_int_equal(ionic_dev_bar2_access(dev, 0, &r, 8, false), 0);
+	assert_true(r == 0); /* write-only */
+	assert_true(st->doorbells == 3);
+	assert_true(st->guest_errors == 3);
+	assert_true(st->db_mapped == 0);
+	ionic_dev_free(dev);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_clear),
+		cmocka_unit_test(test_words_looked_at),
+		cmocka_unit_test(test_same_value_twice),
+		cmocka_unit_test(test_resets_drop_stored),
+		cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_trapped_path),
+	};
+
+	return cmocka_run_group_tests_name("ionic-doorbell-unit", tests, NULL, NULL);
+}
