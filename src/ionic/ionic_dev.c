@@ -72,7 +72,13 @@ static void intr_send(struct ionic_dev *dev, uint32_t idx)
 		dev->env.raise_irq(dev->env.ctx, idx);
 }
 
-void ionic_intr_raise(struct ionic_dev *dev, uint32_t idx)
+/*
+ * Credits count events the driver has not returned yet: one per completion
+ * (or event-queue entry) posted for the vector, which is what the driver
+ * returns after its poll (NAPI: the completions it processed; the RDMA EQ
+ * handler: the entries it took).
+ */
+void ionic_intr_raise_n(struct ionic_dev *dev, uint32_t idx, uint32_t events)
 {
 	struct ionic_intr_state *in;
 
@@ -81,12 +87,16 @@ void ionic_intr_raise(struct ionic_dev *dev, uint32_t idx)
 		return;
 	}
 	in = &dev->intr[idx];
-	if (in->credits < INT16_MAX)
-		in->credits++;
+	in->credits = events > (uint32_t)(INT16_MAX - in->credits) ? INT16_MAX : in->credits + (int32_t)events;
 	if (in->mask)
 		in->pending = true;
 	else
 		intr_send(dev, idx);
+}
+
+void ionic_intr_raise(struct ionic_dev *dev, uint32_t idx)
+{
+	ionic_intr_raise_n(dev, idx, 1);
 }
 
 /* An aligned 32-bit write to interrupt control block idx, field at byte off. */
@@ -115,6 +125,13 @@ static void intr_write(struct ionic_dev *dev, uint32_t idx, uint32_t off, uint32
 	default:
 		break; /* coal (current) and reserved words: read-only */
 	}
+	/*
+	 * An event raised while masked is sent on unmask, unless the driver has
+	 * returned every credit since (it saw that completion in the poll it just
+	 * finished): as the hardware, which asserts while credits remain, does.
+	 */
+	if (in->credits == 0)
+		in->pending = false;
 	if (!in->mask && in->pending)
 		intr_send(dev, idx);
 }

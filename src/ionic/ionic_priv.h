@@ -110,8 +110,9 @@ struct ionic_dev {
 /* A guest mistake: logged at debug and counted, never fatal. */
 void ionic_guest_error(struct ionic_dev *dev, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Raise interrupt index idx through its interrupt control block. */
+/* Raise interrupt index idx through its interrupt control block: one event (credit), or `events`. */
 void ionic_intr_raise(struct ionic_dev *dev, uint32_t idx);
+void ionic_intr_raise_n(struct ionic_dev *dev, uint32_t idx, uint32_t events);
 
 /* Guest memory; -EFAULT when the range is not mapped for the device. */
 int ionic_dma_read(struct ionic_dev *dev, uint64_t addr, void *buf, size_t len);

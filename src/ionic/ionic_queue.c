@@ -187,8 +187,8 @@ static bool tx_complete(struct ionic_dev *dev, struct ionic_queue *q, uint32_t i
  */
 static void txq_run(struct ionic_dev *dev, struct ionic_queue *q)
 {
-	uint32_t done = 0, last = 0;
-	bool pending = false, posted = false;
+	uint32_t done = 0, last = 0, comps = 0;
+	bool pending = false;
 
 	while (q->head != q->p_index && done < q->num_descs) {
 		size_t len = tx_gather(dev, q, q->head, dev->frame, sizeof(dev->frame));
@@ -208,12 +208,16 @@ static void txq_run(struct ionic_dev *dev, struct ionic_queue *q)
 		if (!tx_complete(dev, q, last, IONIC_RC_EINVAL))
 			return;
 		pending = false;
-		posted = true;
+		comps++;
 	}
-	if (pending && !tx_complete(dev, q, last, IONIC_RC_SUCCESS))
-		return;
-	if ((pending || posted) && (q->flags & IONIC_QINIT_F_IRQ))
-		ionic_intr_raise(dev, q->intr_index);
+	if (pending) {
+		if (!tx_complete(dev, q, last, IONIC_RC_SUCCESS))
+			return;
+		comps++;
+	}
+	/* One credit per completion: the driver returns as many as it cleaned. */
+	if (comps && (q->flags & IONIC_QINIT_F_IRQ))
+		ionic_intr_raise_n(dev, q->intr_index, comps);
 }
 
 /* Whether the LIF takes a frame for this destination (receive mode and MAC filters). */
