@@ -40,7 +40,7 @@ struct evloop {
 	struct ev_poller *pollers;
 	unsigned npollers;      /* live ones */
 	unsigned busy_us;
-	unsigned idle_ms;       /* the sleep between two idle turns, while there are pollers */
+	unsigned idle_us;       /* the sleep between two idle turns, while there are pollers */
 	uint64_t last_activity_ns;
 };
 
@@ -52,18 +52,34 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-int evloop_poll_timeout(bool busy, bool have_pollers, unsigned idle_ms)
+long evloop_poll_timeout(bool busy, bool have_pollers, unsigned idle_us)
 {
 	if (busy)
 		return 0;
-	return have_pollers ? (int)idle_ms : -1;
+	return have_pollers ? (long)idle_us : -1;
 }
 
-unsigned evloop_next_idle(unsigned idle_ms, bool activity)
+unsigned evloop_next_idle(unsigned idle_us, bool activity)
 {
-	if (activity || idle_ms < EVLOOP_IDLE_MIN_MS)
-		return EVLOOP_IDLE_MIN_MS;
-	return idle_ms >= EVLOOP_IDLE_MAX_MS / 2 ? EVLOOP_IDLE_MAX_MS : idle_ms * 2;
+	if (activity || idle_us < EVLOOP_IDLE_MIN_US)
+		return EVLOOP_IDLE_MIN_US;
+	return idle_us >= EVLOOP_IDLE_MAX_US / 2 ? EVLOOP_IDLE_MAX_US : idle_us * 2;
+}
+
+/* epoll_wait with a timeout in microseconds (-1: none); epoll_pwait2 where the kernel has it. */
+static int wait_events(struct evloop *loop, struct epoll_event *evs, int max, long timeout_us)
+{
+	static bool no_pwait2;
+
+	if (timeout_us > 0 && !no_pwait2) {
+		struct timespec ts = { timeout_us / 1000000, (timeout_us % 1000000) * 1000 };
+		int n = epoll_pwait2(loop->epfd, evs, max, &ts, NULL);
+
+		if (n >= 0 || errno != ENOSYS)
+			return n;
+		no_pwait2 = true;
+	}
+	return epoll_wait(loop->epfd, evs, max, timeout_us <= 0 ? (int)timeout_us : (int)((timeout_us + 999) / 1000));
 }
 
 struct ev_poller *evloop_add_poller(struct evloop *loop, ev_poll_fn fn, void *arg)
@@ -210,12 +226,12 @@ int evloop_run(struct evloop *loop)
 	struct epoll_event evs[64];
 
 	loop->stop = false;
-	loop->idle_ms = EVLOOP_IDLE_MIN_MS;
+	loop->idle_us = EVLOOP_IDLE_MIN_US;
 	loop->last_activity_ns = mono_ns();
 	while (!loop->stop) {
 		bool busy = loop->busy_us && mono_ns() - loop->last_activity_ns < (uint64_t)loop->busy_us * 1000;
-		int timeout = evloop_poll_timeout(busy, loop->npollers > 0, loop->idle_ms);
-		int n = epoll_wait(loop->epfd, evs, 64, timeout);
+		long timeout = evloop_poll_timeout(busy, loop->npollers > 0, loop->idle_us);
+		int n = wait_events(loop, evs, 64, timeout);
 		bool activity;
 
 		if (n < 0) {
@@ -245,9 +261,9 @@ int evloop_run(struct evloop *loop)
 		reap(loop);
 		if (activity) {
 			loop->last_activity_ns = mono_ns();
-			loop->idle_ms = evloop_next_idle(loop->idle_ms, true);
+			loop->idle_us = evloop_next_idle(loop->idle_us, true);
 		} else if (timeout > 0) {
-			loop->idle_ms = evloop_next_idle(loop->idle_ms, false);
+			loop->idle_us = evloop_next_idle(loop->idle_us, false);
 		}
 	}
 	return 0;

@@ -12,7 +12,8 @@
  * activity (a ready fd, or a poller that found work) the loop spins for a
  * busy window without sleeping, calling the pollers and checking the fds;
  * when the window passes quietly it sleeps, waking every idle interval for
- * the pollers (1 ms, doubling up to 4 ms while nothing happens). Without
+ * the pollers (50 us, doubling up to 4 ms while nothing happens: a short gap
+ * costs little latency, a long silence few wake-ups). Without
  * pollers it sleeps until an fd is ready, as a plain epoll loop does; the
  * busy window applies all the same (a reply that follows a message closely
  * is then picked up without a wake-up).
@@ -67,12 +68,12 @@ void evloop_del_poller(struct evloop *loop, struct ev_poller *p);
 /* The busy window after activity, in microseconds (0: never spin). Default 0. */
 void evloop_set_busy_poll(struct evloop *loop, unsigned busy_us);
 
-/* The sleep before the next turn: 0 (spin), -1 (until an fd is ready) or milliseconds. */
-#define EVLOOP_IDLE_MIN_MS 1
-#define EVLOOP_IDLE_MAX_MS 4
-int evloop_poll_timeout(bool busy, bool have_pollers, unsigned idle_ms);
+/* The sleep before the next turn: 0 (spin), -1 (until an fd is ready) or microseconds. */
+#define EVLOOP_IDLE_MIN_US 50
+#define EVLOOP_IDLE_MAX_US 4000
+long evloop_poll_timeout(bool busy, bool have_pollers, unsigned idle_us);
 /* The idle interval after a turn that found nothing (doubling) or found work (back to the minimum). */
-unsigned evloop_next_idle(unsigned idle_ms, bool activity);
+unsigned evloop_next_idle(unsigned idle_us, bool activity);
 
 /* Milliseconds of a monotonic clock. */
 uint64_t evloop_now_ms(void);
