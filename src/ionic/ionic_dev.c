@@ -356,11 +356,44 @@ static bool take_word(struct ionic_dev *dev, uint64_t *pages, uint32_t page, uin
 	return true;
 }
 
-/* Words that send (RDMA SQ, Ethernet TX): taken after every other word found in the same look. */
-static bool sending_word(uint32_t page, uint32_t slot)
+void ionic_db_page_used(struct ionic_dev *dev, uint32_t page)
 {
-	return slot == IONIC_RDMA_QTYPE_SQ || (page == 0 && slot >= IONIC_DB_SLOT_TXQ0 && slot < IONIC_DB_SLOTS_KERNEL);
+	uint64_t *pages = ionic_db_pages(dev);
+
+	if (page >= IONIC_NDBPGS_PER_LIF || (dev->db_pages_used >> page & 1))
+		return;
+	if (pages)
+		for (uint32_t w = 0; w < DB_WORDS_PER_PAGE; w++)
+			__atomic_store_n(&pages[(size_t)page * DB_WORDS_PER_PAGE + w], IONIC_DB_EMPTY, __ATOMIC_RELAXED);
+	dev->db_pages_used |= 1ull << page;
 }
+
+void ionic_db_pages_reset(struct ionic_dev *dev)
+{
+	uint64_t *pages = ionic_db_pages(dev);
+
+	if (pages)
+		ionic_db_pages_clear(pages);
+	dev->db_pages_used = 1; /* the kernel's page always */
+}
+
+/*
+ * The words a look takes, in two passes. Stores to different words arrive
+ * without their order, and a driver posts receive buffers before it sends
+ * into them, so receive, completion and admin words go first and sending
+ * words (RDMA SQ, Ethernet TX) last: a SEND does not miss a receive the
+ * guest posted before it (a UD message would be dropped, an RC one wait).
+ */
+static const uint8_t kernel_words[2][24] = {
+	{ IONIC_DB_SLOT_ADMINQ, IONIC_RDMA_QTYPE_AQ, IONIC_RDMA_QTYPE_RQ, IONIC_RDMA_QTYPE_CQ,
+	  16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31 },
+	{ IONIC_RDMA_QTYPE_SQ, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47 },
+};
+static const uint8_t nkernel_words[2] = { 20, 17 };
+_Static_assert(IONIC_DB_SLOT_RXQ0 == 16 && IONIC_DB_SLOT_TXQ0 == 32 && IONIC_DB_SLOTS_KERNEL == 48,
+	       "the word lists above follow the Ethernet doorbell slots");
+static const uint8_t user_words[2][2] = { { IONIC_RDMA_QTYPE_RQ, IONIC_RDMA_QTYPE_CQ }, { IONIC_RDMA_QTYPE_SQ } };
+static const uint8_t nuser_words[2] = { 2, 1 };
 
 bool ionic_dev_doorbell_poll(struct ionic_dev *dev)
 {
@@ -369,22 +402,15 @@ bool ionic_dev_doorbell_poll(struct ionic_dev *dev)
 
 	if (pages == NULL)
 		return false;
-	/*
-	 * Stores to different words reach us without their order. A driver posts
-	 * receive buffers before it sends into them (from the same guest or
-	 * another QP of it), so one look takes receive, completion and admin
-	 * words first and sending words last: a SEND does not miss a receive the
-	 * guest posted before it (a UD message would be dropped, an RC one wait).
-	 */
 	for (int pass = 0; pass < 2; pass++) {
-		for (uint32_t page = 0; page < IONIC_NDBPGS_PER_LIF; page++) {
-			/* The kernel's page carries every Ethernet queue and the RDMA admin queue; user pages SQ, RQ and CQ. */
-			uint32_t first = page ? IONIC_RDMA_QTYPE_SQ : 0;
-			uint32_t end = page ? IONIC_RDMA_QTYPE_CQ + 1 : IONIC_DB_SLOTS_KERNEL;
+		for (unsigned i = 0; i < nkernel_words[pass]; i++)
+			found |= take_word(dev, pages, 0, kernel_words[pass][i]);
+		/* User pages: only those a queue was created on (a store elsewhere could ring nothing). */
+		for (uint64_t m = dev->db_pages_used & ~1ull; m; m &= m - 1) {
+			uint32_t page = (uint32_t)__builtin_ctzll(m);
 
-			for (uint32_t slot = first; slot < end; slot++)
-				if (sending_word(page, slot) == (pass == 1))
-					found |= take_word(dev, pages, page, slot);
+			for (unsigned i = 0; i < nuser_words[pass]; i++)
+				found |= take_word(dev, pages, page, user_words[pass][i]);
 		}
 	}
 	return found;

@@ -62,9 +62,10 @@ int ionic_dev_bar2_access(void *dev, uint64_t offset, void *buf, size_t len, boo
 /*
  * Take every doorbell stored in the mapped doorbell pages since the last
  * look and act on it as on a trapped one. Returns true if there was one.
- * Looks at the slots doorbells use: all of the kernel's page 0 that the
- * Ethernet queues and the RDMA admin queue ring, and the SQ, RQ and CQ slots
- * of the user contexts' pages 1..63; stores anywhere else are never seen.
+ * Looks at the words queues ring: on the kernel's page 0 those of the
+ * Ethernet queues and the RDMA admin queue, SQ, RQ and CQ; the SQ, RQ and
+ * CQ words of the user pages (1..63) a queue was created on since reset.
+ * Stores anywhere else are never seen.
  */
 bool ionic_dev_doorbell_poll(struct ionic_dev *dev);
 

@@ -105,6 +105,7 @@ struct ionic_dev {
 	struct ionic_lif lif;
 	struct ionic_rdma *rdma;    /* the RDMA side of the LIF (ionic_rdma.c) */
 	bool rdma_mapped_warned;    /* the RDMA-over-mapped-doorbells warning was logged */
+	uint64_t db_pages_used;     /* doorbell pages a queue was created on since reset (bit 0: the kernel's) */
 };
 
 /* A guest mistake: logged at debug and counted, never fatal. */
@@ -143,6 +144,15 @@ uint8_t ionic_queue_db_slot(const struct ionic_queue *q);
 
 /* The mapped doorbell pages, or NULL when BAR2 traps. */
 uint64_t *ionic_db_pages(struct ionic_dev *dev);
+
+/*
+ * A queue that rings on doorbell page `page` was created: from now on the
+ * device looks at that page (until reset). The first time, what was stored
+ * there before is dropped: no queue could be rung by it then.
+ */
+void ionic_db_page_used(struct ionic_dev *dev, uint32_t page);
+/* Empty every word and forget the pages used (resets). */
+void ionic_db_pages_reset(struct ionic_dev *dev);
 
 /* Write a 16-byte completion into q's completion ring (body first, color last). 0 or -errno. */
 int ionic_cq_post(struct ionic_dev *dev, struct ionic_queue *q, uint8_t comp[16]);

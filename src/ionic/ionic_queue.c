@@ -17,12 +17,10 @@
 void ionic_lif_reset(struct ionic_dev *dev)
 {
 	struct ionic_lif *lif = &dev->lif;
-	uint64_t *pages = ionic_db_pages(dev);
 
 	memset(lif, 0, sizeof(*lif));
 	/* Doorbells stored but not yet taken belong to queues that are gone. */
-	if (pages)
-		ionic_db_pages_clear(pages);
+	ionic_db_pages_reset(dev);
 	ionic_rdma_reset(dev);
 	lif->mtu = 1500;
 	memcpy(lif->mac, dev->cfg.mac, 6);

@@ -36,6 +36,7 @@ static uint8_t admin_create_cq(struct ionic_dev *dev, const struct ionic_admin_c
 	n.dbid = le16_get(c->dbid_flags);
 	n.valid = true;
 	r->cq[id] = n;
+	ionic_db_page_used(dev, n.dbid);
 	return IONIC_V1_ASTS_OK;
 }
 
@@ -111,6 +112,7 @@ static uint8_t admin_create_qp(struct ionic_dev *dev, const struct ionic_admin_c
 	n.dbid = le16_get(c->dbid_flags);
 	n.valid = true;
 	r->qp[id] = n;
+	ionic_db_page_used(dev, n.dbid);
 	return IONIC_V1_ASTS_OK;
 }
 

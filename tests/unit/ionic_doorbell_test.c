@@ -1,6 +1,7 @@
 /*
  * ionic-doorbell-unit: the device's mapped doorbell pages without a client:
- * which words it looks at, that it takes each store once (the same value
+ * which words it looks at (user pages once a queue was created there), that
+ * it takes each store once (the same value
  * twice is two doorbells), that resets (power-on, firmware) drop what was
  * stored and not yet taken, that garbage anywhere is a counted guest error,
  * and the trapped BAR2 path beside it.
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "ionic/ionic_dev.h"
+#include "ionic/ionic_priv.h" /* ionic_db_page_used: what creating an RDMA queue on a page does */
 
 #define WORDS_PER_PAGE 512
 #define NWORDS (IONIC_BAR2_SIZE / 8)
@@ -51,6 +53,18 @@ static void test_clear(void **state)
 		assert_true(pages[i] == IONIC_DB_EMPTY);
 }
 
+/* Whether the device takes a store to (page, word) in one look. */
+static bool looked_at(struct ionic_dev *dev, uint32_t page, uint32_t w)
+{
+	bool taken;
+
+	pages[page * WORDS_PER_PAGE + w] = db(12345, 0, 1);
+	taken = ionic_dev_doorbell_poll(dev);
+	assert_true((pages[page * WORDS_PER_PAGE + w] == IONIC_DB_EMPTY) == taken);
+	pages[page * WORDS_PER_PAGE + w] = IONIC_DB_EMPTY;
+	return taken;
+}
+
 static void test_words_looked_at(void **state)
 {
 	struct ionic_dev *dev = dev_new();
@@ -59,21 +73,39 @@ static void test_words_looked_at(void **state)
 
 	(void)state;
 	assert_false(ionic_dev_doorbell_poll(dev)); /* nothing stored */
-	/* Kernel page: words 0..47 (Ethernet queues, RDMA qtypes 4..8); user pages: SQ, RQ, CQ (5..7). */
-	for (uint32_t page = 0; page < 64; page++) {
-		for (uint32_t w = 0; w < WORDS_PER_PAGE; w++) {
-			bool looked = page == 0 ? w < 48 : w >= 5 && w <= 7;
+	/*
+	 * The kernel's page: the admin queue (0), the RDMA qtypes AQ, SQ, RQ, CQ
+	 * (4-7), RX (16-31), TX (32-47). User pages: none until a queue is created
+	 * on them, then SQ, RQ and CQ (5-7).
+	 */
+	for (uint32_t w = 0; w < WORDS_PER_PAGE; w++) {
+		bool want = w == 0 || (w >= 4 && w <= 7) || (w >= 16 && w < 48);
 
-			pages[page * WORDS_PER_PAGE + w] = db(12345, 0, 1);
-			assert_int_equal(ionic_dev_doorbell_poll(dev), looked);
-			assert_true((pages[page * WORDS_PER_PAGE + w] == IONIC_DB_EMPTY) == looked);
-			taken += looked;
-			pages[page * WORDS_PER_PAGE + w] = IONIC_DB_EMPTY;
+		assert_int_equal(looked_at(dev, 0, w), want);
+		taken += want;
+	}
+	for (uint32_t page = 1; page < 64; page++)
+		for (uint32_t w = 0; w < 16; w++)
+			assert_false(looked_at(dev, page, w));
+	pages[9 * WORDS_PER_PAGE + 5] = db(1, 0, 1); /* stored before any queue used page 9: dropped */
+	ionic_db_page_used(dev, 9);
+	ionic_db_page_used(dev, 63);
+	ionic_db_page_used(dev, 64); /* no such page: ignored */
+	assert_false(ionic_dev_doorbell_poll(dev));
+	for (uint32_t page = 1; page < 64; page++) {
+		for (uint32_t w = 0; w < WORDS_PER_PAGE; w++) {
+			bool want = (page == 9 || page == 63) && w >= 5 && w <= 7;
+
+			assert_int_equal(looked_at(dev, page, w), want);
+			taken += want;
 		}
 	}
 	assert_true(st->db_mapped == taken);
 	assert_true(st->doorbells == taken);
 	assert_true(st->guest_errors == taken); /* no queue 12345 anywhere */
+	/* A reset forgets the user pages again. */
+	ionic_dev_reset(dev);
+	assert_false(looked_at(dev, 9, 5));
 	ionic_dev_free(dev);
 }
 
@@ -108,6 +140,7 @@ static void test_resets_drop_stored(void **state)
 
 	(void)state;
 	/* Stored before a power-on reset (DEVICE_RESET, a client leaving): never rings afterwards. */
+	ionic_db_page_used(dev, 3);
 	pages[0] = db(0, 0, 1);
 	pages[WORDS_PER_PAGE * 3 + 5] = db(7, 0, 9);
 	ionic_dev_reset(dev);
@@ -127,6 +160,8 @@ static void test_garbage(void **state)
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 
 	(void)state;
+	for (uint32_t page = 0; page < 64; page += 3)
+		ionic_db_page_used(dev, page);
 	for (int round = 0; round < 50; round++) {
 		for (size_t i = 0; i < NWORDS; i++) {
 			x ^= x << 13;
