@@ -213,6 +213,7 @@ void rdma_eq_post(struct ionic_dev *dev, uint32_t eq_id, uint8_t type, uint8_t c
 static void cq_notify(struct ionic_dev *dev, struct rdma_cq *cq, uint32_t cq_id)
 {
 	cq->arm_any = cq->arm_sol = false;
+	cq->notified_prod = cq->prod;
 	rdma_eq_post(dev, cq->eq_id, IONIC_V1_EQE_TYPE_CQ, IONIC_V1_EQE_CQ_NOTIFY, cq_id);
 }
 
@@ -265,8 +266,14 @@ static void cq_doorbell(struct ionic_dev *dev, uint32_t page, uint32_t cq_id, ui
 			cq->arm_any = true;
 		else
 			cq->arm_sol = true;
-		/* Completions the host has not consumed yet: tell it now, or it waits forever. */
-		if ((cq->prod & mask) != cq->host_cons)
+		/*
+		 * Completions the host has not consumed yet: tell it now, or it waits
+		 * forever. With mapped doorbell pages the consumer index a driver stores
+		 * right before its arm may be overwritten by the arm (docs/ionic.md):
+		 * then only completions made since the last event count, or every
+		 * re-arm would raise another event for the same completions.
+		 */
+		if ((cq->prod & mask) != cq->host_cons && (ionic_db_pages(dev) == NULL || cq->prod != cq->notified_prod))
 			cq_notify(dev, cq, cq_id);
 		break;
 	default:

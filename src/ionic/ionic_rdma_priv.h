@@ -51,6 +51,7 @@ struct rdma_cq {
 	uint32_t prod;          /* next CQE slot (free-running) */
 	uint8_t color;
 	uint32_t host_cons;     /* last ring-0 index */
+	uint32_t notified_prod; /* prod when the last event was raised */
 	bool arm_any, arm_sol;
 	uint16_t dbid;          /* the doorbell page that may ring it */
 };
