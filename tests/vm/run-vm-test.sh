@@ -12,6 +12,8 @@
 #   --qemu-args "ARGS": extra QEMU arguments (split at spaces), e.g. a virtio-net NIC for comparisons.
 #   --file PATH (repeatable): copy PATH into every run's job directory under its own name, next to
 #   check.sh (the check finds it in "$(dirname "$0")"), e.g. a source file the guest compiles.
+#   --server-log REGEX: after the server stopped, its log must match REGEX (grep -E), e.g. its
+#   closing statistics (check server-log).
 #   --netns-tap: run the server in a private network namespace joined (--tap ernic0) to a TAP
 #   whose host side is 192.168.200.3/24; the guest checks see ERNIC_TAP_PEER=192.168.200.3, and a
 #   host-side peer in the namespace pings the guest (192.168.200.2) while it runs (check
@@ -45,7 +47,7 @@ usage() {
 	exit 2
 }
 
-BINARY="" CHECK="" BOOTS=1 RUNS=1 SERVER_ARGS="" NO_DEVICE=0 SHELL_MODE=0 BUILD_ONLY=0 KEEP=0 NETNS_TAP=0 QEMU_EXTRA=""
+BINARY="" CHECK="" BOOTS=1 RUNS=1 SERVER_ARGS="" SERVER_LOG_RE="" NO_DEVICE=0 SHELL_MODE=0 BUILD_ONLY=0 KEEP=0 NETNS_TAP=0 QEMU_EXTRA=""
 FW_VERSION=${ERNIC_FW_VERSION:-1.0.0-ernic}
 TIMEOUT=300 CHECK_TIMEOUT=180 SILENT_LIMIT=${ERNIC_VM_SILENT_LIMIT:-90}
 EXTRA_ENV=() FILES=()
@@ -56,6 +58,7 @@ while [ $# -gt 0 ]; do
 	--boots) BOOTS=${2:?}; shift 2 ;;
 	--runs) RUNS=${2:?}; shift 2 ;;
 	--server-args) SERVER_ARGS=${2?}; shift 2 ;;
+	--server-log) SERVER_LOG_RE=${2:?}; shift 2 ;;
 	--fw-version) FW_VERSION=${2:?}; shift 2 ;;
 	--env) EXTRA_ENV+=("${2:?}"); shift 2 ;;
 	--file) FILES+=("${2:?}"); shift 2 ;;
@@ -439,6 +442,14 @@ if [ -n "$SERVER_PID" ]; then
 	else
 		fail server-stop "exit status $src after SIGTERM"
 		tail_file "server" "$WORK/server.log" 15
+	fi
+	if [ -n "$SERVER_LOG_RE" ]; then
+		if grep -Eq -- "$SERVER_LOG_RE" "$WORK/server.log"; then
+			pass server-log
+		else
+			fail server-log "the server's log has no line matching '$SERVER_LOG_RE'"
+			tail_file "server" "$WORK/server.log" 5
+		fi
 	fi
 fi
 finish
