@@ -2,6 +2,7 @@
 #include "util/evloop.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,6 +257,12 @@ int evloop_run(struct evloop *loop)
 					activity = run_pollers(loop);
 			}
 		}
+		/*
+		 * Spinning must not keep off this CPU the thread that would bring the
+		 * work (a client, a vCPU): let anything runnable here go first.
+		 */
+		if (busy && !activity)
+			sched_yield();
 		while (loop->ndeferred && !loop->stop)
 			run_deferred(loop);
 		reap(loop);
