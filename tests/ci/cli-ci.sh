@@ -23,6 +23,11 @@ expect_refused cli-endpoint-mac 2 "Error: --mac 02:53:c0:a8:c8:01 is the s3 endp
 expect_refused cli-bad-tap 2 "Error: bad interface name 'a/b'" --tap a/b
 expect_refused cli-long-tap 2 "Error: bad interface name 'abcdefghijklmnop'" -T abcdefghijklmnop
 expect_refused cli-unknown-backend 2 "Error: unknown backend 'rdma'" -b rdma
+expect_refused cli-doorbells-twice 2 "Error: --mmap-doorbells or --no-mmap-doorbells given twice" \
+	--mmap-doorbells --no-mmap-doorbells
+expect_refused cli-bad-poll 2 "Error: bad --poll-us '100001' (0..100000 microseconds)" --poll-us 100001
+expect_refused cli-bad-poll-text 2 "Error: bad --poll-us '5us' (0..100000 microseconds)" --poll-us 5us
+expect_refused cli-poll-twice 2 "Error: option --poll-us given twice" --poll-us 1 --poll-us 2
 
 # Defaults: loopback, the stable default MAC.
 expect_start cli-default-backend "ionic_datapath: loopback between the guest's own queue pairs"
@@ -31,6 +36,11 @@ expect_start cli-none "ionic_datapath: no backend" --backend none
 expect_start cli-mac "ionic: guest NIC mac 02:11:22:33:44:55" --mac 02:11:22:33:44:55
 expect_start cli-mac-upper "ionic: guest NIC mac 0a:bb:cc:dd:ee:ff" -m 0A:BB:CC:DD:EE:FF
 expect_start cli-log-level "ionic_datapath: no backend" -L debug -b none
+expect_start cli-mmap-doorbells "ionic: doorbell pages mapped by the client, polled (busy for 50 us after activity)" \
+	-b none --mmap-doorbells
+expect_start cli-mmap-poll "ionic: doorbell pages mapped by the client, polled (busy for 0 us after activity)" \
+	-b none --mmap-doorbells --poll-us 0
+expect_start cli-no-mmap-doorbells "ionic_datapath: no backend" -b none --no-mmap-doorbells --poll-us 100000
 # A TAP that does not exist is a start-up error (the server never creates interfaces).
 timeout 20 "$BIN" -s "$TMP/tap.sock" -T ernic-no0 2>"$TMP/tap.err" >/dev/null
 rc=$?
