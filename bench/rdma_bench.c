@@ -31,14 +31,32 @@
  *
  * Beside each figure, the share of one CPU the server used while it was
  * measured (its run time from /proc/PID/schedstat over the wall time), and on
- * the console how often it went to sleep per posted write it was sent
+ * the console how often it went to sleep per doorbell it was sent
  * (voluntary context switches from /proc/PID/status): a server that sleeps
  * must be woken by the next doorbell, one that does not is busy the whole time.
+ * Last, `idle`: the server's CPU while the client stays attached, set up and
+ * silent (10 s).
  *
- * Usage: rdma-bench path/to/rocm-ernic [seconds-per-case] [csv-file] [case[:size]]
- * (case: write, read, send or pingpong, optionally one size, e.g. write:4096,
- * to run only that, e.g. under perf). The CSV has one row per measurement:
- * case,size,msgs_per_s,gbps,memcpy_gbps,median_us,p99_us,server_cpu_pct (empty where one does not apply).
+ * Every case runs against three servers in one run, one after the other:
+ *
+ *   trapped-nopoll  doorbells are posted REGION_WRITEs, the server sleeps in
+ *                   epoll between messages (--poll-us 0: the server before
+ *                   mapped doorbells)
+ *   trapped         the same with the busy window after activity (--poll-us 50)
+ *   mapped          --mmap-doorbells: the client maps BAR2 and doorbells are
+ *                   8-byte stores the server finds by polling
+ *
+ * Every queue rings its own doorbell word: QP A on page 1, QP B on page 2,
+ * the four CQs on pages 3-6 (a mapped word keeps only the last store, so
+ * queues of one kind sharing a page could lose a doorbell; see docs/ionic.md).
+ *
+ * Usage: rdma-bench path/to/rocm-ernic [seconds-per-case] [csv-file] [case[:size]] [mode] [poll-us]
+ * (case: write, read, send, pingpong or idle, optionally one size, e.g.
+ * write:4096, to run only that, e.g. under perf; mode: one of the three;
+ * poll-us: the busy window of the trapped and mapped servers, default 50;
+ * an empty argument keeps the default). The
+ * CSV has one row per measurement:
+ * mode,case,size,msgs_per_s,gbps,memcpy_gbps,median_us,p99_us,server_cpu_pct (empty where one does not apply).
  */
 #include <signal.h>
 #include <stdarg.h>
@@ -85,6 +103,9 @@ _Static_assert(B_DST + BIG <= GUEST_IOVA + GUEST_SIZE && BIG * 2 <= RG_SCRATCH_S
 
 #define QPN_A   20u
 #define QPN_B   21u
+#define PAGE_QP(k) (1u + (k))   /* doorbell pages: QP A 1, QP B 2 */
+#define PAGE_CQ(i) (3u + (i))   /* CQs 10-13: pages 3-6 */
+#define IDLE_S  10.0
 #define ACCESS  (RG_QPF_REMOTE_WRITE | RG_QPF_REMOTE_READ)
 #define TIMEOUT_S 5.0
 
@@ -98,14 +119,15 @@ struct bench {
 	struct rg_qp qp[2];      /* A, B */
 	double secs;
 	FILE *csv;
+	const char *mode;
 	pid_t server;
-	uint64_t posted;         /* posted writes (doorbells) sent so far */
+	uint64_t posted;         /* doorbells rung so far */
 };
 
 enum { CQ_A_SEND, CQ_A_RECV, CQ_B_SEND, CQ_B_RECV };
 
 static pid_t server_pid;                        /* stopped by die() too */
-static char dir[] = "/tmp/rdma-bench.XXXXXX"; /* the server's socket directory, removed by die() too */
+static char dir[32];                            /* the server's socket directory, removed by die() too */
 
 static double now_s(void)
 {
@@ -190,14 +212,14 @@ static void cq_take(struct bench *b, int ci, uint8_t type, unsigned n, uint8_t l
 	if (last)
 		memcpy(last, cqe, RG_CQE_SIZE);
 	if (cq->cons - b->acked[ci] >= (1u << CQ_LOG2) / 2) {
-		rg_cq_ack(&b->g, cq);
+		rg_db_page(&b->g, PAGE_CQ(ci), RG_QTYPE_CQ, cq->id, 0, cq->cons & ((1u << CQ_LOG2) - 1));
 		b->posted++;
 		b->acked[ci] = cq->cons;
 	}
 }
 
-/* CREATE_CQ on the RDMA admin queue (ionic_fw.h layout), as the driver creates verbs CQs. */
-static int create_cq(struct bench *b, uint32_t id, uint64_t ring)
+/* CREATE_CQ on the RDMA admin queue (ionic_fw.h layout), as the driver creates verbs CQs, ringing on page dbid. */
+static int create_cq(struct bench *b, uint32_t id, uint64_t ring, uint16_t dbid)
 {
 	uint8_t p[34] = { 0 };
 	int st;
@@ -210,6 +232,7 @@ static int create_cq(struct bench *b, uint32_t id, uint64_t ring)
 	rg_le32(p + 16, ~0u);         /* tbl_index: the device chooses */
 	rg_le32(p + 20, 1);           /* contiguous */
 	rg_le64(p + 24, ring);
+	rg_le16(p + 32, dbid);
 	memset(guest_ptr(&b->g, ring), 0, RG_CQE_SIZE << CQ_LOG2);
 	st = rg_admin(&b->g, &b->aq, RG_OP_CREATE_CQ, p, sizeof(p), NULL);
 	rg_cq_ack(&b->g, &b->acq);
@@ -223,12 +246,13 @@ static void setup(struct bench *b, struct vfc *c)
 
 	if ((st = ionic_guest_setup(&b->g, c)) != 0)
 		die("guest set-up failed at step %d", -st);
+	b->g.db_wait = false; /* every queue has a doorbell word of its own */
 	if (rg_reset_lif(&b->g) || rg_eq_create(&b->g, &b->eq, 0, 2, 10, RG_EQ_RING(0)) ||
 	    rg_cq_create(&b->g, &b->acq, 0, 0, 8, RG_CQ_RING(0)) ||
 	    rg_aq_create(&b->g, &b->aq, 0, &b->acq, 4, RG_AQ_RING(0)))
 		die("RDMA admin queue set-up failed");
 	for (int i = 0; i < 4; i++) {
-		if ((st = create_cq(b, 10 + (uint32_t)i, B_CQ(i))) != 0)
+		if ((st = create_cq(b, 10 + (uint32_t)i, B_CQ(i), (uint16_t)PAGE_CQ(i))) != 0)
 			die("CREATE_CQ %d: status %d", 10 + i, st);
 		rg_cq_init(&b->cq[i], 10 + (uint32_t)i, CQ_LOG2, B_CQ(i));
 	}
@@ -244,6 +268,7 @@ static void setup(struct bench *b, struct vfc *c)
 
 		memset(q, 0, sizeof(*q));
 		q->id = k ? QPN_B : QPN_A;
+		q->dbid = (uint16_t)PAGE_QP(k);
 		q->type = RG_QPT_RC;
 		q->pd = 1;
 		q->sq_cq = 10 + 2 * (uint32_t)k;
@@ -474,9 +499,9 @@ static void row(struct bench *b, const char *name, size_t size, double msgs, dou
 	for (int i = 0; i < 6; i++) {
 		f[i][0] = 0;
 		if (v[i] >= 0)
-			snprintf(f[i], sizeof(f[i]), i == 0 || i == 5 ? "%.0f" : i < 3 ? "%.3f" : "%.2f", v[i]);
+			snprintf(f[i], sizeof(f[i]), i == 0 ? "%.0f" : i < 3 ? "%.3f" : "%.2f", v[i]);
 	}
-	fprintf(b->csv, "%s,%zu,%s,%s,%s,%s,%s,%s\n", name, size, f[0], f[1], f[2], f[3], f[4], f[5]);
+	fprintf(b->csv, "%s,%s,%zu,%s,%s,%s,%s,%s,%s\n", b->mode, name, size, f[0], f[1], f[2], f[3], f[4], f[5]);
 }
 
 /* What each case runs; `only` (name or name:size) picks one. */
@@ -487,7 +512,7 @@ static const struct bcase {
 } cases[] = {
 	{ "write", RG_WR_RDMA_WRITE, 4096 }, { "write", RG_WR_RDMA_WRITE, 65536 }, { "write", RG_WR_RDMA_WRITE, BIG },
 	{ "read", RG_WR_RDMA_READ, 65536 },  { "read", RG_WR_RDMA_READ, BIG },     { "send", RG_WR_SEND, MSG_SIZE },
-	{ "pingpong", RG_WR_SEND, MSG_SIZE },
+	{ "pingpong", RG_WR_SEND, MSG_SIZE }, { "idle", 0, 0 },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -539,6 +564,15 @@ static void run_case(struct bench *b, const struct bcase *k)
 		printf("%-8s %8zu  %10.0f msgs/s  %6.3f GB/s  %28s  server CPU %3.0f%%, %.2f sleeps/doorbell\n", k->name,
 		       k->size, msgs, msgs * (double)k->size / 1e9, "", cpu, sleeps);
 		row(b, k->name, k->size, msgs, msgs * (double)k->size / 1e9, -1, -1, -1, cpu);
+	} else if (!strcmp(k->name, "idle")) {
+		/* Attached, set up, and nothing rung: what an idle guest costs the host. */
+		s0 = snap_take(b);
+		usleep((useconds_t)(IDLE_S * 1e6));
+		s1 = snap_take(b);
+		cpu = snap_cpu(&s0, &s1, &sleeps);
+		printf("%-8s %8s  server CPU %.2f%% over %.0f s, %.0f wake-ups/s\n", k->name, "", cpu, s1.t - s0.t,
+		       (double)(s1.sleeps - s0.sleeps) / (s1.t - s0.t));
+		row(b, k->name, 0, -1, -1, -1, -1, -1, cpu);
 	} else {
 		double *lat, sum = 0, med, p99;
 		size_t n;
@@ -559,53 +593,97 @@ static void run_case(struct bench *b, const struct bcase *k)
 	}
 }
 
+static const struct bmode {
+	const char *name;
+	const char *const *args;
+} modes[] = {
+	{ "trapped-nopoll", (const char *const[]){ "-b", "none", "-L", "warn", "--poll-us", "0", NULL } },
+	{ "trapped", (const char *const[]){ "-b", "none", "-L", "warn", NULL } },
+	{ "mapped", (const char *const[]){ "-b", "none", "-L", "warn", "--mmap-doorbells", NULL } },
+};
+#define NMODES (sizeof(modes) / sizeof(modes[0]))
+
+/* One server: start it, set up, run the picked cases, stop it. 0, or 1 if it did not stop cleanly. */
+static int run_mode(struct bench *b, const char *binary, const struct bmode *m, const char *only, const char *poll_us)
+{
+	const char *args[16];
+	char sock[128];
+	struct vfc c;
+	int status, n = 0;
+
+	while (m->args[n] && n < 12) {
+		args[n] = m->args[n];
+		n++;
+	}
+	if (poll_us && strcmp(m->name, "trapped-nopoll")) {
+		args[n++] = "--poll-us";
+		args[n++] = poll_us;
+	}
+	args[n] = NULL;
+
+	strcpy(dir, "/tmp/rdma-bench.XXXXXX");
+	if (!mkdtemp(dir))
+		die("mkdtemp: cannot make the socket directory");
+	b->mode = m->name;
+	b->posted = 0;
+	memset(b->acked, 0, sizeof(b->acked));
+	b->server = server_pid = vfc_spawn_server(binary, dir, sock, sizeof(sock), args);
+	if (b->server <= 0 || vfc_connect(&c, sock, 20000) || vfc_negotiate(&c))
+		die("cannot reach the server");
+	setup(b, &c);
+	if (!strcmp(m->name, "mapped") && b->g.bar2.base == NULL)
+		die("the server offered no doorbell pages to map");
+	printf("== %s: server pid %d; RC QPs %u <-> %u, batches of %d, %.1f s per case, doorbells %s, --poll-us %s\n",
+	       m->name, (int)b->server, QPN_A, QPN_B, BATCH, b->secs,
+	       b->g.bar2.base ? "stored to the mapped BAR2" : "posted writes",
+	       strcmp(m->name, "trapped-nopoll") ? (poll_us ? poll_us : "50") : "0");
+	fflush(stdout);
+	for (size_t i = 0; i < NCASES; i++)
+		if (picked(&cases[i], only)) {
+			run_case(b, &cases[i]);
+			fflush(stdout);
+		}
+	rg_eq_close(&b->eq);
+	ionic_guest_teardown(&b->g);
+	vfc_close(&c);
+	kill(b->server, SIGTERM);
+	waitpid(b->server, &status, 0);
+	server_pid = 0;
+	rmdir(dir);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	double secs = argc > 2 ? atof(argv[2]) : 1.0;
-	const char *only = argc > 4 ? argv[4] : NULL;
-	char sock[128];
+	const char *only = argc > 4 && argv[4][0] ? argv[4] : NULL, *mode = argc > 5 && argv[5][0] ? argv[5] : NULL;
+	const char *poll_us = argc > 6 && argv[6][0] ? argv[6] : NULL;
 	struct bench b;
-	struct vfc c;
-	size_t npicked = 0;
-	int status;
+	size_t npicked = 0, nmodes = 0;
+	int rc = 0;
 
 	for (size_t i = 0; i < NCASES; i++)
 		npicked += picked(&cases[i], only);
-	if (argc < 2 || secs <= 0 || npicked == 0) {
-		fprintf(stderr, "usage: %s path/to/rocm-ernic [seconds-per-case] [csv-file] [case[:size]]\n"
-			"cases: write (4096, 65536, 1048576), read (65536, 1048576), send (64), pingpong (64)\n", argv[0]);
+	for (size_t i = 0; i < NMODES; i++)
+		nmodes += !mode || !strcmp(mode, modes[i].name);
+	if (argc < 2 || secs <= 0 || npicked == 0 || nmodes == 0) {
+		fprintf(stderr, "usage: %s path/to/rocm-ernic [seconds-per-case] [csv-file] [case[:size]] [mode] [poll-us]\n"
+			"cases: write (4096, 65536, 1048576), read (65536, 1048576), send (64), pingpong (64), idle\n"
+			"modes: trapped-nopoll, trapped, mapped (default: all three)\n", argv[0]);
 		return 2;
 	}
 	memset(&b, 0, sizeof(b));
 	b.secs = secs;
-	if (argc > 3 && (b.csv = fopen(argv[3], "w")) == NULL) {
+	if (argc > 3 && argv[3][0] && (b.csv = fopen(argv[3], "w")) == NULL) {
 		perror(argv[3]);
 		return 1;
 	}
-	if (!mkdtemp(dir))
-		return 1;
-	b.server = server_pid = vfc_spawn_server(argv[1], dir, sock, sizeof(sock),
-						 (const char *const[]){ "-b", "none", "-L", "warn", NULL });
-	if (b.server <= 0 || vfc_connect(&c, sock, 20000) || vfc_negotiate(&c))
-		die("cannot reach the server");
-	setup(&b, &c);
-	printf("server pid %d; RC QPs %u <-> %u, batches of %d, %.1f s per case\n", (int)b.server, QPN_A, QPN_B, BATCH,
-	       secs);
-	fflush(stdout);
 	if (b.csv)
-		fprintf(b.csv, "case,size,msgs_per_s,gbps,memcpy_gbps,median_us,p99_us,server_cpu_pct\n");
-	for (size_t i = 0; i < NCASES; i++)
-		if (picked(&cases[i], only)) {
-			run_case(&b, &cases[i]);
-			fflush(stdout);
-		}
+		fprintf(b.csv, "mode,case,size,msgs_per_s,gbps,memcpy_gbps,median_us,p99_us,server_cpu_pct\n");
+	for (size_t i = 0; i < NMODES; i++)
+		if (!mode || !strcmp(mode, modes[i].name))
+			rc |= run_mode(&b, argv[1], &modes[i], only, poll_us);
 	if (b.csv)
 		fclose(b.csv);
-	rg_eq_close(&b.eq);
-	ionic_guest_teardown(&b.g);
-	vfc_close(&c);
-	kill(b.server, SIGTERM);
-	waitpid(b.server, &status, 0);
-	rmdir(dir);
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+	return rc;
 }

@@ -1,14 +1,26 @@
 /*
- * vfu-bench: the cost of the vfio-user socket itself, against the real server.
+ * vfu-bench: the cost of the vfio-user socket itself, and of a doorbell,
+ * against the real server, for three servers in one run:
+ *
+ *   trapped-nopoll  doorbells are posted REGION_WRITEs and the server sleeps
+ *                   in epoll between messages (--poll-us 0: as before mapped
+ *                   doorbells existed)
+ *   trapped         the same with the server's busy window (--poll-us 50)
+ *   mapped          --mmap-doorbells: BAR2 mapped, doorbells are stores
+ *
+ * and for each:
  *
  *   region-read   REGION_READ of one 4-byte register, round trips per second
  *   region-write  REGION_WRITE (with reply) of one register, round trips per second
- *   doorbell      a posted admin-queue doorbell until the device has executed the
- *                 command, written its completion and signalled the MSI-X eventfd:
- *                 latency per operation (mean, median, 99th percentile)
+ *   doorbell      an admin-queue doorbell (posted write, or a store to the
+ *                 mapping) until the device has executed the command, written
+ *                 its completion and signalled the MSI-X eventfd: latency per
+ *                 operation (mean, median, 99th percentile)
+ *   idle          the server's CPU share while the client stays attached and
+ *                 silent for 10 s
  *
- * Usage: vfu-bench path/to/rocm-ernic [iterations] [csv-file]
- * The CSV has one row per measurement: name,unit,value.
+ * Usage: vfu-bench path/to/rocm-ernic [iterations] [csv-file] [mode]
+ * The CSV has one row per measurement: mode,name,unit,value.
  */
 #include <errno.h>
 #include <signal.h>
@@ -21,6 +33,8 @@
 
 #include "ionic_guest.h"
 #include "vfu_client.h"
+
+#define IDLE_S 10
 
 static double now_s(void)
 {
@@ -37,36 +51,49 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-int main(int argc, char **argv)
+/* The server's run time so far, in seconds (/proc/PID/schedstat), or -1. */
+static double cpu_s(pid_t pid)
 {
-	int iters = argc > 2 ? atoi(argv[2]) : 20000;
-	FILE *csv = NULL;
+	char path[64];
+	unsigned long long ns;
+	FILE *f;
+	double v = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	if ((f = fopen(path, "r")) != NULL) {
+		if (fscanf(f, "%llu", &ns) == 1)
+			v = (double)ns / 1e9;
+		fclose(f);
+	}
+	return v;
+}
+
+static const struct bmode {
+	const char *name;
+	const char *const *args;
+} modes[] = {
+	{ "trapped-nopoll", (const char *const[]){ "-b", "none", "-L", "warn", "--poll-us", "0", NULL } },
+	{ "trapped", (const char *const[]){ "-b", "none", "-L", "warn", NULL } },
+	{ "mapped", (const char *const[]){ "-b", "none", "-L", "warn", "--mmap-doorbells", NULL } },
+};
+
+static int run_mode(const char *binary, const struct bmode *m, int iters, FILE *csv)
+{
 	char dir[] = "/tmp/vfu-bench.XXXXXX", sock[128];
 	struct vfc c;
 	struct ionic_guest g;
-	double t0, t, *lat;
+	double t0, t, c0, *lat, sum = 0;
 	pid_t pid;
 	int status;
 
-	if (argc < 2 || iters <= 0) {
-		fprintf(stderr, "usage: %s path/to/rocm-ernic [iterations] [csv-file]\n", argv[0]);
-		return 2;
-	}
-	if (argc > 3 && (csv = fopen(argv[3], "w")) == NULL) {
-		perror(argv[3]);
-		return 1;
-	}
 	if (!mkdtemp(dir))
 		return 1;
-	pid = vfc_spawn_server(argv[1], dir, sock, sizeof(sock),
-			       (const char *const[]){ "-b", "none", "-L", "warn", NULL });
+	pid = vfc_spawn_server(binary, dir, sock, sizeof(sock), m->args);
 	if (pid <= 0 || vfc_connect(&c, sock, 20000) || vfc_negotiate(&c)) {
 		fprintf(stderr, "cannot reach the server\n");
 		return 1;
 	}
-	if (csv)
-		fprintf(csv, "name,unit,value\n");
-
+	printf("== %s\n", m->name);
 	t0 = now_s();
 	for (int i = 0; i < iters; i++)
 		if (vfc_read32(&c, 0, 0) != 0x44455649)
@@ -74,7 +101,7 @@ int main(int argc, char **argv)
 	t = now_s() - t0;
 	printf("region-read   %10.0f round trips/s  (%.2f us each)\n", iters / t, t / iters * 1e6);
 	if (csv)
-		fprintf(csv, "region-read,round_trips_per_s,%.0f\n", iters / t);
+		fprintf(csv, "%s,region-read,round_trips_per_s,%.0f\n", m->name, iters / t);
 
 	t0 = now_s();
 	for (int i = 0; i < iters; i++)
@@ -82,12 +109,13 @@ int main(int argc, char **argv)
 	t = now_s() - t0;
 	printf("region-write  %10.0f round trips/s  (%.2f us each)\n", iters / t, t / iters * 1e6);
 	if (csv)
-		fprintf(csv, "region-write,round_trips_per_s,%.0f\n", iters / t);
+		fprintf(csv, "%s,region-write,round_trips_per_s,%.0f\n", m->name, iters / t);
 
 	if (ionic_guest_setup(&g, &c)) {
 		fprintf(stderr, "guest set-up failed\n");
 		return 1;
 	}
+	g.db_wait = false; /* the admin queue's word is its own */
 	lat = calloc((size_t)iters, sizeof(*lat));
 	for (int i = 0; i < iters; i++) {
 		uint8_t cmd[64] = { 0 }, comp[16];
@@ -102,22 +130,56 @@ int main(int argc, char **argv)
 		ionic_guest_irq_rearm(&g, 1);
 	}
 	qsort(lat, (size_t)iters, sizeof(*lat), cmp_double);
-	double sum = 0;
 	for (int i = 0; i < iters; i++)
 		sum += lat[i];
-	printf("doorbell      mean %.2f us, median %.2f us, p99 %.2f us (posted write -> completion + MSI-X)\n",
-	       sum / iters * 1e6, lat[iters / 2] * 1e6, lat[(int)(iters * 0.99)] * 1e6);
+	printf("doorbell      mean %.2f us, median %.2f us, p99 %.2f us (%s -> completion + MSI-X)\n",
+	       sum / iters * 1e6, lat[iters / 2] * 1e6, lat[(int)(iters * 0.99)] * 1e6,
+	       g.bar2.base ? "store to the mapped page" : "posted write");
 	if (csv) {
-		fprintf(csv, "doorbell-mean,us,%.2f\n", sum / iters * 1e6);
-		fprintf(csv, "doorbell-median,us,%.2f\n", lat[iters / 2] * 1e6);
-		fprintf(csv, "doorbell-p99,us,%.2f\n", lat[(int)(iters * 0.99)] * 1e6);
-		fclose(csv);
+		fprintf(csv, "%s,doorbell-mean,us,%.2f\n", m->name, sum / iters * 1e6);
+		fprintf(csv, "%s,doorbell-median,us,%.2f\n", m->name, lat[iters / 2] * 1e6);
+		fprintf(csv, "%s,doorbell-p99,us,%.2f\n", m->name, lat[(int)(iters * 0.99)] * 1e6);
 	}
 	free(lat);
+
+	/* Attached, set up, silent. */
+	c0 = cpu_s(pid);
+	t0 = now_s();
+	sleep(IDLE_S);
+	t = now_s() - t0;
+	printf("idle          server CPU %.2f%% over %.0f s\n", (cpu_s(pid) - c0) / t * 100, t);
+	if (csv)
+		fprintf(csv, "%s,idle-cpu,pct,%.2f\n", m->name, (cpu_s(pid) - c0) / t * 100);
+
 	ionic_guest_teardown(&g);
 	vfc_close(&c);
 	kill(pid, SIGTERM);
 	waitpid(pid, &status, 0);
 	rmdir(dir);
-	return 0;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	int iters = argc > 2 ? atoi(argv[2]) : 20000, rc = 0;
+	const char *mode = argc > 4 ? argv[4] : NULL;
+	FILE *csv = NULL;
+
+	if (argc < 2 || iters <= 0) {
+		fprintf(stderr, "usage: %s path/to/rocm-ernic [iterations] [csv-file] [mode]\n"
+			"modes: trapped-nopoll, trapped, mapped (default: all three)\n", argv[0]);
+		return 2;
+	}
+	if (argc > 3 && argv[3][0] && (csv = fopen(argv[3], "w")) == NULL) {
+		perror(argv[3]);
+		return 1;
+	}
+	if (csv)
+		fprintf(csv, "mode,name,unit,value\n");
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (!mode || !strcmp(mode, modes[i].name))
+			rc |= run_mode(argv[1], &modes[i], iters, csv);
+	if (csv)
+		fclose(csv);
+	return rc;
 }
