@@ -124,11 +124,14 @@ fail:
 	return rc;
 }
 
-bool ionic_pci_poll(void *arg)
+enum ev_poll_result ionic_pci_poll(void *arg)
 {
 	struct ionic_pci *ip = arg;
 
-	return ionic_dev_doorbell_poll(ip->dev);
+	/* No client, no stores: the loop need not wake for the pages until one connects. */
+	if (ip->db_pages == NULL || ip->srv == NULL || !vfu_server_connected(ip->srv))
+		return EV_POLL_ASLEEP;
+	return ionic_dev_doorbell_poll(ip->dev) ? EV_POLL_WORK : EV_POLL_EMPTY;
 }
 
 static int bar0_access(void *opaque, uint64_t off, void *buf, size_t len, bool is_write)

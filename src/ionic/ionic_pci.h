@@ -13,6 +13,7 @@
 
 #include "ionic/ionic_dev.h"
 #include "pci/pci_dev.h"
+#include "util/evloop.h"
 
 struct ionic_pci;
 
@@ -27,7 +28,7 @@ void ionic_pci_set_server(struct ionic_pci *ip, struct vfu_server *srv);
 struct ionic_dev *ionic_pci_dev(struct ionic_pci *ip);
 
 /* A poller for the event loop (ip as arg): take doorbells stored in the mapped pages. */
-bool ionic_pci_poll(void *ip);
+enum ev_poll_result ionic_pci_poll(void *ip);
 
 /* A simulated firmware reset of the device (see ionic_dev_fw_reset). */
 void ionic_pci_fw_reset(struct ionic_pci *ip);

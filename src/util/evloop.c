@@ -40,6 +40,7 @@ struct evloop {
 	unsigned ndeferred;
 	struct ev_poller *pollers;
 	unsigned npollers;      /* live ones */
+	bool pollers_asleep;    /* every poller said EV_POLL_ASLEEP on the last turn */
 	unsigned busy_us;
 	unsigned idle_us;       /* the sleep between two idle turns, while there are pollers */
 	uint64_t last_activity_ns;
@@ -113,11 +114,18 @@ void evloop_set_busy_poll(struct evloop *loop, unsigned busy_us)
 /* Every live poller once; true if one of them found work. */
 static bool run_pollers(struct evloop *loop)
 {
-	bool work = false;
+	bool work = false, asleep = true;
 
-	for (struct ev_poller *p = loop->pollers; p && !loop->stop; p = p->next)
-		if (!p->dead && p->fn(p->arg))
-			work = true;
+	for (struct ev_poller *p = loop->pollers; p && !loop->stop; p = p->next) {
+		enum ev_poll_result r;
+
+		if (p->dead)
+			continue;
+		r = p->fn(p->arg);
+		work |= r == EV_POLL_WORK;
+		asleep &= r == EV_POLL_ASLEEP;
+	}
+	loop->pollers_asleep = asleep;
 	return work;
 }
 
@@ -231,7 +239,7 @@ int evloop_run(struct evloop *loop)
 	loop->last_activity_ns = mono_ns();
 	while (!loop->stop) {
 		bool busy = loop->busy_us && mono_ns() - loop->last_activity_ns < (uint64_t)loop->busy_us * 1000;
-		long timeout = evloop_poll_timeout(busy, loop->npollers > 0, loop->idle_us);
+		long timeout = evloop_poll_timeout(busy, loop->npollers > 0 && !loop->pollers_asleep, loop->idle_us);
 		int n = wait_events(loop, evs, 64, timeout);
 		bool activity;
 

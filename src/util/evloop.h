@@ -56,11 +56,20 @@ void evloop_del_timer(struct evloop *loop, struct ev_timer *t);
 int evloop_defer(struct evloop *loop, void (*fn)(void *arg), void *arg);
 
 /*
- * A poller: fn(arg) on every turn of the loop; it returns true when it found
- * (and did) work, which keeps the loop in its busy window. A poller may be
- * removed from any callback, its own included. Returns NULL on failure.
+ * A poller: fn(arg) on every turn of the loop. It returns EV_POLL_WORK when
+ * it found (and did) work, which keeps the loop in its busy window,
+ * EV_POLL_EMPTY when it looked and found nothing, and EV_POLL_ASLEEP when
+ * nothing can arrive for it until an fd wakes the loop (no client, say):
+ * while every poller is asleep the loop sleeps until an fd is ready. A
+ * poller may be removed from any callback, its own included. Returns NULL
+ * on failure.
  */
-typedef bool (*ev_poll_fn)(void *arg);
+enum ev_poll_result {
+	EV_POLL_ASLEEP,
+	EV_POLL_EMPTY,
+	EV_POLL_WORK,
+};
+typedef enum ev_poll_result (*ev_poll_fn)(void *arg);
 struct ev_poller;
 struct ev_poller *evloop_add_poller(struct evloop *loop, ev_poll_fn fn, void *arg);
 void evloop_del_poller(struct evloop *loop, struct ev_poller *p);

@@ -122,6 +122,11 @@ bool vfu_irq_masked(const struct vfu_server *srv, enum vfu_irq_index index, uint
 	return srv->irqs[index].masked[vector] != 0;
 }
 
+bool vfu_server_connected(const struct vfu_server *srv)
+{
+	return srv->conn != NULL;
+}
+
 struct dma_map *vfu_server_dma(struct vfu_server *srv)
 {
 	return srv->dma;

@@ -116,6 +116,9 @@ struct vfu_server *vfu_server_start(struct evloop *loop, const char *path,
 				    const struct vfu_device *dev, char *err, size_t errlen);
 void vfu_server_stop(struct vfu_server *srv);
 
+/* A client is connected. */
+bool vfu_server_connected(const struct vfu_server *srv);
+
 /* The current client's guest memory (empty while no client is connected). */
 struct dma_map *vfu_server_dma(struct vfu_server *srv);
 

@@ -34,10 +34,10 @@ struct counter {
 	struct evloop *loop;
 	struct ev_poller *self;
 	unsigned calls, stop_after, work_calls;
-	bool remove_self;
+	bool remove_self, asleep;
 };
 
-static bool count_poll(void *arg)
+static enum ev_poll_result count_poll(void *arg)
 {
 	struct counter *c = arg;
 
@@ -46,7 +46,9 @@ static bool count_poll(void *arg)
 		evloop_del_poller(c->loop, c->self);
 	if (c->stop_after && c->calls == c->stop_after)
 		evloop_stop(c->loop);
-	return c->calls <= c->work_calls;
+	if (c->asleep)
+		return EV_POLL_ASLEEP;
+	return c->calls <= c->work_calls ? EV_POLL_WORK : EV_POLL_EMPTY;
 }
 
 static void test_pollers_run_and_go(void **state)
@@ -66,25 +68,34 @@ static void test_pollers_run_and_go(void **state)
 	evloop_free(loop);
 }
 
+static void nothing_cb(void *arg, uint32_t events)
+{
+	(void)arg;
+	(void)events;
+}
+
 static void stop_cb(void *arg, uint32_t events)
 {
 	(void)events;
 	evloop_stop(arg);
 }
 
-/* Poller calls during 60 ms, when the poller finds work in its first call only. */
-static unsigned calls_in_60ms(unsigned busy_us)
+/* Poller calls during 60 ms, when the poller finds work in its first call only (or is asleep). */
+static unsigned calls_in_60ms(unsigned busy_us, bool asleep)
 {
 	struct evloop *loop = evloop_new();
-	struct counter c = { .loop = loop, .work_calls = 1 };
-	struct ev_timer *t;
+	struct counter c = { .loop = loop, .work_calls = 1, .asleep = asleep };
+	struct ev_timer *t, *wake;
 
 	evloop_set_busy_poll(loop, busy_us);
 	c.self = evloop_add_poller(loop, count_poll, &c);
 	t = evloop_add_timer(loop, 60, stop_cb, loop);
+	wake = evloop_add_timer(loop, 25, nothing_cb, NULL);
 	assert_non_null(t);
+	assert_non_null(wake);
 	assert_int_equal(evloop_run(loop), 0);
 	evloop_del_timer(loop, t);
+	evloop_del_timer(loop, wake);
 	evloop_free(loop);
 	return c.calls;
 }
@@ -93,8 +104,10 @@ static void test_busy_window(void **state)
 {
 	(void)state;
 	/* A 30 ms window spins; without one the loop sleeps between idle ticks (50 us doubling to 4 ms). */
-	assert_true(calls_in_60ms(30000) > 1000);
-	assert_true(calls_in_60ms(0) < 60);
+	assert_true(calls_in_60ms(30000, false) > 1000);
+	assert_true(calls_in_60ms(0, false) < 60);
+	/* A poller that is asleep is called once, then only when an fd wakes the loop (a 25 ms timer here). */
+	assert_int_equal(calls_in_60ms(0, true), 3);
 }
 
 int main(void)
