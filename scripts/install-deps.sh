@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install the Debian packages rocm-ernic needs to build and test, if any are missing.
+# Install the Debian packages rocm-ernic needs to build and test, if any are missing; with
+# --bench also what the benchmarks need (gnuplot for bench/guest.sh's chart).
 # Uses the machine's own apt configuration; runs apt-get update only when something is missing.
 set -euo pipefail
 
@@ -14,6 +15,11 @@ PACKAGES=(
 	iputils-ping                        # s3-tap-ci: ICMP echo
 	debootstrap util-linux              # guest test lane (tests/vm): chroots, mount namespaces
 )
+case ${1:-} in
+--bench) PACKAGES+=(gnuplot-nox) ;;      # bench/guest.sh: the chart of the ratios
+"") ;;
+*) echo "usage: $0 [--bench]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do

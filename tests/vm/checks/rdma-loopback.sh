@@ -9,29 +9,10 @@
 . "$(dirname "$0")/check-lib.sh"
 
 IP=192.168.200.2
-# The index of the RoCE v2 GID of our IPv4 address.
-gid_index() {
-	for g in /sys/class/infiniband/"$IB"/ports/1/gids/*; do
-		i=$(basename "$g")
-		[ "$(cat "$g" 2>/dev/null)" = "0000:0000:0000:0000:0000:ffff:c0a8:c802" ] || continue
-		[ "$(cat "/sys/class/infiniband/$IB/ports/1/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] || continue
-		echo "$i"
-		return 0
-	done
-	return 1
-}
-
-grep -q '^ionic_rdma ' /proc/modules || modprobe ionic_rdma
 modprobe rdma_ucm 2>/dev/null
-wait_for 30 ionic_if || { fail rdma-setup "no ionic netdev"; finish; }
-IF=$(ionic_if)
-ip link set lo up # the tools' out-of-band TCP exchange and rdma_cm's own-address routing use it
-ip addr add $IP/24 dev "$IF"
-ip link set "$IF" up
-wait_for 60 ibdev || { fail rdma-setup "no IB device: $(dmesg | grep -i ionic | tail -3 | tr '\n' ';')"; finish; }
-IB=$(ibdev)
-wait_for 30 gid_index || { fail rdma-setup "no RoCE v2 GID for $IP"; finish; }
-G=$(gid_index)
+# lo carries the tools' out-of-band TCP exchange and rdma_cm's own-address routing.
+ionic_up $IP/24 && rdma_up $IP || { fail rdma-setup "$WHY"; finish; }
+G=$GID
 echo "device $IB, RoCE v2 GID index $G"
 pass rdma-setup
 
