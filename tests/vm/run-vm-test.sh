@@ -316,6 +316,7 @@ fi
 # qemu_args JOB BOOTS: the QEMU command line (paths as seen inside the chroot).
 qemu_args() {
 	local boots=$2 mem=${ERNIC_VM_MEM:-2G} append="console=ttyS0 quiet panic=-1"
+	[ "${ERNIC_VM_VERBOSE:-0}" = 1 ] && append="console=ttyS0 earlyprintk=serial,ttyS0 panic=-1"
 	# shellcheck disable=SC2054 # the commas belong to QEMU option values
 	QEMU=(qemu-system-x86_64 -name ernic-vm
 		-accel "${ERNIC_VM_ACCEL:-tcg,thread=multi}" -cpu "${ERNIC_VM_CPU:-max}"
@@ -337,7 +338,7 @@ qemu_args() {
 	if [ $SHELL_MODE = 1 ]; then
 		QEMU+=(-serial mon:stdio -append "$append ernic.shell=1")
 	else
-		QEMU+=(-serial file:/job/serial.log -monitor none -append "$append")
+		QEMU+=(-serial file:/job/serial.log -monitor unix:/job/monitor.sock,server=on,wait=off -append "$append")
 	fi
 	local i serial
 	for i in "${!DISKS[@]}"; do
@@ -409,6 +410,34 @@ if [ $SHELL_MODE = 1 ]; then
 	exit
 fi
 
+# hang_report JOB WHY: before a stuck QEMU is killed, where its vCPUs are (HMP "info cpus" and
+# "info registers -a" through the run's monitor socket) into JOB/hang-N.txt, and one # line.
+hang_report() {
+	local n=1 f
+	while [ -e "$1/hang-$n.txt" ]; do n=$((n + 1)); done
+	f=$1/hang-$n.txt
+	python3 - "$1/monitor.sock" "info cpus" "info registers -a" >"$f" 2>&1 <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+def until_prompt():
+    b = b""
+    while not b.endswith(b"(qemu) "):
+        d = s.recv(65536)
+        if not d:
+            break
+        b += d
+    return b.decode(errors="replace")
+until_prompt()
+for cmd in sys.argv[2:]:
+    s.sendall(cmd.encode() + b"\n")
+    out = until_prompt().replace("\r", "").rsplit("(qemu) ", 1)[0]
+    print("(qemu) " + cmd + "\n" + out.split("\n", 1)[-1])  # without the monitor's echo
+PY
+	echo "# $2: vCPU state in $f: $(grep -o 'RIP=[0-9a-f]*' "$f" | tr '\n' ' ')"
+}
+
 # live_print JOB: in --tour mode, the guest's CHECK lines that came since the last call.
 declare -A LIVE_SEEN=()
 live_print() {
@@ -460,6 +489,7 @@ for ((run = 1; run <= RUNS; run++)); do
 			live_print "$JOB"
 			if [ $el -ge "$limit" ]; then
 				timed_out=1
+				hang_report "$JOB" "QEMU still running after ${el}s"
 				stop_pid "$QEMU_PID" 5
 				break
 			fi
@@ -476,6 +506,7 @@ for ((run = 1; run <= RUNS; run++)); do
 				[ "$(find "$JOB" -maxdepth 1 -name 'boot-*.started' | wc -l)" = \
 				  "$(find "$JOB" -maxdepth 1 -name 'boot-*.done' | wc -l)" ]; then
 				silent=1
+				hang_report "$JOB" "console silent for ${SILENT_LIMIT}s"
 				stop_pid "$QEMU_PID" 5
 				break
 			fi
