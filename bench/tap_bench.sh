@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # tap-bench: curl GET and PUT of a 64 MiB object between the kernel's TCP stack and the S3
 # endpoint over a TAP (in a private network namespace), beside the same transfers against a
-# loopback HTTP server on the host side of that namespace, in the same run.
+# loopback HTTP server on the host side of that namespace, and beside the single-core OpenSSL MD5
+# rate over 64 MiB (md5-bench, built next to the server), all in the same run: a PUT's ETag is
+# the MD5 of its body, so that rate is the ceiling of a PUT on one event-loop thread.
 # Usage: bench/tap_bench.sh path/to/rocm-ernic [csv-file]
 set -euo pipefail
 BIN=$(readlink -f "$1")
 CSV=${2:-}
+MD5_BENCH=${MD5_BENCH:-$(dirname "$BIN")/md5-bench}
+[ -x "$MD5_BENCH" ] || { echo "tap-bench: $MD5_BENCH missing (build the md5-bench target)" >&2; exit 2; }
 NS=ernic-bench-$$
 TMP=$(mktemp -d)
 SIZE=$((64 << 20))
@@ -56,14 +60,18 @@ best() { # method url: best of three, GB/s
 	for _ in 1 2 3; do r=$(rate "$1" "$2"); b=$(awk -v a="$b" -v c="$r" 'BEGIN{print (c>a)?c:a}'); done
 	awk -v v="$b" 'BEGIN{printf "%.3f", v/1e9}'
 }
+md5=$("$MD5_BENCH" $((SIZE >> 20)) 3)
 put_s3=$(best PUT http://192.168.200.1:9000/ernic/obj)
 get_s3=$(best GET http://192.168.200.1:9000/ernic/obj)
 put_lo=$(best PUT http://127.0.0.1:8099/obj)
 get_lo=$(best GET http://127.0.0.1:8099/obj)
+ratio=$(awk -v p="$put_s3" -v m="$md5" 'BEGIN{printf "%.2f", (m>0)?p/m:0}')
 printf '%-4s %-34s %8s\n' op path GB/s
 printf '%-4s %-34s %8s\n' GET "S3 endpoint over TAP" "$get_s3" GET "host loopback (python http.server)" "$get_lo"
 printf '%-4s %-34s %8s\n' PUT "S3 endpoint over TAP" "$put_s3" PUT "host loopback (python http.server)" "$put_lo"
+printf '%-4s %-34s %8s\n' MD5 "OpenSSL, one core, 64 MiB" "$md5"
+printf '%-39s %8s\n' "S3 PUT / MD5" "$ratio"
 if [ -n "$CSV" ]; then
 	{ echo "op,path,gbps"; echo "GET,tap-s3,$get_s3"; echo "GET,loopback-python,$get_lo"
-	  echo "PUT,tap-s3,$put_s3"; echo "PUT,loopback-python,$put_lo"; } >"$CSV"
+	  echo "PUT,tap-s3,$put_s3"; echo "PUT,loopback-python,$put_lo"; echo "MD5,openssl-one-core,$md5"; } >"$CSV"
 fi
