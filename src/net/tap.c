@@ -19,9 +19,8 @@
 #include "util/evloop.h"
 #include "util/log.h"
 
-#define TAP_MAX_FRAME 65536
-#define TAP_READS_PER_WAKEUP 64
 #define ETH_HLEN 14
+#define TAP_RX_OFFLOADS (TUN_F_CSUM | TUN_F_TSO4)
 #define TCP_HDRS (ETH_HLEN + 20 + 20)  /* Ethernet, IPv4 without options, TCP without options */
 #define GSO_MAX_PAYLOAD (65535 - 40)
 
@@ -44,6 +43,7 @@ struct tap {
 	char name[IFNAMSIZ];
 	int fd;
 	bool vnet;            /* frames carry a virtio_net_hdr (GSO writes possible) */
+	bool rx_offloads;     /* TUNSETOFFLOAD granted TAP_RX_OFFLOADS: super-frames and partial checksums come in */
 	bool flush_pending;
 	struct evloop *loop;
 	struct ev_watch *watch;
@@ -51,7 +51,8 @@ struct tap {
 	int port;
 	struct tap_stats stats;
 	struct coalesce co;
-	uint8_t buf[sizeof(struct virtio_net_hdr) + TAP_MAX_FRAME];
+	/* One frame as read: a longer one shows as a read() past the end (the kernel truncates it). */
+	uint8_t buf[sizeof(struct virtio_net_hdr) + NET_MAX_FRAME];
 };
 
 static void tap_gone(struct tap *t, int err)
@@ -65,14 +66,20 @@ static void tap_gone(struct tap *t, int err)
 	t->fd = -1;
 }
 
+/*
+ * Frames from the host. A super-frame is up to 64 KiB, so the batch is bounded
+ * in bytes as well as in reads: a large upload leaves the loop free for the
+ * guest's doorbells and the other connections between batches (the TAP stays
+ * readable, and epoll reports it again at once).
+ */
 static void on_readable(void *arg, uint32_t events)
 {
 	struct tap *t = arg;
+	size_t hdr = t->vnet ? net_offload_hdr_size() : 0, taken = 0;
 
-	size_t hdr = t->vnet ? sizeof(struct virtio_net_hdr) : 0;
-
-	for (int i = 0; i < TAP_READS_PER_WAKEUP && t->fd >= 0; i++) {
+	for (int i = 0; i < TAP_READS_PER_WAKEUP && taken < TAP_BYTES_PER_WAKEUP && t->fd >= 0; i++) {
 		ssize_t n = read(t->fd, t->buf, sizeof(t->buf));
+		struct net_offload off;
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
@@ -80,13 +87,23 @@ static void on_readable(void *arg, uint32_t events)
 			tap_gone(t, n < 0 ? errno : ENODEV);
 			return;
 		}
-		if ((size_t)n <= hdr)
+		taken += (size_t)n;
+		if (!t->vnet) {
+			if ((size_t)n > sizeof(t->buf)) {
+				t->stats.rx_dropped++;
+				continue;
+			}
+			t->stats.rx_frames++;
+			net_switch_input(t->sw, t->port, t->buf, (size_t)n);
 			continue;
-		/* No offloads were enabled (TUNSETOFFLOAD), so the kernel sends plain frames. */
-		if (hdr && ((struct virtio_net_hdr *)t->buf)->gso_type != VIRTIO_NET_HDR_GSO_NONE)
+		}
+		/* n may exceed the buffer (a truncated frame): the parser refuses it by length alone. */
+		if (net_offload_parse(t->buf, (size_t)n, &off, &t->stats.offload) != 0) {
+			t->stats.rx_dropped++;
 			continue;
+		}
 		t->stats.rx_frames++;
-		net_switch_input(t->sw, t->port, t->buf + hdr, (size_t)n - hdr);
+		net_switch_input_offload(t->sw, t->port, t->buf + hdr, (size_t)n - hdr, &off);
 	}
 	(void)events;
 }
@@ -273,6 +290,13 @@ struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch 
 			goto out;
 		}
 	}
+	/* Receive offloads: TCPv4 super-frames and partial checksums (TUN_F_TSO4 needs TUN_F_CSUM). */
+	if (t->vnet) {
+		if (ioctl(t->fd, TUNSETOFFLOAD, (unsigned long)TAP_RX_OFFLOADS) == 0)
+			t->rx_offloads = true;
+		else
+			LOG_WARN("tap %s: no receive offloads (%s); frames come one per read", ifname, strerror(errno));
+	}
 	port.ctx = t;
 	t->port = net_switch_attach(sw, &port);
 	if (t->port < 0) {
@@ -285,6 +309,8 @@ struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch 
 		goto out;
 	}
 	LOG_INFO("tap %s: joined to the segment", ifname);
+	if (t->rx_offloads)
+		LOG_INFO("tap %s: receive offloads on (checksum, TCPv4 segmentation up to 64 KiB per read)", ifname);
 	return t;
 out:
 	tap_close(t);
@@ -296,9 +322,14 @@ void tap_close(struct tap *t)
 	if (t == NULL)
 		return;
 	t->flush_pending = false;
-	LOG_INFO("tap %s: %llu frames in, %llu out (%llu of them merged segmentation-offload writes), %llu dropped",
-		 t->name, (unsigned long long)t->stats.rx_frames, (unsigned long long)t->stats.tx_frames,
+	LOG_INFO("tap %s: %llu frames in (%llu of them segmentation-offload super-frames, %llu refused), "
+		 "%llu out (%llu of them merged segmentation-offload writes), %llu dropped",
+		 t->name, (unsigned long long)t->stats.rx_frames, (unsigned long long)t->stats.offload.gso_frames,
+		 (unsigned long long)t->stats.rx_dropped, (unsigned long long)t->stats.tx_frames,
 		 (unsigned long long)t->stats.gso_frames, (unsigned long long)t->stats.tx_dropped);
+	/* A persistent device keeps its features: the next reader may not want super-frames. */
+	if (t->rx_offloads && t->fd >= 0)
+		ioctl(t->fd, TUNSETOFFLOAD, 0ul);
 	if (t->watch)
 		evloop_del_fd(t->loop, t->watch);
 	if (t->port >= 0)

@@ -4,6 +4,14 @@
  * to this port go out of the TAP. The device must already exist (the server
  * never creates interfaces); one that cannot be opened is a start-up error,
  * one that disappears later is logged and the server goes on without it.
+ *
+ * Both ways carry offloads when the kernel allows a virtio_net_hdr on each
+ * frame (IFF_VNET_HDR): outgoing TCP segments of one flow merge into one
+ * segmentation-offload write, and the kernel is asked (TUNSETOFFLOAD) for
+ * TUN_F_CSUM | TUN_F_TSO4, so a host peer's TCP arrives as super-frames of
+ * up to 64 KiB, one read() each, with checksums left partial. Headers are
+ * checked by net_offload_parse(); a bad one drops its frame and is counted.
+ * A wakeup reads at most TAP_BYTES_PER_WAKEUP before returning to the loop.
  */
 #ifndef ERNIC_NET_TAP_H
 #define ERNIC_NET_TAP_H
@@ -11,13 +19,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net/net_offload.h"
+
 struct evloop;
 struct net_switch;
 struct tap;
 
+#define TAP_READS_PER_WAKEUP 64
+#define TAP_BYTES_PER_WAKEUP (256u << 10)
+
 struct tap_stats {
 	uint64_t rx_frames, tx_frames, tx_dropped;
 	uint64_t gso_frames;  /* writes that carried several merged TCP segments */
+	uint64_t rx_dropped;  /* frames refused: a bad offload header (counted by cause in offload), too long */
+	struct net_offload_stats offload;   /* rx: super-frames, partial checksums, refusals */
 };
 
 /* Open ifname and attach it to sw. Returns NULL with a one-line reason in err. */
