@@ -89,6 +89,7 @@ struct s3_op {
 	uint8_t want_md5[16];
 	/* body being received */
 	struct s3_blob *blob;
+	EVP_MD_CTX *md5;          /* the body's MD5 so far: updated as bytes arrive, final at the end */
 	uint64_t expected;        /* bytes announced, when known_len */
 	bool known_len;
 	uint64_t filled;
@@ -1057,6 +1058,12 @@ static void put_begin(struct s3_op *op, const struct req *rq, enum op_kind kind)
 		op_error(op, S3_ERR_INSUFFICIENT_STORAGE, "Out of memory.");
 		return;
 	}
+	/* On any failure from here, s3_op_finish() gives back the blob, the reservation and the context. */
+	op->md5 = EVP_MD_CTX_new();
+	if (op->md5 == NULL || EVP_DigestInit_ex(op->md5, EVP_md5(), NULL) != 1) {
+		op_error(op, S3_ERR_INTERNAL, NULL);
+		return;
+	}
 	op->kind = kind;
 	if (rq->rdma) {
 		int rc = op->expected ? st->dma.read(st->dma.ctx, rq->token.rkey, rq->token.addr, op->blob->data,
@@ -1064,6 +1071,10 @@ static void put_begin(struct s3_op *op, const struct req *rq, enum op_kind kind)
 
 		if (rc) {
 			op_error(op, S3_ERR_INTERNAL, dma_error(rc));
+			return;
+		}
+		if (EVP_DigestUpdate(op->md5, op->blob->data, (size_t)op->expected) != 1) {
+			op_error(op, S3_ERR_INTERNAL, NULL);
 			return;
 		}
 		st->stats.rdma_bytes += op->expected;
@@ -1358,6 +1369,9 @@ void s3_op_body(struct s3_op *op, const uint8_t *data, size_t len)
 	}
 	memcpy(op->blob->data + op->filled, data, len);
 	op->filled += len;
+	/* Hashed now, while the bytes are in cache, rather than in one pass at the end. */
+	if (EVP_DigestUpdate(op->md5, data, len) != 1)
+		op->body_err = S3_ERR_INTERNAL;
 }
 
 /* Give back the capacity and memory of a body that will not be stored. */
@@ -1367,6 +1381,8 @@ static void drop_body(struct s3_op *op)
 	op->reserved = 0;
 	s3_blob_put(op->blob);
 	op->blob = NULL;
+	EVP_MD_CTX_free(op->md5);
+	op->md5 = NULL;
 }
 
 /* The body is complete and checked: op->blob holds exactly op->filled bytes. */
@@ -1394,7 +1410,16 @@ static bool body_ready(struct s3_op *op, uint8_t digest[16])
 		unreserve(op->st, op->reserved - op->filled);
 		op->reserved = op->filled;
 	}
-	md5(op->blob->data, op->blob->len, digest);
+	{
+		unsigned int n = 0;
+
+		/* Every byte of the body went through s3_op_body() (or the one RDMA READ): the hash is complete. */
+		if (EVP_DigestFinal_ex(op->md5, digest, &n) != 1 || n != 16) {
+			drop_body(op);
+			op_error(op, S3_ERR_INTERNAL, NULL);
+			return false;
+		}
+	}
 	if (op->has_md5 && memcmp(digest, op->want_md5, 16) != 0) {
 		drop_body(op);
 		op_error(op, S3_ERR_BAD_DIGEST, NULL);
