@@ -103,6 +103,14 @@ struct s3_op {
 
 /* ---------------------------------------------------------------- blobs */
 
+/* Object memory of MMAP_THRESHOLD and more: anonymous. */
+static void *blob_map(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
 static struct s3_blob *blob_new(size_t len)
 {
 	struct s3_blob *b = calloc(1, sizeof(*b));
@@ -114,9 +122,7 @@ static struct s3_blob *blob_new(size_t len)
 	if (len == 0)
 		return b;
 	if (len >= MMAP_THRESHOLD) {
-		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-		b->data = p == MAP_FAILED ? NULL : p;
+		b->data = blob_map(len);
 	} else {
 		b->data = malloc(len);
 	}
@@ -145,7 +151,11 @@ void s3_blob_put(struct s3_blob *b)
 	free(b);
 }
 
-/* Grow a blob being filled with a body of unknown length (never shared yet). */
+/*
+ * Grow a blob being filled with a body of unknown length (never shared yet).
+ * Mapped memory grows by mremap, which moves pages rather than bytes: no step
+ * copies more than MMAP_THRESHOLD, so no step holds up the event loop.
+ */
 static int blob_grow(struct s3_blob *b, size_t need)
 {
 	size_t cap = b->len ? b->len : 4096;
@@ -153,9 +163,16 @@ static int blob_grow(struct s3_blob *b, size_t need)
 
 	while (cap < need)
 		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-	p = cap >= MMAP_THRESHOLD ? mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-				  : malloc(cap);
-	if (p == MAP_FAILED || p == NULL)
+	if (b->len >= MMAP_THRESHOLD) {
+		p = mremap(b->data, b->len, cap, MREMAP_MAYMOVE);
+		if (p == MAP_FAILED)
+			return -ENOMEM;
+		b->data = p;
+		b->len = cap;
+		return 0;
+	}
+	p = cap >= MMAP_THRESHOLD ? blob_map(cap) : malloc(cap);
+	if (p == NULL)
 		return -ENOMEM;
 	if (b->data)
 		memcpy(p, b->data, b->len);
@@ -165,13 +182,20 @@ static int blob_grow(struct s3_blob *b, size_t need)
 	return 0;
 }
 
-/* Trim a grown blob to its filled length (by copying into an exact one). */
+/* Trim a grown blob to its filled length: mapped memory shrinks in place, the rest is copied. */
 static struct s3_blob *blob_exact(struct s3_blob *b, size_t filled)
 {
 	struct s3_blob *n;
 
 	if (b->len == filled)
 		return b;
+	if (b->len >= MMAP_THRESHOLD && filled >= MMAP_THRESHOLD) {
+		/* Shrinking never moves the mapping. */
+		if (mremap(b->data, b->len, filled, 0) == MAP_FAILED)
+			return NULL;
+		b->len = filled;
+		return b;
+	}
 	n = blob_new(filled);
 	if (n == NULL)
 		return NULL;
