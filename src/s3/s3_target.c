@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "s3/s3_err.h"
 #include "util/log.h"
@@ -103,12 +104,94 @@ struct s3_op {
 
 /* ---------------------------------------------------------------- blobs */
 
-/* Object memory of MMAP_THRESHOLD and more: anonymous. */
+/*
+ * Object memory of MMAP_THRESHOLD and more is anonymous memory. Mappings of
+ * objects that are gone (replaced, deleted, a failed upload) are kept for the
+ * next object of about their size: their pages are already there, so a body
+ * written into them takes no page fault per 4 KiB (on a virtual machine that
+ * costs as much as copying the bytes). Bounded in count and bytes; a mapping
+ * is reused only for a length between half and all of its own.
+ */
+#define MAP_CACHE_SLOTS 4
+#define MAP_CACHE_BYTES (128ull << 20)
+
+struct map_cache_entry {
+	uint8_t *p;
+	size_t len;             /* page-rounded */
+};
+
+/* Entries [0, map_cache_n) in the order they were freed. */
+static struct map_cache_entry map_cache[MAP_CACHE_SLOTS];
+static unsigned map_cache_n;
+static size_t map_cache_bytes;
+
+static size_t page_round(size_t len)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+	return len > SIZE_MAX - pg ? SIZE_MAX : (len + pg - 1) / pg * pg;
+}
+
+/* Removes entry i and returns it. */
+static struct map_cache_entry map_cache_take(unsigned i)
+{
+	struct map_cache_entry e = map_cache[i];
+
+	memmove(&map_cache[i], &map_cache[i + 1], (map_cache_n - i - 1) * sizeof(map_cache[0]));
+	map_cache_n--;
+	map_cache_bytes -= e.len;
+	return e;
+}
+
 static void *blob_map(size_t len)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	size_t want = page_round(len);
+	unsigned best = map_cache_n;
+	void *p;
 
+	for (unsigned i = 0; i < map_cache_n; i++)
+		if (map_cache[i].len >= want && map_cache[i].len / 2 <= want &&
+		    (best == map_cache_n || map_cache[i].len < map_cache[best].len))
+			best = i;
+	if (best < map_cache_n) {
+		struct map_cache_entry e = map_cache_take(best);
+
+		/* Shrinking never moves the mapping; the tail goes back to the kernel. */
+		if (e.len == want || mremap(e.p, e.len, want, 0) != MAP_FAILED)
+			return e.p;
+		munmap(e.p, e.len);
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
+}
+
+static void blob_unmap(uint8_t *p, size_t len)
+{
+	struct map_cache_entry e = { .p = p, .len = page_round(len) };
+
+	if (e.len > MAP_CACHE_BYTES) {
+		munmap(p, len);
+		return;
+	}
+	while (map_cache_n == MAP_CACHE_SLOTS || map_cache_bytes + e.len > MAP_CACHE_BYTES) {
+		struct map_cache_entry old = map_cache_take(0);      /* the oldest goes */
+
+		munmap(old.p, old.len);
+	}
+	/* Kept, but the kernel may take the pages back under memory pressure (a write keeps them). */
+	madvise(p, e.len, MADV_FREE);
+	map_cache[map_cache_n++] = e;
+	map_cache_bytes += e.len;
+}
+
+/* Gives every kept mapping back (the store is going away). */
+static void map_cache_drain(void)
+{
+	while (map_cache_n > 0) {
+		struct map_cache_entry e = map_cache_take(0);
+
+		munmap(e.p, e.len);
+	}
 }
 
 static struct s3_blob *blob_new(size_t len)
@@ -138,7 +221,7 @@ static void blob_free_data(uint8_t *data, size_t len)
 	if (data == NULL)
 		return;
 	if (len >= MMAP_THRESHOLD)
-		munmap(data, len);
+		blob_unmap(data, len);
 	else
 		free(data);
 }
@@ -569,6 +652,7 @@ void s3_store_free(struct s3_store *st)
 	}
 	free(st->objs);
 	free(st);
+	map_cache_drain();
 }
 
 void s3_store_set_dma(struct s3_store *st, const struct dma_ops *ops)

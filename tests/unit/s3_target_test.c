@@ -944,6 +944,62 @@ static void test_put_published_whole(void **state)
 	free(d);
 }
 
+/*
+ * The memory of objects that are gone is reused for later ones: a reused
+ * mapping never shows its old bytes, and memory a response still sends from
+ * is not reused.
+ */
+static void test_object_memory_reused(void **state)
+{
+	const size_t big = 3 << 20, mid = (2 << 20) + 5;
+	uint8_t *a = pattern(big, 1), *b = pattern(mid, 2), *c = pattern(big, 3), *d = pattern(big, 4);
+	struct s3_conn *reader = s3_conn_new(st), *writer = conn;
+	const char get[] = "GET /ernic/c HTTP/1.1\r\nHost: s3\r\n\r\n";
+	struct resp r;
+	uint8_t *out;
+	size_t olen, pos = 0;
+
+	(void)state;
+	r = put_bytes("/ernic/a", a, big, NULL);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	r = req_str("DELETE /ernic/a HTTP/1.1\r\nHost: s3\r\n\r\n");
+	free_resp(&r);
+	/* A smaller object in the deleted one's memory: exactly its own bytes. */
+	r = put_bytes("/ernic/b", b, mid, NULL);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	assert_object("/ernic/b", b, mid);
+	r = req_str("HEAD /ernic/b HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.body_len, mid);
+	/* A response in flight holds the object it sends: replacing it twice leaves those bytes alone. */
+	r = put_bytes("/ernic/c", c, big, NULL);
+	free_resp(&r);
+	assert_int_equal(s3_conn_input(reader, (const uint8_t *)get, sizeof(get) - 1), sizeof(get) - 1);
+	r = put_bytes("/ernic/c", d, big, NULL);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	r = put_bytes("/ernic/c", a, big, NULL);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	conn = reader;
+	out = drain(&olen);
+	conn = writer;
+	assert_true(parse_resp(out, olen, &pos, &r));
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.body_len, big);
+	assert_int_equal(olen - pos, big);
+	assert_memory_equal(out + pos, c, big);
+	free(out);
+	s3_conn_free(reader);
+	assert_object("/ernic/c", a, big);
+	assert_int_equal(s3_store_stats(st)->used_bytes, mid + big);
+	free(a);
+	free(b);
+	free(c);
+	free(d);
+}
+
 /* ---- protocol behaviour of the connection ---- */
 
 static void test_conn_behaviour(void **state)
@@ -1464,6 +1520,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_etag_chunked_growth, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_etag_multipart_incremental, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_put_published_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_object_memory_reused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_conn_behaviour, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_http_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
