@@ -39,6 +39,20 @@ struct coalesce {
 	bool last_short;      /* the last merged segment was shorter: nothing may follow */
 };
 
+/*
+ * A pure ACK toward the host, held until the end of the batch of events: a
+ * later one of the same flow that acknowledges more, or opens the window
+ * further, replaces it. A batch of super-frames read is then answered with
+ * one cumulative ACK, as a receiver with GRO or delayed ACKs answers, and the
+ * host's TCP sends its next window as one super-frame. A duplicate ACK (the
+ * same acknowledgment and window: the stack's report of a gap, which the
+ * peer's fast retransmit counts) is never folded away.
+ */
+struct held_ack {
+	uint8_t frame[64];
+	size_t len;           /* 0: none */
+};
+
 struct tap {
 	char name[IFNAMSIZ];
 	int fd;
@@ -51,6 +65,7 @@ struct tap {
 	int port;
 	struct tap_stats stats;
 	struct coalesce co;
+	struct held_ack ack;
 	/* One frame as read: a longer one shows as a read() past the end (the kernel truncates it). */
 	uint8_t buf[sizeof(struct virtio_net_hdr) + NET_MAX_FRAME];
 };
@@ -195,12 +210,49 @@ static void flush(struct tap *t)
 	c->len = 0;
 }
 
+/* A plain ACK of ours: IPv4 without options, TCP without options or data, ACK alone. */
+static bool pure_ack(const uint8_t *f, size_t len)
+{
+	const uint8_t *ip = f + ETH_HLEN, *tcp = ip + 20;
+
+	return len >= TCP_HDRS && len <= sizeof(((struct held_ack *)0)->frame) && get16(f + 12) == 0x0800 &&
+	       ip[0] == 0x45 && ip[9] == 6 && (get16(ip + 6) & 0x3fff) == 0 && get16(ip + 2) == 40 &&
+	       (tcp[12] >> 4) == 5 && tcp[13] == 0x10;
+}
+
+/* Whether ACK f says everything the held one says, and more. */
+static bool supersedes(const struct held_ack *h, const uint8_t *f)
+{
+	const uint8_t *a = h->frame, *aip = a + ETH_HLEN, *atcp = aip + 20, *ip = f + ETH_HLEN, *tcp = ip + 20;
+	int32_t more = (int32_t)(get32(tcp + 8) - get32(atcp + 8));
+
+	return memcmp(a, f, 12) == 0 && memcmp(aip + 12, ip + 12, 8) == 0 && memcmp(atcp, tcp, 8) == 0 &&
+	       (more > 0 || (more == 0 && get16(tcp + 14) > get16(atcp + 14)));
+}
+
+static void flush_ack(struct tap *t)
+{
+	if (t->ack.len == 0)
+		return;
+	write_frame(t, NULL, t->ack.frame, t->ack.len);
+	t->ack.len = 0;
+}
+
 static void deferred_flush(void *arg)
 {
 	struct tap *t = arg;
 
 	t->flush_pending = false;
 	flush(t);
+	flush_ack(t);
+}
+
+static void schedule_flush(struct tap *t)
+{
+	if (!t->flush_pending && evloop_defer(t->loop, deferred_flush, t) == 0)
+		t->flush_pending = true;
+	else if (!t->flush_pending)
+		deferred_flush(t);
 }
 
 /* Whether frame f (payload n) continues the merged flow. */
@@ -220,8 +272,21 @@ static void deliver(void *ctx, const uint8_t *frame, size_t len)
 {
 	struct tap *t = ctx;
 	struct coalesce *c = &t->co;
-	long n = t->vnet ? mergeable(frame, len) : -1;
+	long n;
 
+	if (pure_ack(frame, len)) {
+		flush(t);               /* data first: nothing overtakes what was queued before it */
+		if (t->ack.len && supersedes(&t->ack, frame))
+			t->stats.acks_superseded++;
+		else
+			flush_ack(t);
+		memcpy(t->ack.frame, frame, len);
+		t->ack.len = len;
+		schedule_flush(t);
+		return;
+	}
+	flush_ack(t);
+	n = t->vnet ? mergeable(frame, len) : -1;
 	if (n <= 0) {
 		flush(t);
 		write_frame(t, NULL, frame, len);
@@ -243,10 +308,7 @@ static void deliver(void *ctx, const uint8_t *frame, size_t len)
 		c->next_seq = get32(frame + ETH_HLEN + 20 + 4) + (uint32_t)n;
 		c->last_short = false;
 	}
-	if (!t->flush_pending && evloop_defer(t->loop, deferred_flush, t) == 0)
-		t->flush_pending = true;
-	else if (!t->flush_pending)
-		flush(t);
+	schedule_flush(t);
 }
 
 struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch *sw, char *err, size_t errlen)
@@ -323,10 +385,12 @@ void tap_close(struct tap *t)
 		return;
 	t->flush_pending = false;
 	LOG_INFO("tap %s: %llu frames in (%llu of them segmentation-offload super-frames, %llu refused), "
-		 "%llu out (%llu of them merged segmentation-offload writes), %llu dropped",
+		 "%llu out (%llu of them merged segmentation-offload writes, %llu ACKs folded into later ones), "
+		 "%llu dropped",
 		 t->name, (unsigned long long)t->stats.rx_frames, (unsigned long long)t->stats.offload.gso_frames,
 		 (unsigned long long)t->stats.rx_dropped, (unsigned long long)t->stats.tx_frames,
-		 (unsigned long long)t->stats.gso_frames, (unsigned long long)t->stats.tx_dropped);
+		 (unsigned long long)t->stats.gso_frames, (unsigned long long)t->stats.acks_superseded,
+		 (unsigned long long)t->stats.tx_dropped);
 	/* A persistent device keeps its features: the next reader may not want super-frames. */
 	if (t->rx_offloads && t->fd >= 0)
 		ioctl(t->fd, TUNSETOFFLOAD, 0ul);

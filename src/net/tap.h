@@ -7,7 +7,8 @@
  *
  * Both ways carry offloads when the kernel allows a virtio_net_hdr on each
  * frame (IFF_VNET_HDR): outgoing TCP segments of one flow merge into one
- * segmentation-offload write, and the kernel is asked (TUNSETOFFLOAD) for
+ * segmentation-offload write (and pure ACKs of a flow within one batch of
+ * events into the last, unless it is a duplicate), and the kernel is asked (TUNSETOFFLOAD) for
  * TUN_F_CSUM | TUN_F_TSO4, so a host peer's TCP arrives as super-frames of
  * up to 64 KiB, one read() each, with checksums left partial. Headers are
  * checked by net_offload_parse(); a bad one drops its frame and is counted.
@@ -31,12 +32,14 @@ struct tap;
 struct tap_stats {
 	uint64_t rx_frames, tx_frames, tx_dropped;
 	uint64_t gso_frames;  /* writes that carried several merged TCP segments */
+	uint64_t acks_superseded;  /* pure ACKs never written: a later one of the batch said more */
 	uint64_t rx_dropped;  /* frames refused: a bad offload header (counted by cause in offload), too long */
 	struct net_offload_stats offload;   /* rx: super-frames, partial checksums, refusals */
 };
 
 /* Open ifname and attach it to sw. Returns NULL with a one-line reason in err. */
 struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch *sw, char *err, size_t errlen);
+
 void tap_close(struct tap *t);
 
 const struct tap_stats *tap_stats(const struct tap *t);
