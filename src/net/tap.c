@@ -66,8 +66,11 @@ struct tap {
 	struct tap_stats stats;
 	struct coalesce co;
 	struct held_ack ack;
-	/* One frame as read: a longer one shows as a read() past the end (the kernel truncates it). */
-	uint8_t buf[sizeof(struct virtio_net_hdr) + NET_MAX_FRAME];
+	/*
+	 * One frame as read, and a byte more: a longer frame is cut, and shows as a
+	 * read() that fills the buffer (or, from the tun driver, returns the whole length).
+	 */
+	uint8_t buf[sizeof(struct virtio_net_hdr) + NET_MAX_FRAME + 1];
 };
 
 static void tap_gone(struct tap *t, int err)
@@ -104,7 +107,7 @@ static void on_readable(void *arg, uint32_t events)
 		}
 		taken += (size_t)n;
 		if (!t->vnet) {
-			if ((size_t)n > sizeof(t->buf)) {
+			if ((size_t)n > NET_MAX_FRAME) {
 				t->stats.rx_dropped++;
 				continue;
 			}
@@ -112,7 +115,7 @@ static void on_readable(void *arg, uint32_t events)
 			net_switch_input(t->sw, t->port, t->buf, (size_t)n);
 			continue;
 		}
-		/* n may exceed the buffer (a truncated frame): the parser refuses it by length alone. */
+		/* n may reach or exceed the buffer (a frame cut short): the parser refuses it by length alone. */
 		if (net_offload_parse(t->buf, (size_t)n, &off, &t->stats.offload) != 0) {
 			t->stats.rx_dropped++;
 			continue;
@@ -311,11 +314,50 @@ static void deliver(void *ctx, const uint8_t *frame, size_t len)
 	schedule_flush(t);
 }
 
+/* Everything after the descriptor is a TAP: the switch port and the watch. */
+static struct tap *attach(struct tap *t, struct net_switch *sw, char *err, size_t errlen)
+{
+	struct net_port port = { .name = "tap", .deliver = deliver, .ctx = t };
+
+	t->port = net_switch_attach(sw, &port);
+	if (t->port < 0) {
+		err_set(err, errlen, "tap %s: the segment has no free port", t->name);
+		goto out;
+	}
+	t->watch = evloop_add_fd(t->loop, t->fd, EPOLLIN, on_readable, t);
+	if (t->watch == NULL) {
+		err_set(err, errlen, "tap %s: cannot watch it", t->name);
+		goto out;
+	}
+	LOG_INFO("tap %s: joined to the segment", t->name);
+	if (t->rx_offloads)
+		LOG_INFO("tap %s: receive offloads on (checksum, TCPv4 segmentation up to 64 KiB per read)", t->name);
+	return t;
+out:
+	tap_close(t);
+	return NULL;
+}
+
+static struct tap *tap_new(const char *name, struct evloop *loop, struct net_switch *sw, char *err, size_t errlen)
+{
+	struct tap *t = calloc(1, sizeof(*t));
+
+	if (t == NULL) {
+		err_set(err, errlen, "out of memory");
+		return NULL;
+	}
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	t->loop = loop;
+	t->sw = sw;
+	t->port = -1;
+	t->fd = -1;
+	return t;
+}
+
 struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch *sw, char *err, size_t errlen)
 {
 	struct tap *t;
 	struct ifreq ifr = { 0 };
-	struct net_port port = { .name = "tap", .deliver = deliver };
 
 	if (strlen(ifname) >= IFNAMSIZ) {
 		err_set(err, errlen, "tap %s: name too long", ifname);
@@ -326,15 +368,9 @@ struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch 
 		     ifname, ifname);
 		return NULL;
 	}
-	t = calloc(1, sizeof(*t));
-	if (t == NULL) {
-		err_set(err, errlen, "out of memory");
+	t = tap_new(ifname, loop, sw, err, errlen);
+	if (t == NULL)
 		return NULL;
-	}
-	snprintf(t->name, sizeof(t->name), "%s", ifname);
-	t->loop = loop;
-	t->sw = sw;
-	t->port = -1;
 	t->fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (t->fd < 0) {
 		err_set(err, errlen, "tap %s: /dev/net/tun: %s", ifname, strerror(errno));
@@ -359,24 +395,24 @@ struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch 
 		else
 			LOG_WARN("tap %s: no receive offloads (%s); frames come one per read", ifname, strerror(errno));
 	}
-	port.ctx = t;
-	t->port = net_switch_attach(sw, &port);
-	if (t->port < 0) {
-		err_set(err, errlen, "tap %s: the segment has no free port", ifname);
-		goto out;
-	}
-	t->watch = evloop_add_fd(loop, t->fd, EPOLLIN, on_readable, t);
-	if (t->watch == NULL) {
-		err_set(err, errlen, "tap %s: cannot watch it", ifname);
-		goto out;
-	}
-	LOG_INFO("tap %s: joined to the segment", ifname);
-	if (t->rx_offloads)
-		LOG_INFO("tap %s: receive offloads on (checksum, TCPv4 segmentation up to 64 KiB per read)", ifname);
-	return t;
+	return attach(t, sw, err, errlen);
 out:
 	tap_close(t);
 	return NULL;
+}
+
+struct tap *tap_attach_fd(int fd, bool vnet, const char *name, struct evloop *loop, struct net_switch *sw,
+			  char *err, size_t errlen)
+{
+	struct tap *t = tap_new(name, loop, sw, err, errlen);
+
+	if (t == NULL) {
+		close(fd);
+		return NULL;
+	}
+	t->fd = fd;
+	t->vnet = vnet;
+	return attach(t, sw, err, errlen);
 }
 
 void tap_close(struct tap *t)

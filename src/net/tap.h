@@ -17,6 +17,7 @@
 #ifndef ERNIC_NET_TAP_H
 #define ERNIC_NET_TAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,14 @@ struct tap_stats {
 /* Open ifname and attach it to sw. Returns NULL with a one-line reason in err. */
 struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch *sw, char *err, size_t errlen);
 
+/*
+ * For tests: attach through fd, an open non-blocking descriptor that behaves
+ * as a TAP does (one frame per read() and per write(), e.g. a SOCK_SEQPACKET
+ * socket), with a virtio_net_hdr before each frame when vnet. No ioctl is
+ * made. Takes ownership of fd (closed by tap_close(), or here on failure).
+ */
+struct tap *tap_attach_fd(int fd, bool vnet, const char *name, struct evloop *loop, struct net_switch *sw,
+			  char *err, size_t errlen);
 void tap_close(struct tap *t);
 
 const struct tap_stats *tap_stats(const struct tap *t);
