@@ -21,7 +21,7 @@
 #   --netns-tap: run the server in a private network namespace joined (--tap ernic0) to a TAP
 #   whose host side is 192.168.200.3/24; the guest checks see ERNIC_TAP_PEER=192.168.200.3, and a
 #   host-side peer in the namespace pings the guest (192.168.200.2) while it runs (check
-#   host-peer-ping).
+#   host-peer-ping) and serves /blob (16 MiB) and /blob.sha256 at ERNIC_TAP_PEER_HTTP.
 #   --netns: run the servers and QEMU in a private network namespace without any link (nothing
 #   they do can reach the host's network); --netns-tap implies it.
 #   --tour: present the run to a person instead of a test harness: the guest's steps are shown
@@ -158,7 +158,7 @@ finish() {
 # ---------------------------------------------------------------------------------------------
 # Processes this script starts, and their cleanup on every way out. SERVER_PIDS[i] is the server
 # of device i ("" once it is gone); server i logs to SERVER_LOGS[i] and listens on SOCKS[i].
-WORK="" QEMU_PID="" NETNS="" PEER_PID="" WATCH_PID=""
+WORK="" QEMU_PID="" NETNS="" PEER_PID="" HTTP_PID="" WATCH_PID=""
 SERVER_PIDS=() SERVER_LOGS=() SOCKS=()
 
 # stop_pid PID SECONDS: SIGTERM, then SIGKILL after SECONDS; returns the exit status.
@@ -181,9 +181,10 @@ cleanup() {
 		SERVER_PIDS[i]=""
 	done
 	[ -n "$PEER_PID" ] && stop_pid "$PEER_PID" 1
+	[ -n "$HTTP_PID" ] && stop_pid "$HTTP_PID" 1
 	[ -n "$WATCH_PID" ] && stop_pid "$WATCH_PID" 1
 	[ -n "$NETNS" ] && ip netns del "$NETNS" 2>/dev/null
-	QEMU_PID="" PEER_PID="" WATCH_PID="" NETNS=""
+	QEMU_PID="" PEER_PID="" HTTP_PID="" WATCH_PID="" NETNS=""
 	if [ -n "$WORK" ] && [ -d "$WORK" ]; then
 		if [ "$KEEP" = 1 ] || [ "$FAILED" -gt 0 ]; then
 			echo "# job files kept in $WORK"
@@ -254,7 +255,7 @@ if [ -n "$BINARY" ] && [ $NETNS_TAP = 1 ]; then
 		finish
 	fi
 	SERVER_ARGS_LIST[0]+=" --tap ernic0"
-	EXTRA_ENV+=("ERNIC_TAP_PEER=192.168.200.3")
+	EXTRA_ENV+=("ERNIC_TAP_PEER=192.168.200.3" "ERNIC_TAP_PEER_HTTP=http://192.168.200.3:8080")
 fi
 # start_server I: server I with its arguments; passes or fails server-start (server-start-I for
 # the second and later ones).
@@ -311,6 +312,13 @@ if [ $NETNS_TAP = 1 ]; then
 	ip netns exec "$NETNS" sh -c 'while :; do ping -c 1 -W 1 192.168.200.2 >/dev/null 2>&1 && { echo ok; exit 0; }; sleep 1; done' \
 		>"$WORK/host-peer-ping" 2>&1 8>&- &
 	PEER_PID=$!
+	# ... and serves 16 MiB over HTTP from the namespace's kernel TCP (super-frames into the TAP).
+	mkdir -p "$WORK/peer-www"
+	head -c 16777216 /dev/urandom >"$WORK/peer-www/blob"
+	sha256sum "$WORK/peer-www/blob" >"$WORK/peer-www/blob.sha256"
+	ip netns exec "$NETNS" python3 -m http.server --bind 192.168.200.3 --directory "$WORK/peer-www" 8080 \
+		>"$WORK/peer-http.log" 2>&1 8>&- &
+	HTTP_PID=$!
 fi
 
 # qemu_args JOB BOOTS: the QEMU command line (paths as seen inside the chroot).
