@@ -123,18 +123,11 @@ done
 pass s3-bench
 
 # --- perftest: ionic (the s3 device, loopback between its QPs) vs rdma_rxe -------------------
-# perf DEV GID CMD ARGS...: server and client ends in this guest; the client's output in OUT.
+# perf DEV GID CMD ARGS...: both ends of a perftest tool on that device (both_ends); OUT.
 perf() {
 	p_dev=$1 p_gid=$2
 	shift 2
-	timeout 300 "$@" -d "$p_dev" -x "$p_gid" >/tmp/perf.srv 2>&1 &
-	p_pid=$!
-	sleep 2
-	timeout 300 "$@" -d "$p_dev" -x "$p_gid" 127.0.0.1 >/tmp/perf.cli 2>&1
-	p_rc=$?
-	wait $p_pid
-	OUT=$(cat /tmp/perf.cli)
-	return $p_rc
+	both_ends perf 300 "$@" -d "$p_dev" -x "$p_gid"
 }
 note "perftest: ionic loopback vs rdma_rxe"
 for dev in ionic rxe; do

@@ -29,6 +29,7 @@
 #include "s3/s3_endpoint.h"
 #include "util/backend_opts.h"
 #include "util/evloop.h"
+#include "../lib/wire_bytes.h"
 
 #define VH        10            /* the legacy virtio_net_hdr */
 #define HOST_IP   0xc0a8c802u   /* 192.168.200.2, the TAP side */
@@ -51,33 +52,6 @@ static uint8_t ep_mac[6];
 
 /* ---- bytes and checksums, written here rather than taken from the code under test ---- */
 
-static void put16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
-static void put32(uint8_t *p, uint32_t v) { put16(p, v >> 16); put16(p + 2, v & 0xffff); }
-static uint16_t get16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
-static uint32_t get32(const uint8_t *p) { return ((uint32_t)get16(p) << 16) | get16(p + 2); }
-
-static uint32_t sum16(uint32_t s, const uint8_t *p, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < n; i += 2)
-		s += (uint32_t)(p[i] << 8 | p[i + 1]);
-	if (n & 1)
-		s += (uint32_t)p[n - 1] << 8;
-	return s;
-}
-
-static uint16_t fold(uint32_t s)
-{
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)(~s & 0xffff);
-}
-
-static uint32_t pseudo(uint32_t src, uint32_t dst, size_t len)
-{
-	return (src >> 16) + (src & 0xffff) + (dst >> 16) + (dst & 0xffff) + 6 + (uint32_t)len;
-}
 
 static uint8_t pat(size_t i)
 {
@@ -244,7 +218,7 @@ static size_t host_frame(uint8_t *buf, const uint8_t *dmac, uint32_t dip, uint16
 	if (len)
 		memcpy(tcp + 20, data, len);
 	if (gso_size || partial) {
-		uint32_t p = pseudo(HOST_IP, dip, l4);
+		uint32_t p = pseudo(HOST_IP, dip, 6, l4);
 
 		while (p >> 16)
 			p = (p & 0xffff) + (p >> 16);
@@ -253,7 +227,7 @@ static size_t host_frame(uint8_t *buf, const uint8_t *dmac, uint32_t dip, uint16
 		set_vh16(buf, 6, 34);           /* csum_start: the TCP header */
 		set_vh16(buf, 8, 16);           /* csum_offset: its checksum */
 	} else {
-		put16(tcp + 16, fold(pseudo(HOST_IP, dip, l4) + sum16(0, tcp, l4)));
+		put16(tcp + 16, fold(pseudo(HOST_IP, dip, 6, l4) + sum16(0, tcp, l4)));
 	}
 	if (gso_size) {
 		buf[1] = 1;                     /* GSO_TCPV4 */
@@ -301,7 +275,7 @@ static void check_tcp_frame(const uint8_t *f, size_t flen, uint32_t src, uint32_
 	assert_int_equal(get32(ip + 12), src);
 	assert_int_equal(get32(ip + 16), dst);
 	l4 = tot - 20;
-	assert_int_equal(fold(pseudo(src, dst, l4) + sum16(0, tcp, l4)), 0);
+	assert_int_equal(fold(pseudo(src, dst, 6, l4) + sum16(0, tcp, l4)), 0);
 	doff = (size_t)(tcp[12] >> 4) * 4;
 	assert_true(doff >= 20 && doff <= l4);
 	s->seq = get32(tcp + 4);

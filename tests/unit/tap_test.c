@@ -26,6 +26,7 @@
 #include "net/net_switch.h"
 #include "net/tap.h"
 #include "util/evloop.h"
+#include "../lib/wire_bytes.h"
 
 #define VH       10
 #define MSS      1460
@@ -39,33 +40,6 @@ static const uint8_t host_mac[6] = { 0x02, 0, 0, 0, 0, 0x02 };
 static const uint8_t ep_mac[6] = { 0x02, 0x53, 0xc0, 0xa8, 0xc8, 0x01 };
 static const uint8_t guest_mac[6] = { 0x02, 0x45, 0x52, 0x4e, 0x49, 0x43 };
 
-static void put16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
-static void put32(uint8_t *p, uint32_t v) { put16(p, v >> 16); put16(p + 2, v & 0xffff); }
-static uint16_t get16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
-static uint32_t get32(const uint8_t *p) { return ((uint32_t)get16(p) << 16) | get16(p + 2); }
-
-static uint32_t sum16(uint32_t s, const uint8_t *p, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < n; i += 2)
-		s += (uint32_t)(p[i] << 8 | p[i + 1]);
-	if (n & 1)
-		s += (uint32_t)p[n - 1] << 8;
-	return s;
-}
-
-static uint16_t fold(uint32_t s)
-{
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)(~s & 0xffff);
-}
-
-static uint32_t pseudo(uint32_t src, uint32_t dst, size_t len)
-{
-	return (src >> 16) + (src & 0xffff) + (dst >> 16) + (dst & 0xffff) + 6 + (uint32_t)len;
-}
 
 /* An IPv4 TCP frame at f (complete checksums); returns its length (padded to 60). */
 static size_t tcp_frame(uint8_t *f, const uint8_t *dmac, const uint8_t *smac, uint32_t sip, uint32_t dip,
@@ -97,7 +71,7 @@ static size_t tcp_frame(uint8_t *f, const uint8_t *dmac, const uint8_t *smac, ui
 	put16(tcp + 14, wnd);
 	for (size_t i = 0; i < len; i++)
 		tcp[20 + i] = (uint8_t)(i * 7 + seq);
-	put16(tcp + 16, fold(pseudo(sip, dip, l4) + sum16(0, tcp, l4)));
+	put16(tcp + 16, fold(pseudo(sip, dip, 6, l4) + sum16(0, tcp, l4)));
 	if (n < 60) {
 		memset(f + n, 0, 60 - n);
 		n = 60;
@@ -129,7 +103,7 @@ static void guest_deliver(void *ctx, const uint8_t *f, size_t len)
 	w->guest_frames++;
 	/* Every frame a port without offloads gets is whole and checks out. */
 	if (len < 54 || tot < 40 || 14 + tot > len || fold(sum16(0, ip, 20)) != 0 ||
-	    fold(pseudo(get32(ip + 12), get32(ip + 16), tot - 20) + sum16(0, ip + 20, tot - 20)) != 0 ||
+	    fold(pseudo(get32(ip + 12), get32(ip + 16), 6, tot - 20) + sum16(0, ip + 20, tot - 20)) != 0 ||
 	    tot - 40 > MSS)
 		w->guest_bad = true;
 	w->guest_bytes += tot - 40;
@@ -218,7 +192,7 @@ static void host_write_gso(struct world *w, size_t len, uint16_t gso_size)
 {
 	uint8_t *f = malloc(NET_MAX_FRAME), vh[VH] = { 0 };
 	size_t n = tcp_frame(f, guest_mac, host_mac, HOST_IP, GUEST_IP, 40000, 22, 1, 1, F_ACK, 65535, len);
-	uint32_t p = pseudo(HOST_IP, GUEST_IP, 20 + len);
+	uint32_t p = pseudo(HOST_IP, GUEST_IP, 6, 20 + len);
 	uint16_t v;
 
 	while (p >> 16)

@@ -16,25 +16,16 @@ G=$GID
 echo "device $IB, RoCE v2 GID index $G"
 pass rdma-setup
 
-# Run server and client of one tool; both must exit 0. $1 name, $2 timeout, rest: arguments
-# shared by both ends (the client adds the server's address).
+# pair NAME TIMEOUT CMD ARGS...: both ends of one tool (both_ends); the check passes when both
+# exit 0.
 pair() {
-	name=$1 t=$2
-	shift 2
-	timeout "$t" "$@" >/tmp/"$name".srv 2>&1 &
-	spid=$!
-	sleep 2
-	timeout "$t" "$@" 127.0.0.1 >/tmp/"$name".cli 2>&1
-	crc=$?
-	wait $spid
-	src=$?
-	echo "--- $name server (rc $src)"; tail -5 /tmp/"$name".srv
-	echo "--- $name client (rc $crc)"; tail -5 /tmp/"$name".cli
-	if [ $crc = 0 ] && [ $src = 0 ]; then
-		pass "$name"
+	if both_ends "$@"; then
+		pass "$1"
 	else
-		fail "$name" "server rc $src, client rc $crc: $(tail -2 /tmp/"$name".cli | tr '\n' ';') $(tail -2 /tmp/"$name".srv | tr '\n' ';')"
+		fail "$1" "$WHY"
 	fi
+	echo "--- $1"
+	tail -5 /tmp/"$1".srv /tmp/"$1".cli
 }
 
 pair rdma-rc-pingpong 120 ibv_rc_pingpong -d "$IB" -g "$G" -n 200 -s 4096 -c

@@ -126,5 +126,25 @@ rdma_up() {
 	GID=$(gid_index "$IB" "$1")
 }
 
+# both_ends NAME TIMEOUT CMD ARGS...: a verbs tool run as its server end, then as its client end
+# against 127.0.0.1 (the tools' out-of-band exchange), both in this guest; both must exit 0. The
+# client's output is in OUT (and /tmp/NAME.cli, the server's in /tmp/NAME.srv); on failure WHY
+# has both exit statuses and what each end printed last.
+both_ends() {
+	be_name=$1 be_t=$2
+	shift 2
+	timeout "$be_t" "$@" >/tmp/"$be_name".srv 2>&1 &
+	be_pid=$!
+	sleep 2
+	timeout "$be_t" "$@" 127.0.0.1 >/tmp/"$be_name".cli 2>&1
+	be_crc=$?
+	wait $be_pid
+	be_src=$?
+	OUT=$(cat /tmp/"$be_name".cli)
+	[ $be_crc = 0 ] && [ $be_src = 0 ] && return 0
+	WHY="server rc $be_src, client rc $be_crc: $(tail -2 /tmp/"$be_name".cli | tr '\n' ';') $(tail -2 /tmp/"$be_name".srv | tr '\n' ';')"
+	return 1
+}
+
 # finish: exit status of the check script (non-zero when a check failed).
 finish() { [ "$CHECK_FAILED" -eq 0 ]; exit $?; }

@@ -22,25 +22,7 @@ else
 	fail ibv-devinfo "$(echo "$out" | head -3 | tr '\n' ' ')"
 fi
 
-# pair NAME TIMEOUT CMD...: the server end, then the client end against 127.0.0.1 (the tools'
-# out-of-band exchange); sets OUT to the client's output; both must exit 0.
-pair() {
-	p_name=$1 p_t=$2
-	shift 2
-	timeout "$p_t" "$@" >/tmp/"$p_name".srv 2>&1 &
-	p_pid=$!
-	sleep 2
-	timeout "$p_t" "$@" 127.0.0.1 >/tmp/"$p_name".cli 2>&1
-	p_crc=$?
-	wait $p_pid
-	p_src=$?
-	OUT=$(cat /tmp/"$p_name".cli)
-	[ $p_crc = 0 ] && [ $p_src = 0 ] && return 0
-	WHY="server rc $p_src, client rc $p_crc: $(tail -2 /tmp/"$p_name".cli | tr '\n' ' ') $(tail -2 /tmp/"$p_name".srv | tr '\n' ' ')"
-	return 1
-}
-
-if pair rc 120 ibv_rc_pingpong -d "$IB" -g "$GID" -n 500 -s 4096; then
+if both_ends rc 120 ibv_rc_pingpong -d "$IB" -g "$GID" -n 500 -s 4096; then
 	pass ibv-rc-pingpong "RC SEND/RECV, 500 round trips of 4 KiB: $(echo "$OUT" | grep -m1 'usec/iter' | sed 's/^ *//')"
 else
 	fail ibv-rc-pingpong "$WHY"
@@ -59,7 +41,7 @@ else
 	fail rping "server rc $src, client rc $crc: $(tail -2 /tmp/rping.cli | tr '\n' ' ')"
 fi
 
-if pair write_bw 180 ib_write_bw -d "$IB" -x "$GID" -s 65536 -n 2000 -F; then
+if both_ends write_bw 180 ib_write_bw -d "$IB" -x "$GID" -s 65536 -n 2000 -F; then
 	pass ib-write-bw "RDMA WRITE 64 KiB x 2000: average $(echo "$OUT" | awk '$1 == 65536 { print $4 }') MB/s under emulation"
 else
 	fail ib-write-bw "$WHY"
