@@ -140,6 +140,65 @@ void fg_doorbell(struct ionic_guest *g, struct fz *f)
 	rg_db_page(g, page, qtype, qid, ring, index);
 }
 
+static const uint8_t qp_types[3] = { RG_QPT_RC, RG_QPT_UC, RG_QPT_UD };
+
+int fg_wqe_world_up(struct fg_wqe_world *w, struct fz *f)
+{
+	uint8_t h[8], tmpl[RG_ROCE4_HDR_LEN];
+	static const uint8_t mac[6] = { 0x02, 0x45, 0x52, 0x4e, 0x49, 0x43 };
+	uint64_t pages[16];
+	uint8_t page_log2;
+	uint16_t access;
+
+	fz_take(f, h, sizeof(h));
+	if (fg_rdma_up(&w->r, fg_open()))
+		return -1;
+	for (uint32_t i = 0; i < W_NCQ; i++) {
+		if (rg_cq_create(&w->r.g, &w->cq[i], 10 + i, 0, 8, W_CQ(i)))
+			return -2;
+	}
+	access = h[6] & (RG_QPF_REMOTE_WRITE | RG_QPF_REMOTE_READ | RG_QPF_REMOTE_ATOMIC);
+	for (int k = 0; k < 2; k++) {
+		struct rg_qp *q = &w->qp[k];
+
+		memset(q, 0, sizeof(*q));
+		q->id = 20 + (uint32_t)k;
+		q->type = qp_types[h[k] % 3];
+		q->pd = 1;
+		q->priv_flags = k == 0 && (h[5] & 2) ? RG_QPF_PRIVILEGED : 0;
+		q->sq_cq = 10 + 2 * (uint32_t)k;
+		q->rq_cq = 11 + 2 * (uint32_t)k;
+		q->sq = W_SQ(k);
+		q->rq = W_RQ(k);
+		q->sq_depth_log2 = q->rq_depth_log2 = (uint8_t)(h[2] % 7 + 2);
+		q->sq_stride_log2 = q->rq_stride_log2 = (uint8_t)(h[3] % 3 + 6);
+		if (rg_qp_create(&w->r.g, &w->r.aq, q))
+			return -3;
+	}
+	for (int k = 0; k < 2; k++) {
+		uint32_t arg = w->qp[k].type == RG_QPT_UD ? 0x11110000u + (uint32_t)k : w->qp[k ^ 1].id;
+
+		if (rg_qp_to_rts(&w->r.g, &w->r.aq, &w->qp[k], arg, access))
+			return -4;
+	}
+	if (rg_mr_create(&w->r.g, &w->r.aq, 1, 0x01, 1, W_BUF, W_BUF_LEN, 1, W_BUF, h[4] & 0xf, 12))
+		return -5;
+	page_log2 = (uint8_t)(h[7] % 5 + 12);
+	if (h[5] & 1) {
+		for (unsigned i = 0; i < 16; i++)
+			pages[i] = W_BUF + ((uint64_t)i << 12);
+		if (rg_mr_create_pages(&w->r.g, &w->r.aq, 2, 0x02, 1, 0x10000000, 16u << 12, pages, 16, W_LIST,
+				       RG_MRF_LOCAL_WRITE | RG_MRF_REMOTE_WRITE | RG_MRF_REMOTE_READ, 12))
+			return -6;
+	} else if (rg_mr_create(&w->r.g, &w->r.aq, 2, 0x02, 1, 0, 0, 0, 0, RG_MRF_FAST_REG, page_log2)) {
+		return -6;
+	}
+	rg_roce4_template(tmpl, mac, mac, 0xc0a8c803u, 0xc0a8c803u, 0, 64);
+	if (rg_ah_create(&w->r.g, &w->r.aq, 1, 1, W_AHT, tmpl, sizeof(tmpl)))
+		return -7;
+	return 0;
+}
+
 uint64_t fg_tx_frames(void)
 {
 	return fg.tx_frames;

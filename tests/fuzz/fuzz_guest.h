@@ -53,6 +53,26 @@ void fg_rdma_admin(struct fg_rdma *r, struct fz *f);
 /* Operation "doorbell": page:u8 qtype:u8 qid:u32 ring:u8 index:u16 (rg_db_page). */
 void fg_doorbell(struct ionic_guest *g, struct fz *f);
 
+/* fuzz-rdma-wqe's world (see fuzz_rdma_wqe.c for the header that shapes it). */
+#define W_CQ(i)   (RG_SCRATCH + 0x00000 + (uint64_t)(i) * 0x2000)   /* 4 x 256 x 32 B */
+#define W_SQ(k)   (RG_SCRATCH + 0x10000 + (uint64_t)(k) * 0x20000)  /* up to 256 x 256 B each */
+#define W_RQ(k)   (W_SQ(k) + 0x10000)
+#define W_AHT     (RG_SCRATCH + 0x50000)
+#define W_LIST    (RG_SCRATCH + 0x51000)
+#define W_QBUF    (RG_SCRATCH + 0x52000)
+#define W_BUF     (RG_SCRATCH + 0x60000)
+#define W_BUF_LEN 0x40000u
+#define W_NCQ     4
+
+struct fg_wqe_world {
+	struct fg_rdma r;
+	struct rg_cq cq[W_NCQ];
+	struct rg_qp qp[2];
+};
+
+/* Take the 8-byte header from f and build the world; 0 or a negative step number. */
+int fg_wqe_world_up(struct fg_wqe_world *w, struct fz *f);
+
 /* Frames the device transmitted since fg_open, and their bytes. */
 uint64_t fg_tx_frames(void);
 

@@ -31,25 +31,7 @@
 #include "fuzz.h"
 #include "fuzz_guest.h"
 
-#define W_CQ(i)   (RG_SCRATCH + 0x00000 + (uint64_t)(i) * 0x2000)   /* 4 x 256 x 32 B */
-#define W_SQ(k)   (RG_SCRATCH + 0x10000 + (uint64_t)(k) * 0x20000)  /* up to 256 x 256 B each */
-#define W_RQ(k)   (W_SQ(k) + 0x10000)
-#define W_AHT     (RG_SCRATCH + 0x50000)
-#define W_LIST    (RG_SCRATCH + 0x51000)
-#define W_QBUF    (RG_SCRATCH + 0x52000)
-#define W_BUF     (RG_SCRATCH + 0x60000)
-#define W_BUF_LEN 0x40000u
-#define W_NCQ     4
-
-struct world {
-	struct fg_rdma r;
-	struct rg_cq cq[W_NCQ];
-	struct rg_qp qp[2];
-};
-
-static const uint8_t qp_types[3] = { RG_QPT_RC, RG_QPT_UC, RG_QPT_UD };
-
-static void drain(struct world *w)
+static void drain(struct fg_wqe_world *w)
 {
 	uint8_t cqe[RG_CQE_SIZE];
 
@@ -63,71 +45,14 @@ static void drain(struct world *w)
 	}
 }
 
-static int world_up(struct world *w, struct fz *f)
-{
-	uint8_t h[8], tmpl[RG_ROCE4_HDR_LEN];
-	static const uint8_t mac[6] = { 0x02, 0x45, 0x52, 0x4e, 0x49, 0x43 };
-	uint64_t pages[16];
-	uint8_t page_log2;
-	uint16_t access;
-
-	fz_take(f, h, sizeof(h));
-	if (fg_rdma_up(&w->r, fg_open()))
-		return -1;
-	for (uint32_t i = 0; i < W_NCQ; i++) {
-		if (rg_cq_create(&w->r.g, &w->cq[i], 10 + i, 0, 8, W_CQ(i)))
-			return -2;
-	}
-	access = h[6] & (RG_QPF_REMOTE_WRITE | RG_QPF_REMOTE_READ | RG_QPF_REMOTE_ATOMIC);
-	for (int k = 0; k < 2; k++) {
-		struct rg_qp *q = &w->qp[k];
-
-		memset(q, 0, sizeof(*q));
-		q->id = 20 + (uint32_t)k;
-		q->type = qp_types[h[k] % 3];
-		q->pd = 1;
-		q->priv_flags = k == 0 && (h[5] & 2) ? RG_QPF_PRIVILEGED : 0;
-		q->sq_cq = 10 + 2 * (uint32_t)k;
-		q->rq_cq = 11 + 2 * (uint32_t)k;
-		q->sq = W_SQ(k);
-		q->rq = W_RQ(k);
-		q->sq_depth_log2 = q->rq_depth_log2 = (uint8_t)(h[2] % 7 + 2);
-		q->sq_stride_log2 = q->rq_stride_log2 = (uint8_t)(h[3] % 3 + 6);
-		if (rg_qp_create(&w->r.g, &w->r.aq, q))
-			return -3;
-	}
-	for (int k = 0; k < 2; k++) {
-		uint32_t arg = w->qp[k].type == RG_QPT_UD ? 0x11110000u + (uint32_t)k : w->qp[k ^ 1].id;
-
-		if (rg_qp_to_rts(&w->r.g, &w->r.aq, &w->qp[k], arg, access))
-			return -4;
-	}
-	if (rg_mr_create(&w->r.g, &w->r.aq, 1, 0x01, 1, W_BUF, W_BUF_LEN, 1, W_BUF, h[4] & 0xf, 12))
-		return -5;
-	page_log2 = (uint8_t)(h[7] % 5 + 12);
-	if (h[5] & 1) {
-		for (unsigned i = 0; i < 16; i++)
-			pages[i] = W_BUF + ((uint64_t)i << 12);
-		if (rg_mr_create_pages(&w->r.g, &w->r.aq, 2, 0x02, 1, 0x10000000, 16u << 12, pages, 16, W_LIST,
-				       RG_MRF_LOCAL_WRITE | RG_MRF_REMOTE_WRITE | RG_MRF_REMOTE_READ, 12))
-			return -6;
-	} else if (rg_mr_create(&w->r.g, &w->r.aq, 2, 0x02, 1, 0, 0, 0, 0, RG_MRF_FAST_REG, page_log2)) {
-		return -6;
-	}
-	rg_roce4_template(tmpl, mac, mac, 0xc0a8c803u, 0xc0a8c803u, 0, 64);
-	if (rg_ah_create(&w->r.g, &w->r.aq, 1, 1, W_AHT, tmpl, sizeof(tmpl)))
-		return -7;
-	return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fz f = { data, size, 0 };
-	struct world w;
+	struct fg_wqe_world w;
 	size_t n, got;
 	const uint8_t *p;
 
-	if (world_up(&w, &f))
+	if (fg_wqe_world_up(&w, &f))
 		abort(); /* a fresh device refused the set-up the guest helpers are tested with */
 	while (fz_more(&f)) {
 		uint8_t op = fz_u8(&f) % 8;
