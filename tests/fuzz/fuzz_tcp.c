@@ -62,12 +62,15 @@ static void stop(void *arg)
 static void pump(struct evloop *loop)
 {
 	static int always = -1;
+	static struct ev_watch *w; /* kept for the process's life */
 	uint64_t one = 1;
 
 	if (always < 0) {
 		always = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (always < 0 || write(always, &one, sizeof(one)) != sizeof(one) ||
-		    evloop_add_fd(loop, always, EPOLLIN, on_always, NULL) == NULL)
+		if (always < 0 || write(always, &one, sizeof(one)) != sizeof(one))
+			abort();
+		w = evloop_add_fd(loop, always, EPOLLIN, on_always, NULL);
+		if (w == NULL)
 			abort();
 	}
 	if (evloop_defer(loop, stop, loop) || evloop_run(loop))
