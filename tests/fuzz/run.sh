@@ -31,7 +31,7 @@ for t in "${targets[@]}"; do
 	# -rss_limit_mb: the ionic targets map 4 MiB of guest memory per input; ASan's quarantine adds more.
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		"$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
-		-artifact_prefix="$work/$t/artifacts/" "$work/$t/new" "tests/fuzz/corpus/$t" >"$log" 2>&1
+		-artifact_prefix="$work/$t/artifacts/" "$work/$t/new" "tests/fuzz/corpus/$t" </dev/null >"$log" 2>&1
 	rc=$?
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 	last=$(grep -E '^#[0-9]+' "$log" | tail -1)
