@@ -10,6 +10,7 @@ PACKAGES=(
 	libssl-dev                          # MD5 for S3 ETags
 	libexpat1-dev                       # S3 XML request bodies
 	libcmocka-dev                       # unit tests
+	clang libclang-rt-dev               # fuzz targets (tests/fuzz): clang and its libFuzzer runtime
 	python3 iproute2 procps coreutils   # tests that start the binary
 	curl python3-boto3 nftables         # s3-tap-ci: real HTTP and S3 clients, packet loss
 	iputils-ping                        # s3-tap-ci: ICMP echo
