@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install the Debian packages rocm-ernic needs to build and test, if any are missing.
+# Install the Debian packages rocm-ernic needs to build and test, if any are missing; with
+# --bench also what the benchmarks need (gnuplot for bench/guest.sh's chart).
 # Uses the machine's own apt configuration; runs apt-get update only when something is missing.
 set -euo pipefail
 
@@ -9,11 +10,17 @@ PACKAGES=(
 	libssl-dev                          # MD5 for S3 ETags
 	libexpat1-dev                       # S3 XML request bodies
 	libcmocka-dev                       # unit tests
+	clang libclang-rt-dev               # fuzz targets (tests/fuzz): clang and its libFuzzer runtime
 	python3 iproute2 procps coreutils   # tests that start the binary
 	curl python3-boto3 nftables         # s3-tap-ci: real HTTP and S3 clients, packet loss
 	iputils-ping                        # s3-tap-ci: ICMP echo
 	debootstrap util-linux              # guest test lane (tests/vm): chroots, mount namespaces
 )
+case ${1:-} in
+--bench) PACKAGES+=(gnuplot-nox) ;;      # bench/guest.sh: the chart of the ratios
+"") ;;
+*) echo "usage: $0 [--bench]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -18,6 +18,16 @@ struct net_switch {
 	struct fdb_entry fdb[FDB_SIZE];
 	unsigned fdb_next;
 	struct net_switch_stats stats;
+	/*
+	 * Where frames for ports without offloads are built. Not reentrant: only
+	 * the TAP's input carries offloads, and no port answers with any.
+	 */
+	bool scratch_busy;
+	uint8_t scratch[NET_MAX_FRAME];
+};
+
+struct emit_ctx {
+	const struct net_port *port;
 };
 
 struct net_switch *net_switch_new(void)
@@ -80,7 +90,54 @@ static int lookup(const struct net_switch *sw, const uint8_t *mac)
 	return -1;
 }
 
+static void emit_segment(void *ctx, const uint8_t *frame, size_t len)
+{
+	const struct emit_ctx *e = ctx;
+
+	e->port->deliver(e->port->ctx, frame, len);
+}
+
+/* Hand a frame to port i, doing in software the offloads it does not take. */
+static void port_deliver(struct net_switch *sw, int i, const uint8_t *frame, size_t len,
+			 const struct net_offload *off)
+{
+	const struct net_port *p = &sw->ports[i];
+	struct emit_ctx e = { .port = p };
+	size_t n;
+
+	if (off != NULL && p->deliver_offload != NULL && (!off->csum_partial || off->tcp_csum_partial)) {
+		p->deliver_offload(p->ctx, frame, len, off);
+		return;
+	}
+	if (!net_offload_pending(off)) {
+		p->deliver(p->ctx, frame, len);
+		return;
+	}
+	if (sw->scratch_busy) {
+		sw->stats.dropped_offload++;
+		return;
+	}
+	sw->scratch_busy = true;
+	if (off->gso_size) {
+		sw->stats.gso_segmented++;
+		sw->stats.gso_segments += net_offload_segment(frame, len, off, sw->scratch, sizeof(sw->scratch),
+							      emit_segment, &e);
+	} else {
+		n = net_offload_complete_csum(frame, len, off, sw->scratch, sizeof(sw->scratch));
+		sw->stats.csum_completed++;
+		if (n)
+			p->deliver(p->ctx, sw->scratch, n);
+	}
+	sw->scratch_busy = false;
+}
+
 void net_switch_input(struct net_switch *sw, int id, const uint8_t *frame, size_t len)
+{
+	net_switch_input_offload(sw, id, frame, len, NULL);
+}
+
+void net_switch_input_offload(struct net_switch *sw, int id, const uint8_t *frame, size_t len,
+			      const struct net_offload *off)
 {
 	const uint8_t *dst = frame, *src = frame + 6;
 	bool group;
@@ -98,7 +155,7 @@ void net_switch_input(struct net_switch *sw, int id, const uint8_t *frame, size_
 			continue;
 		if (sw->ports[i].wants(sw->ports[i].ctx, frame, len)) {
 			sw->stats.to_endpoints++;
-			sw->ports[i].deliver(sw->ports[i].ctx, frame, len);
+			port_deliver(sw, i, frame, len, off);
 			if (!group)
 				return;
 		}
@@ -106,7 +163,7 @@ void net_switch_input(struct net_switch *sw, int id, const uint8_t *frame, size_
 	out = group ? -1 : lookup(sw, dst);
 	if (out >= 0 && out != id && sw->used[out] && sw->ports[out].wants == NULL) {
 		sw->stats.unicast++;
-		sw->ports[out].deliver(sw->ports[out].ctx, frame, len);
+		port_deliver(sw, out, frame, len, off);
 		return;
 	}
 	if (out == id)
@@ -114,7 +171,7 @@ void net_switch_input(struct net_switch *sw, int id, const uint8_t *frame, size_
 	sw->stats.flooded++;
 	for (int i = 0; i < NET_SWITCH_MAX_PORTS; i++)
 		if (sw->used[i] && i != id && sw->ports[i].wants == NULL)
-			sw->ports[i].deliver(sw->ports[i].ctx, frame, len);
+			port_deliver(sw, i, frame, len, off);
 }
 
 const struct net_switch_stats *net_switch_stats(const struct net_switch *sw)

@@ -9,6 +9,12 @@
  * the port that last sent from their destination MAC, or, for broadcast,
  * multicast and unknown destinations, to every other wire port. A frame never
  * goes back out of the port it came from.
+ *
+ * A frame from the host TAP may carry offloads (net_offload.h): a TCPv4
+ * segmentation-offload super-frame, a partial checksum. An endpoint that
+ * declares deliver_offload gets it as it is (the in-band TCP stack takes a
+ * super-frame as one large segment); every other port gets what a wire would
+ * carry: the super-frame cut into MSS-sized frames, checksums completed.
  */
 #ifndef ERNIC_NET_NET_SWITCH_H
 #define ERNIC_NET_NET_SWITCH_H
@@ -16,6 +22,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "net/net_offload.h"
 
 #define NET_SWITCH_MAX_PORTS 8
 
@@ -26,10 +34,22 @@ struct net_port {
 	bool (*wants)(void *ctx, const uint8_t *frame, size_t len);
 	/* Take a frame (copy it if it must outlive the call). */
 	void (*deliver)(void *ctx, const uint8_t *frame, size_t len);
+	/*
+	 * Endpoints only, optional: take a frame with its offloads as they came
+	 * (off is never NULL here; it was checked by net_offload_parse()). A
+	 * partial checksum reaches it only at the TCP checksum of an IPv4 TCP
+	 * segment (tcp_csum_partial); any other is completed first and the
+	 * frame comes through deliver().
+	 */
+	void (*deliver_offload)(void *ctx, const uint8_t *frame, size_t len, const struct net_offload *off);
 };
 
 struct net_switch_stats {
 	uint64_t frames, to_endpoints, flooded, unicast, dropped_runt;
+	uint64_t gso_segmented;    /* super-frames cut for a port without offloads */
+	uint64_t gso_segments;     /* the frames they were cut into */
+	uint64_t csum_completed;   /* partial checksums completed for a port without offloads */
+	uint64_t dropped_offload;  /* an offload met inside another's delivery (never expected) */
 };
 
 struct net_switch;
@@ -43,6 +63,9 @@ void net_switch_detach(struct net_switch *sw, int id);
 
 /* A frame entering from port id. */
 void net_switch_input(struct net_switch *sw, int id, const uint8_t *frame, size_t len);
+/* The same, with the offloads net_offload_parse() found (NULL: none). */
+void net_switch_input_offload(struct net_switch *sw, int id, const uint8_t *frame, size_t len,
+			      const struct net_offload *off);
 
 const struct net_switch_stats *net_switch_stats(const struct net_switch *sw);
 

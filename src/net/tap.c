@@ -19,9 +19,8 @@
 #include "util/evloop.h"
 #include "util/log.h"
 
-#define TAP_MAX_FRAME 65536
-#define TAP_READS_PER_WAKEUP 64
 #define ETH_HLEN 14
+#define TAP_RX_OFFLOADS (TUN_F_CSUM | TUN_F_TSO4)
 #define TCP_HDRS (ETH_HLEN + 20 + 20)  /* Ethernet, IPv4 without options, TCP without options */
 #define GSO_MAX_PAYLOAD (65535 - 40)
 
@@ -40,10 +39,25 @@ struct coalesce {
 	bool last_short;      /* the last merged segment was shorter: nothing may follow */
 };
 
+/*
+ * A pure ACK toward the host, held until the end of the batch of events: a
+ * later one of the same flow that acknowledges more, or opens the window
+ * further, replaces it. A batch of super-frames read is then answered with
+ * one cumulative ACK, as a receiver with GRO or delayed ACKs answers, and the
+ * host's TCP sends its next window as one super-frame. A duplicate ACK (the
+ * same acknowledgment and window: the stack's report of a gap, which the
+ * peer's fast retransmit counts) is never folded away.
+ */
+struct held_ack {
+	uint8_t frame[64];
+	size_t len;           /* 0: none */
+};
+
 struct tap {
 	char name[IFNAMSIZ];
 	int fd;
 	bool vnet;            /* frames carry a virtio_net_hdr (GSO writes possible) */
+	bool rx_offloads;     /* TUNSETOFFLOAD granted TAP_RX_OFFLOADS: super-frames and partial checksums come in */
 	bool flush_pending;
 	struct evloop *loop;
 	struct ev_watch *watch;
@@ -51,7 +65,12 @@ struct tap {
 	int port;
 	struct tap_stats stats;
 	struct coalesce co;
-	uint8_t buf[sizeof(struct virtio_net_hdr) + TAP_MAX_FRAME];
+	struct held_ack ack;
+	/*
+	 * One frame as read, and a byte more: a longer frame is cut, and shows as a
+	 * read() that fills the buffer (or, from the tun driver, returns the whole length).
+	 */
+	uint8_t buf[sizeof(struct virtio_net_hdr) + NET_MAX_FRAME + 1];
 };
 
 static void tap_gone(struct tap *t, int err)
@@ -65,14 +84,20 @@ static void tap_gone(struct tap *t, int err)
 	t->fd = -1;
 }
 
+/*
+ * Frames from the host. A super-frame is up to 64 KiB, so the batch is bounded
+ * in bytes as well as in reads: a large upload leaves the loop free for the
+ * guest's doorbells and the other connections between batches (the TAP stays
+ * readable, and epoll reports it again at once).
+ */
 static void on_readable(void *arg, uint32_t events)
 {
 	struct tap *t = arg;
+	size_t hdr = t->vnet ? net_offload_hdr_size() : 0, taken = 0;
 
-	size_t hdr = t->vnet ? sizeof(struct virtio_net_hdr) : 0;
-
-	for (int i = 0; i < TAP_READS_PER_WAKEUP && t->fd >= 0; i++) {
+	for (int i = 0; i < TAP_READS_PER_WAKEUP && taken < TAP_BYTES_PER_WAKEUP && t->fd >= 0; i++) {
 		ssize_t n = read(t->fd, t->buf, sizeof(t->buf));
+		struct net_offload off;
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
@@ -80,13 +105,23 @@ static void on_readable(void *arg, uint32_t events)
 			tap_gone(t, n < 0 ? errno : ENODEV);
 			return;
 		}
-		if ((size_t)n <= hdr)
+		taken += (size_t)n;
+		if (!t->vnet) {
+			if ((size_t)n > NET_MAX_FRAME) {
+				t->stats.rx_dropped++;
+				continue;
+			}
+			t->stats.rx_frames++;
+			net_switch_input(t->sw, t->port, t->buf, (size_t)n);
 			continue;
-		/* No offloads were enabled (TUNSETOFFLOAD), so the kernel sends plain frames. */
-		if (hdr && ((struct virtio_net_hdr *)t->buf)->gso_type != VIRTIO_NET_HDR_GSO_NONE)
+		}
+		/* n may reach or exceed the buffer (a frame cut short): the parser refuses it by length alone. */
+		if (net_offload_parse(t->buf, (size_t)n, &off, &t->stats.offload) != 0) {
+			t->stats.rx_dropped++;
 			continue;
+		}
 		t->stats.rx_frames++;
-		net_switch_input(t->sw, t->port, t->buf + hdr, (size_t)n - hdr);
+		net_switch_input_offload(t->sw, t->port, t->buf + hdr, (size_t)n - hdr, &off);
 	}
 	(void)events;
 }
@@ -178,12 +213,49 @@ static void flush(struct tap *t)
 	c->len = 0;
 }
 
+/* A plain ACK of ours: IPv4 without options, TCP without options or data, ACK alone. */
+static bool pure_ack(const uint8_t *f, size_t len)
+{
+	const uint8_t *ip = f + ETH_HLEN, *tcp = ip + 20;
+
+	return len >= TCP_HDRS && len <= sizeof(((struct held_ack *)0)->frame) && get16(f + 12) == 0x0800 &&
+	       ip[0] == 0x45 && ip[9] == 6 && (get16(ip + 6) & 0x3fff) == 0 && get16(ip + 2) == 40 &&
+	       (tcp[12] >> 4) == 5 && tcp[13] == 0x10;
+}
+
+/* Whether ACK f says everything the held one says, and more. */
+static bool supersedes(const struct held_ack *h, const uint8_t *f)
+{
+	const uint8_t *a = h->frame, *aip = a + ETH_HLEN, *atcp = aip + 20, *ip = f + ETH_HLEN, *tcp = ip + 20;
+	int32_t more = (int32_t)(get32(tcp + 8) - get32(atcp + 8));
+
+	return memcmp(a, f, 12) == 0 && memcmp(aip + 12, ip + 12, 8) == 0 && memcmp(atcp, tcp, 8) == 0 &&
+	       (more > 0 || (more == 0 && get16(tcp + 14) > get16(atcp + 14)));
+}
+
+static void flush_ack(struct tap *t)
+{
+	if (t->ack.len == 0)
+		return;
+	write_frame(t, NULL, t->ack.frame, t->ack.len);
+	t->ack.len = 0;
+}
+
 static void deferred_flush(void *arg)
 {
 	struct tap *t = arg;
 
 	t->flush_pending = false;
 	flush(t);
+	flush_ack(t);
+}
+
+static void schedule_flush(struct tap *t)
+{
+	if (!t->flush_pending && evloop_defer(t->loop, deferred_flush, t) == 0)
+		t->flush_pending = true;
+	else if (!t->flush_pending)
+		deferred_flush(t);
 }
 
 /* Whether frame f (payload n) continues the merged flow. */
@@ -203,8 +275,21 @@ static void deliver(void *ctx, const uint8_t *frame, size_t len)
 {
 	struct tap *t = ctx;
 	struct coalesce *c = &t->co;
-	long n = t->vnet ? mergeable(frame, len) : -1;
+	long n;
 
+	if (pure_ack(frame, len)) {
+		flush(t);               /* data first: nothing overtakes what was queued before it */
+		if (t->ack.len && supersedes(&t->ack, frame))
+			t->stats.acks_superseded++;
+		else
+			flush_ack(t);
+		memcpy(t->ack.frame, frame, len);
+		t->ack.len = len;
+		schedule_flush(t);
+		return;
+	}
+	flush_ack(t);
+	n = t->vnet ? mergeable(frame, len) : -1;
 	if (n <= 0) {
 		flush(t);
 		write_frame(t, NULL, frame, len);
@@ -226,17 +311,53 @@ static void deliver(void *ctx, const uint8_t *frame, size_t len)
 		c->next_seq = get32(frame + ETH_HLEN + 20 + 4) + (uint32_t)n;
 		c->last_short = false;
 	}
-	if (!t->flush_pending && evloop_defer(t->loop, deferred_flush, t) == 0)
-		t->flush_pending = true;
-	else if (!t->flush_pending)
-		flush(t);
+	schedule_flush(t);
+}
+
+/* Everything after the descriptor is a TAP: the switch port and the watch. */
+static struct tap *attach(struct tap *t, struct net_switch *sw, char *err, size_t errlen)
+{
+	struct net_port port = { .name = "tap", .deliver = deliver, .ctx = t };
+
+	t->port = net_switch_attach(sw, &port);
+	if (t->port < 0) {
+		err_set(err, errlen, "tap %s: the segment has no free port", t->name);
+		goto out;
+	}
+	t->watch = evloop_add_fd(t->loop, t->fd, EPOLLIN, on_readable, t);
+	if (t->watch == NULL) {
+		err_set(err, errlen, "tap %s: cannot watch it", t->name);
+		goto out;
+	}
+	LOG_INFO("tap %s: joined to the segment", t->name);
+	if (t->rx_offloads)
+		LOG_INFO("tap %s: receive offloads on (checksum, TCPv4 segmentation up to 64 KiB per read)", t->name);
+	return t;
+out:
+	tap_close(t);
+	return NULL;
+}
+
+static struct tap *tap_new(const char *name, struct evloop *loop, struct net_switch *sw, char *err, size_t errlen)
+{
+	struct tap *t = calloc(1, sizeof(*t));
+
+	if (t == NULL) {
+		err_set(err, errlen, "out of memory");
+		return NULL;
+	}
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	t->loop = loop;
+	t->sw = sw;
+	t->port = -1;
+	t->fd = -1;
+	return t;
 }
 
 struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch *sw, char *err, size_t errlen)
 {
 	struct tap *t;
 	struct ifreq ifr = { 0 };
-	struct net_port port = { .name = "tap", .deliver = deliver };
 
 	if (strlen(ifname) >= IFNAMSIZ) {
 		err_set(err, errlen, "tap %s: name too long", ifname);
@@ -247,15 +368,9 @@ struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch 
 		     ifname, ifname);
 		return NULL;
 	}
-	t = calloc(1, sizeof(*t));
-	if (t == NULL) {
-		err_set(err, errlen, "out of memory");
+	t = tap_new(ifname, loop, sw, err, errlen);
+	if (t == NULL)
 		return NULL;
-	}
-	snprintf(t->name, sizeof(t->name), "%s", ifname);
-	t->loop = loop;
-	t->sw = sw;
-	t->port = -1;
 	t->fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (t->fd < 0) {
 		err_set(err, errlen, "tap %s: /dev/net/tun: %s", ifname, strerror(errno));
@@ -273,22 +388,31 @@ struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch 
 			goto out;
 		}
 	}
-	port.ctx = t;
-	t->port = net_switch_attach(sw, &port);
-	if (t->port < 0) {
-		err_set(err, errlen, "tap %s: the segment has no free port", ifname);
-		goto out;
+	/* Receive offloads: TCPv4 super-frames and partial checksums (TUN_F_TSO4 needs TUN_F_CSUM). */
+	if (t->vnet) {
+		if (ioctl(t->fd, TUNSETOFFLOAD, (unsigned long)TAP_RX_OFFLOADS) == 0)
+			t->rx_offloads = true;
+		else
+			LOG_WARN("tap %s: no receive offloads (%s); frames come one per read", ifname, strerror(errno));
 	}
-	t->watch = evloop_add_fd(loop, t->fd, EPOLLIN, on_readable, t);
-	if (t->watch == NULL) {
-		err_set(err, errlen, "tap %s: cannot watch it", ifname);
-		goto out;
-	}
-	LOG_INFO("tap %s: joined to the segment", ifname);
-	return t;
+	return attach(t, sw, err, errlen);
 out:
 	tap_close(t);
 	return NULL;
+}
+
+struct tap *tap_attach_fd(int fd, bool vnet, const char *name, struct evloop *loop, struct net_switch *sw,
+			  char *err, size_t errlen)
+{
+	struct tap *t = tap_new(name, loop, sw, err, errlen);
+
+	if (t == NULL) {
+		close(fd);
+		return NULL;
+	}
+	t->fd = fd;
+	t->vnet = vnet;
+	return attach(t, sw, err, errlen);
 }
 
 void tap_close(struct tap *t)
@@ -296,9 +420,16 @@ void tap_close(struct tap *t)
 	if (t == NULL)
 		return;
 	t->flush_pending = false;
-	LOG_INFO("tap %s: %llu frames in, %llu out (%llu of them merged segmentation-offload writes), %llu dropped",
-		 t->name, (unsigned long long)t->stats.rx_frames, (unsigned long long)t->stats.tx_frames,
-		 (unsigned long long)t->stats.gso_frames, (unsigned long long)t->stats.tx_dropped);
+	LOG_INFO("tap %s: %llu frames in (%llu of them segmentation-offload super-frames, %llu refused), "
+		 "%llu out (%llu of them merged segmentation-offload writes, %llu ACKs folded into later ones), "
+		 "%llu dropped",
+		 t->name, (unsigned long long)t->stats.rx_frames, (unsigned long long)t->stats.offload.gso_frames,
+		 (unsigned long long)t->stats.rx_dropped, (unsigned long long)t->stats.tx_frames,
+		 (unsigned long long)t->stats.gso_frames, (unsigned long long)t->stats.acks_superseded,
+		 (unsigned long long)t->stats.tx_dropped);
+	/* A persistent device keeps its features: the next reader may not want super-frames. */
+	if (t->rx_offloads && t->fd >= 0)
+		ioctl(t->fd, TUNSETOFFLOAD, 0ul);
 	if (t->watch)
 		evloop_del_fd(t->loop, t->watch);
 	if (t->port >= 0)

@@ -85,6 +85,15 @@ static void port_deliver(void *ctx, const uint8_t *frame, size_t len)
 	s3_tcp_input(ep->tcp, frame, len, evloop_now_ms());
 }
 
+/* From the TAP: a super-frame is one large segment, a checksum the kernel vouched for is not redone. */
+static void port_deliver_offload(void *ctx, const uint8_t *frame, size_t len, const struct net_offload *off)
+{
+	struct s3_endpoint *ep = ctx;
+	unsigned flags = off->csum_valid || off->tcp_csum_partial ? S3_TCP_RX_CSUM_OK : 0;
+
+	s3_tcp_input_flags(ep->tcp, frame, len, flags, evloop_now_ms());
+}
+
 static void on_tick(void *arg, uint32_t events)
 {
 	struct s3_endpoint *ep = arg;
@@ -103,7 +112,9 @@ struct s3_endpoint *s3_endpoint_new(const struct s3_config *cfg, struct evloop *
 		.send_frame = send_frame, .open = app_open, .input = app_input, .input_eof = app_eof,
 		.peek = app_peek, .acked = app_acked, .wants_close = app_wants_close, .close = app_close,
 	};
-	struct net_port np = { .name = "s3", .wants = port_wants, .deliver = port_deliver };
+	struct net_port np = {
+		.name = "s3", .wants = port_wants, .deliver = port_deliver, .deliver_offload = port_deliver_offload,
+	};
 
 	if (ep == NULL) {
 		snprintf(err, errlen, "out of memory");

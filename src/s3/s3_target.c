@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "s3/s3_err.h"
 #include "util/log.h"
@@ -89,6 +90,7 @@ struct s3_op {
 	uint8_t want_md5[16];
 	/* body being received */
 	struct s3_blob *blob;
+	EVP_MD_CTX *md5;          /* the body's MD5 so far: updated as bytes arrive, final at the end */
 	uint64_t expected;        /* bytes announced, when known_len */
 	bool known_len;
 	uint64_t filled;
@@ -102,6 +104,96 @@ struct s3_op {
 
 /* ---------------------------------------------------------------- blobs */
 
+/*
+ * Object memory of MMAP_THRESHOLD and more is anonymous memory. Mappings of
+ * objects that are gone (replaced, deleted, a failed upload) are kept for the
+ * next object of about their size: their pages are already there, so a body
+ * written into them takes no page fault per 4 KiB (on a virtual machine that
+ * costs as much as copying the bytes). Bounded in count and bytes; a mapping
+ * is reused only for a length between half and all of its own.
+ */
+#define MAP_CACHE_SLOTS 4
+#define MAP_CACHE_BYTES (128ull << 20)
+
+struct map_cache_entry {
+	uint8_t *p;
+	size_t len;             /* page-rounded */
+};
+
+/* Entries [0, map_cache_n) in the order they were freed. */
+static struct map_cache_entry map_cache[MAP_CACHE_SLOTS];
+static unsigned map_cache_n;
+static size_t map_cache_bytes;
+
+static size_t page_round(size_t len)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+	return len > SIZE_MAX - pg ? SIZE_MAX : (len + pg - 1) / pg * pg;
+}
+
+/* Removes entry i and returns it. */
+static struct map_cache_entry map_cache_take(unsigned i)
+{
+	struct map_cache_entry e = map_cache[i];
+
+	memmove(&map_cache[i], &map_cache[i + 1], (map_cache_n - i - 1) * sizeof(map_cache[0]));
+	map_cache_n--;
+	map_cache_bytes -= e.len;
+	return e;
+}
+
+static void *blob_map(size_t len)
+{
+	size_t want = page_round(len);
+	unsigned best = map_cache_n;
+	void *p;
+
+	for (unsigned i = 0; i < map_cache_n; i++)
+		if (map_cache[i].len >= want && map_cache[i].len / 2 <= want &&
+		    (best == map_cache_n || map_cache[i].len < map_cache[best].len))
+			best = i;
+	if (best < map_cache_n) {
+		struct map_cache_entry e = map_cache_take(best);
+
+		/* Shrinking never moves the mapping; the tail goes back to the kernel. */
+		if (e.len == want || mremap(e.p, e.len, want, 0) != MAP_FAILED)
+			return e.p;
+		munmap(e.p, e.len);
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void blob_unmap(uint8_t *p, size_t len)
+{
+	struct map_cache_entry e = { .p = p, .len = page_round(len) };
+
+	if (e.len > MAP_CACHE_BYTES) {
+		munmap(p, len);
+		return;
+	}
+	while (map_cache_n == MAP_CACHE_SLOTS || map_cache_bytes + e.len > MAP_CACHE_BYTES) {
+		struct map_cache_entry old = map_cache_take(0);      /* the oldest goes */
+
+		munmap(old.p, old.len);
+	}
+	/* Kept, but the kernel may take the pages back under memory pressure (a write keeps them). */
+	madvise(p, e.len, MADV_FREE);
+	map_cache[map_cache_n++] = e;
+	map_cache_bytes += e.len;
+}
+
+/* Gives every kept mapping back (the store is going away). */
+static void map_cache_drain(void)
+{
+	while (map_cache_n > 0) {
+		struct map_cache_entry e = map_cache_take(0);
+
+		munmap(e.p, e.len);
+	}
+}
+
 static struct s3_blob *blob_new(size_t len)
 {
 	struct s3_blob *b = calloc(1, sizeof(*b));
@@ -113,9 +205,7 @@ static struct s3_blob *blob_new(size_t len)
 	if (len == 0)
 		return b;
 	if (len >= MMAP_THRESHOLD) {
-		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-		b->data = p == MAP_FAILED ? NULL : p;
+		b->data = blob_map(len);
 	} else {
 		b->data = malloc(len);
 	}
@@ -131,7 +221,7 @@ static void blob_free_data(uint8_t *data, size_t len)
 	if (data == NULL)
 		return;
 	if (len >= MMAP_THRESHOLD)
-		munmap(data, len);
+		blob_unmap(data, len);
 	else
 		free(data);
 }
@@ -144,7 +234,11 @@ void s3_blob_put(struct s3_blob *b)
 	free(b);
 }
 
-/* Grow a blob being filled with a body of unknown length (never shared yet). */
+/*
+ * Grow a blob being filled with a body of unknown length (never shared yet).
+ * Mapped memory grows by mremap, which moves pages rather than bytes: no step
+ * copies more than MMAP_THRESHOLD, so no step holds up the event loop.
+ */
 static int blob_grow(struct s3_blob *b, size_t need)
 {
 	size_t cap = b->len ? b->len : 4096;
@@ -152,9 +246,16 @@ static int blob_grow(struct s3_blob *b, size_t need)
 
 	while (cap < need)
 		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-	p = cap >= MMAP_THRESHOLD ? mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-				  : malloc(cap);
-	if (p == MAP_FAILED || p == NULL)
+	if (b->len >= MMAP_THRESHOLD) {
+		p = mremap(b->data, b->len, cap, MREMAP_MAYMOVE);
+		if (p == MAP_FAILED)
+			return -ENOMEM;
+		b->data = p;
+		b->len = cap;
+		return 0;
+	}
+	p = cap >= MMAP_THRESHOLD ? blob_map(cap) : malloc(cap);
+	if (p == NULL)
 		return -ENOMEM;
 	if (b->data)
 		memcpy(p, b->data, b->len);
@@ -164,13 +265,20 @@ static int blob_grow(struct s3_blob *b, size_t need)
 	return 0;
 }
 
-/* Trim a grown blob to its filled length (by copying into an exact one). */
+/* Trim a grown blob to its filled length: mapped memory shrinks in place, the rest is copied. */
 static struct s3_blob *blob_exact(struct s3_blob *b, size_t filled)
 {
 	struct s3_blob *n;
 
 	if (b->len == filled)
 		return b;
+	if (b->len >= MMAP_THRESHOLD && filled >= MMAP_THRESHOLD) {
+		/* Shrinking never moves the mapping. */
+		if (mremap(b->data, b->len, filled, 0) == MAP_FAILED)
+			return NULL;
+		b->len = filled;
+		return b;
+	}
 	n = blob_new(filled);
 	if (n == NULL)
 		return NULL;
@@ -544,6 +652,7 @@ void s3_store_free(struct s3_store *st)
 	}
 	free(st->objs);
 	free(st);
+	map_cache_drain();
 }
 
 void s3_store_set_dma(struct s3_store *st, const struct dma_ops *ops)
@@ -1057,6 +1166,12 @@ static void put_begin(struct s3_op *op, const struct req *rq, enum op_kind kind)
 		op_error(op, S3_ERR_INSUFFICIENT_STORAGE, "Out of memory.");
 		return;
 	}
+	/* On any failure from here, s3_op_finish() gives back the blob, the reservation and the context. */
+	op->md5 = EVP_MD_CTX_new();
+	if (op->md5 == NULL || EVP_DigestInit_ex(op->md5, EVP_md5(), NULL) != 1) {
+		op_error(op, S3_ERR_INTERNAL, NULL);
+		return;
+	}
 	op->kind = kind;
 	if (rq->rdma) {
 		int rc = op->expected ? st->dma.read(st->dma.ctx, rq->token.rkey, rq->token.addr, op->blob->data,
@@ -1064,6 +1179,10 @@ static void put_begin(struct s3_op *op, const struct req *rq, enum op_kind kind)
 
 		if (rc) {
 			op_error(op, S3_ERR_INTERNAL, dma_error(rc));
+			return;
+		}
+		if (EVP_DigestUpdate(op->md5, op->blob->data, (size_t)op->expected) != 1) {
+			op_error(op, S3_ERR_INTERNAL, NULL);
 			return;
 		}
 		st->stats.rdma_bytes += op->expected;
@@ -1358,6 +1477,9 @@ void s3_op_body(struct s3_op *op, const uint8_t *data, size_t len)
 	}
 	memcpy(op->blob->data + op->filled, data, len);
 	op->filled += len;
+	/* Hashed now, while the bytes are in cache, rather than in one pass at the end. */
+	if (EVP_DigestUpdate(op->md5, data, len) != 1)
+		op->body_err = S3_ERR_INTERNAL;
 }
 
 /* Give back the capacity and memory of a body that will not be stored. */
@@ -1367,6 +1489,8 @@ static void drop_body(struct s3_op *op)
 	op->reserved = 0;
 	s3_blob_put(op->blob);
 	op->blob = NULL;
+	EVP_MD_CTX_free(op->md5);
+	op->md5 = NULL;
 }
 
 /* The body is complete and checked: op->blob holds exactly op->filled bytes. */
@@ -1394,7 +1518,16 @@ static bool body_ready(struct s3_op *op, uint8_t digest[16])
 		unreserve(op->st, op->reserved - op->filled);
 		op->reserved = op->filled;
 	}
-	md5(op->blob->data, op->blob->len, digest);
+	{
+		unsigned int n = 0;
+
+		/* Every byte of the body went through s3_op_body() (or the one RDMA READ): the hash is complete. */
+		if (EVP_DigestFinal_ex(op->md5, digest, &n) != 1 || n != 16) {
+			drop_body(op);
+			op_error(op, S3_ERR_INTERNAL, NULL);
+			return false;
+		}
+	}
 	if (op->has_md5 && memcmp(digest, op->want_md5, 16) != 0) {
 		drop_body(op);
 		op_error(op, S3_ERR_BAD_DIGEST, NULL);

@@ -12,6 +12,11 @@
  * so a failed PUT leaves it intact and leaks nothing. objects= counts stored
  * keys. Object data is reference-counted, so a response may go on sending an
  * object that a later request replaced or deleted.
+ *
+ * A body's MD5 (its ETag, or its part's) is computed as the bytes arrive, one
+ * EVP context per PUT or part, so finishing a PUT costs no pass over the
+ * object. The object is published (replacing the old one, in one step) only
+ * when its body is complete and checked; until then a GET sees the old one.
  */
 #ifndef ERNIC_S3_S3_TARGET_H
 #define ERNIC_S3_S3_TARGET_H

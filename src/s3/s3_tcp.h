@@ -21,6 +21,13 @@
  * out-of-order segments are dropped with an ACK of what is expected; nothing
  * is buffered beyond the receive window.
  *
+ * A segment may carry more than the MSS we advertise: from the host TAP, the
+ * kernel's segmentation offload hands over up to a window's worth of a
+ * peer's in-order segments as one (see net/net_offload.h), and the stack
+ * takes it whole, as a GRO receiver would, with one ACK. What the peer sees
+ * is unchanged: MSS 1460 in the SYN-ACK, a window of at most 64 KiB, and
+ * nothing past that window is taken.
+ *
  * The application (the S3 connection) is reached through struct s3_tcp_ops.
  * Its output is never copied into the stack: the stack peeks at the
  * application's queued bytes by offset from the oldest unacknowledged byte,
@@ -77,6 +84,8 @@ struct s3_tcp_stats {
 	uint64_t bytes_in, bytes_out;
 	uint64_t drop_bad_eth, drop_bad_ip, drop_bad_csum, drop_fragment, drop_ip_options;
 	uint64_t drop_not_mine, drop_bad_tcp, drop_out_of_order;
+	uint64_t segs_over_mss;     /* segments in with more payload than S3_TCP_MSS (offloaded super-frames) */
+	uint64_t csum_trusted;      /* TCP checksums not verified because the sender vouched (S3_TCP_RX_CSUM_OK) */
 };
 
 struct s3_tcp;
@@ -90,6 +99,17 @@ void s3_tcp_free(struct s3_tcp *t);
  * anything else is dropped and counted). now_ms: a monotonic clock.
  */
 void s3_tcp_input(struct s3_tcp *t, const uint8_t *frame, size_t len, uint64_t now_ms);
+
+/*
+ * The TCP checksum of this frame is not to be verified: the host kernel,
+ * which handed it over through a TAP, verified it (DATA_VALID) or left it
+ * partial because the bytes never left its memory (NEEDS_CSUM at the TCP
+ * checksum). Nothing else is trusted: the IPv4 header is still checked.
+ */
+#define S3_TCP_RX_CSUM_OK 0x1u
+
+/* s3_tcp_input() with S3_TCP_RX_* flags. */
+void s3_tcp_input_flags(struct s3_tcp *t, const uint8_t *frame, size_t len, unsigned flags, uint64_t now_ms);
 
 /*
  * Timers (retransmission, TIME_WAIT) and any output that became possible:

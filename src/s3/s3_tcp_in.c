@@ -388,7 +388,8 @@ static void sync_input(struct s3_tcp *t, struct s3_tcp_pcb *pcb, const struct s3
 	s3_tcp_pcb_service(t, pcb);
 }
 
-static void tcp_input(struct s3_tcp *t, const uint8_t *smac, uint32_t sip, const uint8_t *p, size_t len)
+static void tcp_input(struct s3_tcp *t, const uint8_t *smac, uint32_t sip, const uint8_t *p, size_t len,
+		      unsigned rx_flags)
 {
 	const struct s3_tcp_hdr *th = (const struct s3_tcp_hdr *)p;
 	struct s3_tcp_seg s;
@@ -399,8 +400,10 @@ static void tcp_input(struct s3_tcp *t, const uint8_t *smac, uint32_t sip, const
 		t->stats.drop_bad_tcp++;
 		return;
 	}
-	if (inet_csum_fold(s3_tcp_csum_pseudo(sip, t->cfg.ip, S3_IP_PROTO_TCP, len) +
-			     inet_csum_add(0, p, len)) != 0) {
+	if (rx_flags & S3_TCP_RX_CSUM_OK) {
+		t->stats.csum_trusted++;
+	} else if (inet_csum_fold(s3_tcp_csum_pseudo(sip, t->cfg.ip, S3_IP_PROTO_TCP, len) +
+				  inet_csum_add(0, p, len)) != 0) {
 		t->stats.drop_bad_csum++;
 		return;
 	}
@@ -422,6 +425,8 @@ static void tcp_input(struct s3_tcp *t, const uint8_t *smac, uint32_t sip, const
 	s.wnd = be16_get(th->wnd);
 	s.data = p + hlen;
 	s.len = len - hlen;
+	if (s.len > S3_TCP_MSS)
+		t->stats.segs_over_mss++;
 
 	if (s.lport != t->cfg.port) {
 		s3_tcp_send_rst_reply(t, &s);           /* closed port (never to an RST) */
@@ -449,7 +454,7 @@ static bool bad_source(const struct s3_tcp *t, uint32_t ip)
 	return ip == 0 || ip == 0xffffffffu || (ip >> 28) == 0xe || (ip >> 24) == 127 || ip == t->cfg.ip;
 }
 
-static void ip_input(struct s3_tcp *t, const uint8_t *smac, const uint8_t *p, size_t len)
+static void ip_input(struct s3_tcp *t, const uint8_t *smac, const uint8_t *p, size_t len, unsigned rx_flags)
 {
 	const struct s3_ip_hdr *ih = (const struct s3_ip_hdr *)p;
 	size_t tot;
@@ -492,7 +497,7 @@ static void ip_input(struct s3_tcp *t, const uint8_t *smac, const uint8_t *p, si
 		icmp_input(t, smac, src, p + sizeof(*ih), tot - sizeof(*ih));
 		break;
 	case S3_IP_PROTO_TCP:
-		tcp_input(t, smac, src, p + sizeof(*ih), tot - sizeof(*ih));
+		tcp_input(t, smac, src, p + sizeof(*ih), tot - sizeof(*ih), rx_flags);
 		break;
 	default:
 		t->stats.drop_not_mine++;           /* no other protocol is served here */
@@ -503,6 +508,11 @@ static void ip_input(struct s3_tcp *t, const uint8_t *smac, const uint8_t *p, si
 /* ---- Ethernet ----------------------------------------------------------------- */
 
 void s3_tcp_input(struct s3_tcp *t, const uint8_t *frame, size_t len, uint64_t now_ms)
+{
+	s3_tcp_input_flags(t, frame, len, 0, now_ms);
+}
+
+void s3_tcp_input_flags(struct s3_tcp *t, const uint8_t *frame, size_t len, unsigned flags, uint64_t now_ms)
 {
 	const struct s3_eth_hdr *eh = (const struct s3_eth_hdr *)frame;
 	bool bcast;
@@ -531,7 +541,7 @@ void s3_tcp_input(struct s3_tcp *t, const uint8_t *frame, size_t len, uint64_t n
 			t->stats.drop_not_mine++;
 			return;
 		}
-		ip_input(t, eh->src, frame + sizeof(*eh), len - sizeof(*eh));
+		ip_input(t, eh->src, frame + sizeof(*eh), len - sizeof(*eh), flags);
 		break;
 	default:                                    /* 802.1Q, IPv6, 802.3 lengths, ... */
 		t->stats.drop_bad_eth++;

@@ -688,6 +688,318 @@ static void test_interrupted_put(void **state)
 	free(data);
 }
 
+/* ---- the ETag, hashed as the body arrives ---- */
+
+/* A deterministic generator for split points (xorshift32). */
+static uint32_t split_state;
+
+static size_t next_split(size_t max)
+{
+	split_state ^= split_state << 13;
+	split_state ^= split_state >> 17;
+	split_state ^= split_state << 5;
+	return 1 + split_state % max;
+}
+
+/* Feeds msg to the connection in pieces of 1..max bytes; returns the final response. */
+static struct resp exchange_pieces(const uint8_t *msg, size_t len, size_t max)
+{
+	size_t off = 0, olen, pos = 0;
+	uint8_t *out;
+	struct resp r;
+
+	while (off < len) {
+		size_t n = next_split(max);
+
+		if (n > len - off)
+			n = len - off;
+		assert_int_equal(s3_conn_input(conn, msg + off, n), n);
+		off += n;
+	}
+	out = drain(&olen);
+	do {
+		assert_true(parse_resp(out, olen, &pos, &r));
+	} while (r.status == 100);
+	r.body = malloc(r.body_len + 1);
+	assert_true(pos + r.body_len <= olen);
+	memcpy(r.body, out + pos, r.body_len);
+	r.body[r.body_len] = '\0';
+	free(out);
+	return r;
+}
+
+static void assert_etag(const struct resp *r, const uint8_t *d, size_t n)
+{
+	char v[128], md5[33], want[40];
+
+	md5_hex(d, n, md5);
+	snprintf(want, sizeof(want), "\"%s\"", md5);
+	assert_string_equal(hdr(r, "ETag", v, sizeof(v)), want);
+}
+
+static void assert_object(const char *path, const uint8_t *d, size_t n)
+{
+	struct resp r = req_str("GET %s HTTP/1.1\r\nHost: s3\r\n\r\n", path);
+
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.body_len, n);
+	assert_memory_equal(r.body, d, n);
+	assert_etag(&r, d, n);
+	free_resp(&r);
+}
+
+/* Appends n bytes to *msg (of *len, grown as needed). */
+static void cat(uint8_t **msg, size_t *len, const void *d, size_t n)
+{
+	*msg = realloc(*msg, *len + n);
+	assert_non_null(*msg);
+	memcpy(*msg + *len, d, n);
+	*len += n;
+}
+
+static void test_etag_incremental(void **state)
+{
+	const size_t sizes[] = { 1, 65535, 65536, (3 << 20) + 5 };
+	char head[512];
+
+	(void)state;
+	split_state = 0x9e3779b9u;
+	/* Content-Length bodies in pieces of every size up to ~9 KiB: the ETag is the MD5 of the whole. */
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint8_t *d = pattern(sizes[i], 40 + (unsigned)i), *msg = NULL;
+		size_t len = 0;
+		int n = snprintf(head, sizeof(head), "PUT /ernic/inc HTTP/1.1\r\nHost: s3\r\nContent-Length: %zu\r\n\r\n",
+				 sizes[i]);
+		struct resp r;
+
+		cat(&msg, &len, head, (size_t)n);
+		cat(&msg, &len, d, sizes[i]);
+		r = exchange_pieces(msg, len, 9000);
+		assert_int_equal(r.status, 200);
+		assert_etag(&r, d, sizes[i]);
+		free_resp(&r);
+		assert_object("/ernic/inc", d, sizes[i]);
+		free(msg);
+		free(d);
+	}
+	/* Content-MD5 checked against the incremental digest, both ways. */
+	{
+		const size_t n = 200000;
+		uint8_t *d = pattern(n, 3), md[16], *msg = NULL;
+		unsigned int mdlen = 16;
+		char b64[32];
+		size_t len = 0;
+		int k;
+		struct resp r;
+
+		EVP_Digest(d, n, md, &mdlen, EVP_md5(), NULL);
+		EVP_EncodeBlock((unsigned char *)b64, md, 16);
+		k = snprintf(head, sizeof(head), "PUT /ernic/cmd5 HTTP/1.1\r\nHost: s3\r\nContent-Length: %zu\r\n"
+			     "Content-MD5: %s\r\n\r\n", n, b64);
+		cat(&msg, &len, head, (size_t)k);
+		cat(&msg, &len, d, n);
+		r = exchange_pieces(msg, len, 4000);
+		assert_int_equal(r.status, 200);
+		assert_etag(&r, d, n);
+		free_resp(&r);
+		msg[len - 1] ^= 1;      /* the last byte differs: the digest no longer matches */
+		r = exchange_pieces(msg, len, 4000);
+		assert_error(&r, 400, "BadDigest", NULL);
+		free_resp(&r);
+		assert_object("/ernic/cmd5", d, n);
+		free(msg);
+		free(d);
+	}
+}
+
+static void test_etag_aws_chunked(void **state)
+{
+	const size_t chunks[] = { 65536, 100000, 7, 1 << 20 };
+	size_t total = 0, len = 0, blen = 0, off = 0;
+	uint8_t *d, *body = NULL, *msg = NULL;
+	char line[128], head[512];
+	struct resp r;
+	int n;
+
+	(void)state;
+	split_state = 0x1234567u;
+	for (size_t i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++)
+		total += chunks[i];
+	d = pattern(total, 77);
+	/* The aws-chunked framing around the payload: the ETag is the MD5 of the decoded bytes only. */
+	for (size_t i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++) {
+		n = snprintf(line, sizeof(line), "%zx;chunk-signature=%064x\r\n", chunks[i], 0);
+		cat(&body, &blen, line, (size_t)n);
+		cat(&body, &blen, d + off, chunks[i]);
+		cat(&body, &blen, "\r\n", 2);
+		off += chunks[i];
+	}
+	n = snprintf(line, sizeof(line), "0;chunk-signature=%064x\r\n\r\n", 0);
+	cat(&body, &blen, line, (size_t)n);
+	n = snprintf(head, sizeof(head), "PUT /ernic/aws HTTP/1.1\r\nHost: s3\r\nContent-Encoding: aws-chunked\r\n"
+		     "x-amz-decoded-content-length: %zu\r\nContent-Length: %zu\r\n\r\n", total, blen);
+	cat(&msg, &len, head, (size_t)n);
+	cat(&msg, &len, body, blen);
+	r = exchange_pieces(msg, len, 70000);
+	assert_int_equal(r.status, 200);
+	assert_etag(&r, d, total);
+	free_resp(&r);
+	assert_object("/ernic/aws", d, total);
+	free(msg);
+	free(body);
+	free(d);
+}
+
+/* Chunked bodies of unknown length grow their blob as they come; the digest does not care where. */
+static void test_etag_chunked_growth(void **state)
+{
+	/* 600 KiB ends below the mapping threshold in a mapped blob, 3 MiB grows and shrinks a mapping. */
+	const size_t sizes[] = { 600 << 10, (3 << 20) + 11 };
+	const char head[] = "PUT /ernic/grow HTTP/1.1\r\nHost: s3\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+	(void)state;
+	split_state = 0xabcdefu;
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint8_t *d = pattern(sizes[i], 90 + (unsigned)i), *msg = NULL;
+		size_t len = 0, off = 0;
+		char line[32];
+		struct resp r;
+		int n;
+
+		cat(&msg, &len, head, sizeof(head) - 1);
+		while (off < sizes[i]) {
+			size_t c = next_split(70000);
+
+			if (c > sizes[i] - off)
+				c = sizes[i] - off;
+			n = snprintf(line, sizeof(line), "%zx\r\n", c);
+			cat(&msg, &len, line, (size_t)n);
+			cat(&msg, &len, d + off, c);
+			cat(&msg, &len, "\r\n", 2);
+			off += c;
+		}
+		cat(&msg, &len, "0\r\n\r\n", 5);
+		r = exchange_pieces(msg, len, 50000);
+		assert_int_equal(r.status, 200);
+		assert_etag(&r, d, sizes[i]);
+		free_resp(&r);
+		assert_object("/ernic/grow", d, sizes[i]);
+		assert_int_equal(s3_store_stats(st)->used_bytes, sizes[i]);
+		free(msg);
+		free(d);
+	}
+}
+
+/* A PUT becomes visible whole, when its response is sent, never while its body arrives. */
+static void test_put_published_whole(void **state)
+{
+	const size_t size = 2 << 20;
+	uint8_t *d = pattern(size, 61);
+	struct s3_conn *writer = conn, *reader = s3_conn_new(st);
+	char head[256];
+	int n = snprintf(head, sizeof(head), "PUT /ernic/pub HTTP/1.1\r\nHost: s3\r\nContent-Length: %zu\r\n\r\n", size);
+	size_t olen;
+	struct resp r;
+
+	(void)state;
+	/* A new key: absent from GET and listings until the last byte. */
+	assert_int_equal(s3_conn_input(writer, (const uint8_t *)head, (size_t)n), (size_t)n);
+	assert_int_equal(s3_conn_input(writer, d, size - 1), size - 1);
+	conn = reader;
+	r = req_str("GET /ernic/pub HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_error(&r, 404, "NoSuchKey", NULL);
+	free_resp(&r);
+	r = req_str("GET /ernic?prefix=pub HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_null(strstr((char *)r.body, "<Key>pub</Key>"));
+	free_resp(&r);
+	conn = writer;
+	r = exchange(d + size - 1, 1, true);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	conn = reader;
+	assert_object("/ernic/pub", d, size);
+	/* Replacing it: readers see the old bytes and ETag while the new body arrives, then the new. */
+	for (size_t i = 0; i < size; i++)
+		d[i] ^= 0x5a;
+	conn = writer;
+	assert_int_equal(s3_conn_input(writer, (const uint8_t *)head, (size_t)n), (size_t)n);
+	assert_int_equal(s3_conn_input(writer, d, size / 2), size / 2);
+	free(drain(&olen));
+	assert_int_equal(olen, 0);
+	conn = reader;
+	{
+		uint8_t *old = pattern(size, 61);
+
+		assert_object("/ernic/pub", old, size);
+		free(old);
+	}
+	conn = writer;
+	r = exchange(d + size / 2, size - size / 2, true);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	conn = reader;
+	assert_object("/ernic/pub", d, size);
+	s3_conn_free(reader);
+	conn = writer;
+	free(d);
+}
+
+/*
+ * The memory of objects that are gone is reused for later ones: a reused
+ * mapping never shows its old bytes, and memory a response still sends from
+ * is not reused.
+ */
+static void test_object_memory_reused(void **state)
+{
+	const size_t big = 3 << 20, mid = (2 << 20) + 5;
+	uint8_t *a = pattern(big, 1), *b = pattern(mid, 2), *c = pattern(big, 3), *d = pattern(big, 4);
+	struct s3_conn *reader = s3_conn_new(st), *writer = conn;
+	const char get[] = "GET /ernic/c HTTP/1.1\r\nHost: s3\r\n\r\n";
+	struct resp r;
+	uint8_t *out;
+	size_t olen, pos = 0;
+
+	(void)state;
+	r = put_bytes("/ernic/a", a, big, NULL);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	r = req_str("DELETE /ernic/a HTTP/1.1\r\nHost: s3\r\n\r\n");
+	free_resp(&r);
+	/* A smaller object in the deleted one's memory: exactly its own bytes. */
+	r = put_bytes("/ernic/b", b, mid, NULL);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	assert_object("/ernic/b", b, mid);
+	r = req_str("HEAD /ernic/b HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.body_len, mid);
+	/* A response in flight holds the object it sends: replacing it twice leaves those bytes alone. */
+	r = put_bytes("/ernic/c", c, big, NULL);
+	free_resp(&r);
+	assert_int_equal(s3_conn_input(reader, (const uint8_t *)get, sizeof(get) - 1), sizeof(get) - 1);
+	r = put_bytes("/ernic/c", d, big, NULL);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	r = put_bytes("/ernic/c", a, big, NULL);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	conn = reader;
+	out = drain(&olen);
+	conn = writer;
+	assert_true(parse_resp(out, olen, &pos, &r));
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.body_len, big);
+	assert_int_equal(olen - pos, big);
+	assert_memory_equal(out + pos, c, big);
+	free(out);
+	s3_conn_free(reader);
+	assert_object("/ernic/c", a, big);
+	assert_int_equal(s3_store_stats(st)->used_bytes, mid + big);
+	free(a);
+	free(b);
+	free(c);
+	free(d);
+}
+
 /* ---- protocol behaviour of the connection ---- */
 
 static void test_conn_behaviour(void **state)
@@ -806,7 +1118,7 @@ static void upload_part(const char *key, const char *id, int n, const uint8_t *d
 	snprintf(path, sizeof(path), "/ernic/%s?partNumber=%d&uploadId=%s", key, n, id);
 	r = put_bytes(path, d, len, NULL);
 	assert_int_equal(r.status, 200);
-	snprintf(etag, 48, "%s", hdr(&r, "ETag", v, sizeof(v)));
+	snprintf(etag, 48, "%.47s", hdr(&r, "ETag", v, sizeof(v)));
 	free_resp(&r);
 }
 
@@ -950,6 +1262,55 @@ static void test_multipart_rules(void **state)
 	r = req_str("DELETE /ernic/u?uploadId=%s HTTP/1.1\r\nHost: s3\r\n\r\n", id);
 	assert_error(&r, 404, "NoSuchUpload", NULL);
 	free_resp(&r);
+}
+
+/* Parts fed in pieces: each part's ETag is its MD5, the object's the MD5 of those digests, "-3". */
+static void test_etag_multipart_incremental(void **state)
+{
+	const size_t sizes[] = { 5 << 20, (5 << 20) + 3, 4321 };
+	uint8_t *d[3], md[48], digest[16];
+	char id[64], etag[3][48], xml[1024], want[64], v[128], head[512];
+	unsigned int mdlen = 16;
+	struct resp r;
+	int n;
+
+	(void)state;
+	split_state = 0x5eedu;
+	initiate("mpi", id);
+	for (int i = 0; i < 3; i++) {
+		uint8_t *msg = NULL;
+		size_t len = 0;
+
+		d[i] = pattern(sizes[i], 200 + (unsigned)i);
+		n = snprintf(head, sizeof(head), "PUT /ernic/mpi?partNumber=%d&uploadId=%s HTTP/1.1\r\nHost: s3\r\n"
+			     "Content-Length: %zu\r\n\r\n", i + 1, id, sizes[i]);
+		cat(&msg, &len, head, (size_t)n);
+		cat(&msg, &len, d[i], sizes[i]);
+		r = exchange_pieces(msg, len, 66000);
+		assert_int_equal(r.status, 200);
+		assert_etag(&r, d[i], sizes[i]);
+		snprintf(etag[i], sizeof(etag[i]), "%.47s", hdr(&r, "ETag", v, sizeof(v)));
+		free_resp(&r);
+		free(msg);
+		EVP_Digest(d[i], sizes[i], md + 16 * i, &mdlen, EVP_md5(), NULL);
+	}
+	snprintf(xml, sizeof(xml), "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>%s</ETag></Part>"
+		 "<Part><PartNumber>2</PartNumber><ETag>%s</ETag></Part><Part><PartNumber>3</PartNumber>"
+		 "<ETag>%s</ETag></Part></CompleteMultipartUpload>", etag[0], etag[1], etag[2]);
+	r = complete("mpi", id, xml);
+	assert_int_equal(r.status, 200);
+	EVP_Digest(md, 48, digest, &mdlen, EVP_md5(), NULL);
+	want[0] = '"';
+	for (int i = 0; i < 16; i++)
+		sprintf(want + 1 + 2 * i, "%02x", digest[i]);
+	strcat(want, "-3\"");
+	assert_string_equal(hdr(&r, "ETag", v, sizeof(v)), want);
+	free_resp(&r);
+	r = req_str("HEAD /ernic/mpi HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_string_equal(hdr(&r, "ETag", v, sizeof(v)), want);
+	assert_int_equal(r.body_len, sizes[0] + sizes[1] + sizes[2]);
+	for (int i = 0; i < 3; i++)
+		free(d[i]);
 }
 
 /* ---- the RDMA path ---- */
@@ -1154,6 +1515,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_list_v2, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_capacity, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_interrupted_put, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_etag_incremental, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_etag_aws_chunked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_etag_chunked_growth, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_etag_multipart_incremental, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_put_published_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_object_memory_reused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_conn_behaviour, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_http_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),

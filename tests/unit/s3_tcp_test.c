@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include "s3/s3_tcp.h"
+#include "../lib/wire_bytes.h"
 
 #define OUR_IP    0x0a000002u   /* 10.0.0.2 */
 #define OUR_PORT  80
@@ -42,52 +43,6 @@ static const uint8_t bcast_mac[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
 /* ---- bytes and checksums, independent of the stack ---------------------------- */
 
-static void put16(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)((p[0] << 8) | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-
-static uint32_t sum16(uint32_t s, const uint8_t *p, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < n; i += 2)
-		s += (uint32_t)(p[i] << 8 | p[i + 1]);
-	if (n & 1)
-		s += (uint32_t)p[n - 1] << 8;
-	return s;
-}
-
-static uint16_t fold(uint32_t s)
-{
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)(~s & 0xffff);
-}
-
-static uint32_t pseudo(uint32_t src, uint32_t dst, uint8_t proto, size_t len)
-{
-	return (src >> 16) + (src & 0xffff) + (dst >> 16) + (dst & 0xffff) + proto + (uint32_t)len;
-}
 
 /* Bytes of a stream, not periodic within the sizes used here. */
 static uint8_t pat(size_t i)

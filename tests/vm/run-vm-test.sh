@@ -2,25 +2,40 @@
 # run-vm-test.sh: boot a real Linux guest against rocm-ernic and run a guest check script.
 #
 #   tests/vm/run-vm-test.sh --binary build/rocm-ernic --check tests/vm/checks/ionic-probe.sh \
-#       [--boots N] [--runs N] [--server-args "ARGS"] [--fw-version V] [--env NAME=VALUE]...
-#       [--file PATH]... [--timeout SECS] [--check-timeout SECS] [--keep]
+#       [--boots N] [--runs N] [--server-args "ARGS"]... [--fw-version V] [--env NAME=VALUE]...
+#       [--file PATH]... [--timeout SECS] [--check-timeout SECS] [--keep] [--netns] [--tour]
 #   tests/vm/run-vm-test.sh --no-device --check tests/vm/checks/lane-selftest.sh [...]
-#   tests/vm/run-vm-test.sh [--binary B | --no-device] --shell     interactive guest console
-#   tests/vm/run-vm-test.sh --build-only                           just bring the cache up to date
+#   tests/vm/run-vm-test.sh [--binary B | --no-device] --shell [--check SETUP]
+#                                                    interactive guest console
+#   tests/vm/run-vm-test.sh --build-only             just bring the cache up to date
+#   --server-args may be given several times: each one starts a server of its own (same binary,
+#   those arguments, a socket of its own) and attaches one more vfio-user device to the guest,
+#   in that order (server.log, server2.log, ... in the work directory).
 #   A guest check may ask the host to signal the server: it writes "signal USR1" into
 #   /mnt/job/host-request and waits for host-request.done (SIGUSR1 = a simulated firmware reset).
 #   --qemu-args "ARGS": extra QEMU arguments (split at spaces), e.g. a virtio-net NIC for comparisons.
+#   --disk PATH (repeatable): attach the raw image PATH as a virtio-blk disk (host page cache,
+#   writeback) whose serial is the file's name without its extension, e.g. a comparison disk.
 #   --file PATH (repeatable): copy PATH into every run's job directory under its own name, next to
 #   check.sh (the check finds it in "$(dirname "$0")"), e.g. a source file the guest compiles.
-#   --server-log REGEX: after the server stopped, its log must match REGEX (grep -E), e.g. its
-#   closing statistics (check server-log).
+#   --server-log REGEX: after the servers stopped, the first one's log must match REGEX
+#   (grep -E), e.g. its closing statistics (check server-log).
 #   --netns-tap: run the server in a private network namespace joined (--tap ernic0) to a TAP
 #   whose host side is 192.168.200.3/24; the guest checks see ERNIC_TAP_PEER=192.168.200.3, and a
 #   host-side peer in the namespace pings the guest (192.168.200.2) while it runs (check
-#   host-peer-ping).
+#   host-peer-ping) and serves /blob (16 MiB) and /blob.sha256 at ERNIC_TAP_PEER_HTTP.
+#   --netns: run the servers and QEMU in a private network namespace without any link (nothing
+#   they do can reach the host's network); --netns-tap implies it.
+#   --tour: present the run to a person instead of a test harness: the guest's steps are shown
+#   as they happen ("PASS name  figure", "FAIL name  why", and the text of "CHECK NOTE" lines),
+#   the lane's own checks only when they fail, then one summary line.
+#   --shell with --check: the script runs in the guest first (say, to configure the network and
+#   print hints), then the console is handed over; the server's log path is printed, and the
+#   server is stopped cleanly when QEMU ends (Ctrl-A X).
 #
 # What it does: checks the host prerequisites and brings the cache up to date (build-cache.sh),
-# starts the server once (BINARY --socket SOCK ARGS, SOCK in a private temporary directory),
+# starts the server once (BINARY --socket SOCK ARGS, SOCK in a private temporary directory;
+# one server per --server-args),
 # then makes --runs QEMU runs against that same server process. In each run the guest boots
 # --boots times (it reboots itself in between; QEMU is started without -no-reboot for that) and
 # runs the check script on every boot. Finally the server gets SIGTERM.
@@ -47,21 +62,23 @@ usage() {
 	exit 2
 }
 
-BINARY="" CHECK="" BOOTS=1 RUNS=1 SERVER_ARGS="" SERVER_LOG_RE="" NO_DEVICE=0 SHELL_MODE=0 BUILD_ONLY=0 KEEP=0 NETNS_TAP=0 QEMU_EXTRA=""
+BINARY="" CHECK="" BOOTS=1 RUNS=1 NO_DEVICE=0 SHELL_MODE=0 BUILD_ONLY=0 KEEP=0 NETNS_TAP=0 NETNS_ONLY=0 TOUR=0 QEMU_EXTRA=""
+SERVER_ARGS_LIST=() SERVER_LOG_RE=""
 FW_VERSION=${ERNIC_FW_VERSION:-1.0.0-ernic}
 TIMEOUT=300 CHECK_TIMEOUT=180 SILENT_LIMIT=${ERNIC_VM_SILENT_LIMIT:-90}
-EXTRA_ENV=() FILES=()
+EXTRA_ENV=() FILES=() DISKS=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--binary) BINARY=${2:?}; shift 2 ;;
 	--check) CHECK=${2:?}; shift 2 ;;
 	--boots) BOOTS=${2:?}; shift 2 ;;
 	--runs) RUNS=${2:?}; shift 2 ;;
-	--server-args) SERVER_ARGS=${2?}; shift 2 ;;
+	--server-args) SERVER_ARGS_LIST+=("${2?}"); shift 2 ;;
 	--server-log) SERVER_LOG_RE=${2:?}; shift 2 ;;
 	--fw-version) FW_VERSION=${2:?}; shift 2 ;;
 	--env) EXTRA_ENV+=("${2:?}"); shift 2 ;;
 	--file) FILES+=("${2:?}"); shift 2 ;;
+	--disk) DISKS+=("${2:?}"); shift 2 ;;
 	--timeout) TIMEOUT=${2:?}; shift 2 ;;
 	--check-timeout) CHECK_TIMEOUT=${2:?}; shift 2 ;;
 	--no-device) NO_DEVICE=1; shift ;;
@@ -69,6 +86,8 @@ while [ $# -gt 0 ]; do
 	--build-only) BUILD_ONLY=1; shift ;;
 	--keep) KEEP=1; shift ;;
 	--netns-tap) NETNS_TAP=1; shift ;;
+	--netns) NETNS_ONLY=1; shift ;;
+	--tour) TOUR=1; shift ;;
 	--qemu-args) QEMU_EXTRA=${2?}; shift 2 ;;
 	-h | --help) usage ;;
 	*) echo "unknown argument '$1'" >&2; usage ;;
@@ -81,6 +100,9 @@ done
 for e in "${EXTRA_ENV[@]}"; do
 	[[ $e =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || { echo "--env wants NAME=VALUE, not '$e'" >&2; exit 2; }
 done
+for f in "${DISKS[@]}"; do
+	[ -f "$f" ] && [ -w "$f" ] || { echo "--disk: no writable file '$f'" >&2; exit 2; }
+done
 for f in "${FILES[@]}"; do
 	if [ ! -f "$f" ] || [ ! -r "$f" ]; then echo "--file: no readable file '$f'" >&2; exit 2; fi
 	case $(basename "$f") in
@@ -91,11 +113,12 @@ done
 if [ $BUILD_ONLY = 0 ]; then
 	[ -n "$BINARY" ] || [ $NO_DEVICE = 1 ] || { echo "--binary or --no-device is required" >&2; exit 2; }
 	[ -n "$CHECK" ] || [ $SHELL_MODE = 1 ] || { echo "--check is required" >&2; exit 2; }
+	[ ${#SERVER_ARGS_LIST[@]} -le 1 ] || [ $NETNS_TAP = 0 ] || { echo "--netns-tap takes one server" >&2; exit 2; }
 	[ -z "$CHECK" ] || [ -r "$CHECK" ] || { echo "no check script '$CHECK'" >&2; exit 2; }
 	[ -z "$BINARY" ] || [ -x "$BINARY" ] || { echo "no executable '$BINARY'" >&2; exit 2; }
 	[ -z "$BINARY" ] || BINARY=$(readlink -f "$BINARY")
 fi
-read -r -a SERVER_ARGV <<<"$SERVER_ARGS"
+[ -z "$BINARY" ] || [ ${#SERVER_ARGS_LIST[@]} -gt 0 ] || SERVER_ARGS_LIST=("")
 
 if [ "${ERNIC_SKIP_VM:-0}" = 1 ]; then
 	echo "# skipped: ERNIC_SKIP_VM=1 is set, the guest test lane does not run"
@@ -103,17 +126,43 @@ if [ "${ERNIC_SKIP_VM:-0}" = 1 ]; then
 fi
 
 PASSED=0 FAILED=0
-pass() { PASSED=$((PASSED + 1)); echo "ok - $1"; }
-fail() { FAILED=$((FAILED + 1)); echo "not ok - $1: $2"; }
+# pass NAME [FIGURE], fail NAME DETAIL. In --tour mode the lane's own passes are not shown, and
+# QUIET=1 counts a result without showing it (the guest's, already shown as they came).
+QUIET=0
+pass() {
+	PASSED=$((PASSED + 1))
+	if [ $TOUR = 1 ]; then return 0; fi
+	[ $QUIET = 1 ] && return 0
+	echo "ok - $1${2:+ ($2)}"
+}
+fail() {
+	FAILED=$((FAILED + 1))
+	[ $QUIET = 1 ] && return 0
+	if [ $TOUR = 1 ]; then tour_line FAIL "$1" "$2"; else echo "not ok - $1: $2"; fi
+}
+# tour_line VERDICT NAME TEXT: one step as a person reads it.
+tour_line() { printf '  %-4s  %-22s %s\n' "$1" "$2" "$3"; }
+STEPS_PASSED=0 STEPS_FAILED=0 # --tour: the guest's steps alone, counted as they are shown
+summary() {
+	if [ $TOUR = 1 ]; then
+		local lane=$((FAILED - STEPS_FAILED)) more=""
+		[ $lane -gt 0 ] && more="; $lane failure(s) of the run itself (above)"
+		echo "tour: $STEPS_PASSED of $((STEPS_PASSED + STEPS_FAILED)) steps passed$more"
+	else
+		echo "$PASSED passed, $FAILED failed"
+	fi
+}
 finish() {
-	echo "$PASSED passed, $FAILED failed"
+	summary
 	[ "$FAILED" -eq 0 ] && [ "$PASSED" -gt 0 ] && exit 0
 	exit 1
 }
 
 # ---------------------------------------------------------------------------------------------
-# Processes this script starts, and their cleanup on every way out.
-WORK="" SERVER_PID="" QEMU_PID="" NETNS="" PEER_PID="" WATCH_PID=""
+# Processes this script starts, and their cleanup on every way out. SERVER_PIDS[i] is the server
+# of device i ("" once it is gone); server i logs to SERVER_LOGS[i] and listens on SOCKS[i].
+WORK="" QEMU_PID="" NETNS="" PEER_PID="" HTTP_PID="" WATCH_PID=""
+SERVER_PIDS=() SERVER_LOGS=() SOCKS=()
 
 # stop_pid PID SECONDS: SIGTERM, then SIGKILL after SECONDS; returns the exit status.
 stop_pid() {
@@ -128,12 +177,17 @@ stop_pid() {
 }
 # shellcheck disable=SC2317 # called from the EXIT trap
 cleanup() {
+	local i
 	[ -n "$QEMU_PID" ] && stop_pid "$QEMU_PID" 5
-	[ -n "$SERVER_PID" ] && stop_pid "$SERVER_PID" 5
+	for i in "${!SERVER_PIDS[@]}"; do
+		[ -n "${SERVER_PIDS[i]}" ] && stop_pid "${SERVER_PIDS[i]}" 5
+		SERVER_PIDS[i]=""
+	done
 	[ -n "$PEER_PID" ] && stop_pid "$PEER_PID" 1
+	[ -n "$HTTP_PID" ] && stop_pid "$HTTP_PID" 1
 	[ -n "$WATCH_PID" ] && stop_pid "$WATCH_PID" 1
 	[ -n "$NETNS" ] && ip netns del "$NETNS" 2>/dev/null
-	QEMU_PID="" SERVER_PID="" PEER_PID="" NETNS=""
+	QEMU_PID="" PEER_PID="" HTTP_PID="" WATCH_PID="" NETNS=""
 	if [ -n "$WORK" ] && [ -d "$WORK" ]; then
 		if [ "$KEEP" = 1 ] || [ "$FAILED" -gt 0 ]; then
 			echo "# job files kept in $WORK"
@@ -147,7 +201,7 @@ cleanup() {
 interrupted() {
 	trap - INT TERM HUP
 	fail interrupted "received SIG$1"
-	echo "$PASSED passed, $FAILED failed"
+	summary
 	exit "$2"
 }
 trap cleanup EXIT
@@ -172,7 +226,6 @@ flock -s 8
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ernic-vm.XXXXXX")
 chmod 755 "$WORK"
 SOCK_DIR=$WORK/sock
-SOCK=$SOCK_DIR/ernic.sock
 mkdir -p "$SOCK_DIR"
 
 # sh_quote NAME VALUE: an assignment that dash reads back verbatim.
@@ -186,50 +239,69 @@ tail_file() {
 }
 
 # ---------------------------------------------------------------------------------------------
-# The server: started once, for every run.
-SERVER_PREFIX=()
-if [ -n "$BINARY" ] && [ $NETNS_TAP = 1 ]; then
+# The servers: started once, for every run. With --netns or --netns-tap they and QEMU live in a
+# private network namespace.
+NS_PREFIX=()
+if [ $NETNS_TAP = 1 ] || [ $NETNS_ONLY = 1 ]; then
 	NETNS=ernic-vm-$$
-	if ! { ip netns add "$NETNS" && ip -n "$NETNS" link set lo up &&
-	       ip netns exec "$NETNS" ip tuntap add dev ernic0 mode tap &&
-	       ip -n "$NETNS" addr add 192.168.200.3/24 dev ernic0 && ip -n "$NETNS" link set ernic0 up; }; then
-		fail netns-tap "cannot create the namespace and its TAP"
+	if ! { ip netns add "$NETNS" && ip -n "$NETNS" link set lo up; }; then
+		NETNS=""
+		fail netns "cannot create a network namespace (ip netns add failed)"
 		finish
 	fi
-	SERVER_PREFIX=(ip netns exec "$NETNS")
-	SERVER_ARGV+=(--tap ernic0)
-	EXTRA_ENV+=("ERNIC_TAP_PEER=192.168.200.3")
+	NS_PREFIX=(ip netns exec "$NETNS")
 fi
-if [ -n "$BINARY" ]; then
-	"${SERVER_PREFIX[@]}" "$BINARY" --socket "$SOCK" "${SERVER_ARGV[@]}" >"$WORK/server.log" 2>&1 8>&- &
-	SERVER_PID=$!
-	for ((i = 0; i < 300; i++)); do
-		[ -S "$SOCK" ] && break
-		kill -0 "$SERVER_PID" 2>/dev/null || break
+if [ -n "$BINARY" ] && [ $NETNS_TAP = 1 ]; then
+	if ! { ip netns exec "$NETNS" ip tuntap add dev ernic0 mode tap &&
+	       ip -n "$NETNS" addr add 192.168.200.3/24 dev ernic0 && ip -n "$NETNS" link set ernic0 up; }; then
+		fail netns-tap "cannot create the TAP in the namespace"
+		finish
+	fi
+	SERVER_ARGS_LIST[0]+=" --tap ernic0"
+	EXTRA_ENV+=("ERNIC_TAP_PEER=192.168.200.3" "ERNIC_TAP_PEER_HTTP=http://192.168.200.3:8080")
+fi
+# start_server I: server I with its arguments; passes or fails server-start (server-start-I for
+# the second and later ones).
+start_server() {
+	local i=$1 name=server-start sock log argv why n
+	[ "$i" -gt 0 ] && name=server-start-$((i + 1))
+	sock=$SOCK_DIR/ernic.sock log=$WORK/server.log
+	if [ "$i" -gt 0 ]; then
+		sock=$SOCK_DIR/ernic$((i + 1)).sock log=$WORK/server$((i + 1)).log
+	fi
+	SOCKS[i]=$sock SERVER_LOGS[i]=$log
+	read -r -a argv <<<"${SERVER_ARGS_LIST[i]}"
+	"${NS_PREFIX[@]}" "$BINARY" --socket "$sock" "${argv[@]}" >"$log" 2>&1 8>&- &
+	SERVER_PIDS[i]=$!
+	for ((n = 0; n < 300; n++)); do
+		[ -S "$sock" ] && break
+		kill -0 "${SERVER_PIDS[i]}" 2>/dev/null || break
 		sleep 0.1
 	done
-	if [ -S "$SOCK" ]; then
-		pass server-start
-	else
-		if kill -0 "$SERVER_PID" 2>/dev/null; then
-			why="no socket after 30 s"
-		else
-			wait "$SERVER_PID"
-			why="exited with status $?"
-		fi
-		SERVER_PID=""
-		fail server-start "$why: $(tail -n 3 "$WORK/server.log" | tr '\n' '|')"
-		finish
+	if [ -S "$sock" ]; then
+		pass "$name"
+		return 0
 	fi
-fi
-if [ -n "$SERVER_PID" ]; then
+	if kill -0 "${SERVER_PIDS[i]}" 2>/dev/null; then
+		why="no socket after 30 s"
+	else
+		wait "${SERVER_PIDS[i]}"
+		why="exited with status $?"
+	fi
+	SERVER_PIDS[i]=""
+	fail "$name" "$why: $(tail -n 3 "$log" | tr '\n' '|')"
+	finish
+}
+if [ -n "$BINARY" ]; then
+	for i in "${!SERVER_ARGS_LIST[@]}"; do start_server "$i"; done
 	# Requests from the guest to the host side: a check writes "signal USR1" into host-request in
-	# its job directory (the server then simulates a firmware reset); the answer is host-request.done.
+	# its job directory (the first server then simulates a firmware reset); the answer is
+	# host-request.done.
 	( while :; do
 		for f in "$WORK"/run*/host-request; do
 			[ -f "$f" ] || continue
 			case $(cat "$f") in
-			"signal USR1") kill -USR1 "$SERVER_PID" && echo done >"$f.done" ;;
+			"signal USR1") kill -USR1 "${SERVER_PIDS[0]}" && echo done >"$f.done" ;;
 			*) echo refused >"$f.done" ;;
 			esac
 			rm -f "$f"
@@ -238,16 +310,24 @@ if [ -n "$SERVER_PID" ]; then
 	done ) 8>&- &
 	WATCH_PID=$!
 fi
-if [ -n "$NETNS" ]; then
+if [ $NETNS_TAP = 1 ]; then
 	# The host-side peer: keeps pinging the guest's address until one answer comes back.
 	ip netns exec "$NETNS" sh -c 'while :; do ping -c 1 -W 1 192.168.200.2 >/dev/null 2>&1 && { echo ok; exit 0; }; sleep 1; done' \
 		>"$WORK/host-peer-ping" 2>&1 8>&- &
 	PEER_PID=$!
+	# ... and serves 16 MiB over HTTP from the namespace's kernel TCP (super-frames into the TAP).
+	mkdir -p "$WORK/peer-www"
+	head -c 16777216 /dev/urandom >"$WORK/peer-www/blob"
+	sha256sum "$WORK/peer-www/blob" >"$WORK/peer-www/blob.sha256"
+	ip netns exec "$NETNS" python3 -m http.server --bind 192.168.200.3 --directory "$WORK/peer-www" 8080 \
+		>"$WORK/peer-http.log" 2>&1 8>&- &
+	HTTP_PID=$!
 fi
 
 # qemu_args JOB BOOTS: the QEMU command line (paths as seen inside the chroot).
 qemu_args() {
 	local boots=$2 mem=${ERNIC_VM_MEM:-2G} append="console=ttyS0 quiet panic=-1"
+	[ "${ERNIC_VM_VERBOSE:-0}" = 1 ] && append="console=ttyS0 earlyprintk=serial,ttyS0 panic=-1"
 	# shellcheck disable=SC2054 # the commas belong to QEMU option values
 	QEMU=(qemu-system-x86_64 -name ernic-vm
 		-accel "${ERNIC_VM_ACCEL:-tcg,thread=multi}" -cpu "${ERNIC_VM_CPU:-max}"
@@ -269,57 +349,158 @@ qemu_args() {
 	if [ $SHELL_MODE = 1 ]; then
 		QEMU+=(-serial mon:stdio -append "$append ernic.shell=1")
 	else
-		QEMU+=(-serial file:/job/serial.log -monitor none -append "$append")
+		QEMU+=(-serial file:/job/serial.log -monitor unix:/job/monitor.sock,server=on,wait=off -append "$append")
 	fi
+	local i serial
+	for i in "${!DISKS[@]}"; do
+		serial=$(basename "${DISKS[i]}")
+		serial=${serial%.*}
+		QEMU+=(-drive "file=/disk$i/$(basename "${DISKS[i]}"),if=none,id=disk$i,format=raw,cache=writeback,aio=threads"
+			-device "virtio-blk-pci,drive=disk$i,serial=${serial:0:20}")
+	done
 	if [ $NO_DEVICE = 0 ]; then
-		QEMU+=(-device "{\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\",\"path\":\"/sock/$(basename "$SOCK")\"}}")
+		local sock
+		for sock in "${SOCKS[@]}"; do
+			QEMU+=(-device "{\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\",\"path\":\"/sock/$(basename "$sock")\"}}")
+		done
 	fi
 }
 
 BINDS=(-b "$IMGDIR:/img:ro" -b "$SOCK_DIR:/sock")
+for i in "${!DISKS[@]}"; do BINDS+=(-b "$(cd "$(dirname "${DISKS[i]}")" && pwd):/disk$i"); done
 
-if [ $SHELL_MODE = 1 ]; then
-	JOB=$WORK/run1
-	mkdir -p "$JOB"
-	qemu_args "$JOB" 1
-	echo "# guest console follows (Ctrl-A X quits QEMU); the host directory $JOB is /mnt/job"
-	chroot_run "$HOSTROOT" "${BINDS[@]}" -b "$JOB:/job" -- "${QEMU[@]}"
-	KEEP=1
-	exit 0
-fi
-
-# ---------------------------------------------------------------------------------------------
-# The runs.
-for ((run = 1; run <= RUNS; run++)); do
-	JOB=$WORK/run$run
-	mkdir -p "$JOB"
-	install -m 755 "$CHECK" "$JOB/check.sh"
-	install -m 644 "$VM_DIR/guest/check-lib.sh" "$JOB/check-lib.sh"
-	for f in "${FILES[@]}"; do install -m 644 "$f" "$JOB/$(basename "$f")"; done
+# prepare_job JOB RUN: the job directory of a run: the check script and its library, the
+# --file files, and the env file the guest's init reads first.
+prepare_job() {
+	local job=$1 f e
+	mkdir -p "$job"
+	[ -z "$CHECK" ] || install -m 755 "$CHECK" "$job/check.sh"
+	install -m 644 "$VM_DIR/guest/check-lib.sh" "$job/check-lib.sh"
+	for f in "${FILES[@]}"; do install -m 644 "$f" "$job/$(basename "$f")"; done
 	{
 		sh_assign ERNIC_BOOTS "$BOOTS"
-		sh_assign ERNIC_RUN "$run"
+		sh_assign ERNIC_RUN "$2"
 		sh_assign ERNIC_RUNS "$RUNS"
 		sh_assign ERNIC_CHECK_TIMEOUT "$CHECK_TIMEOUT"
 		sh_assign ERNIC_DEVICE "$((1 - NO_DEVICE))"
 		sh_assign ERNIC_FW_VERSION "$FW_VERSION"
 		for e in "${EXTRA_ENV[@]}"; do sh_assign "${e%%=*}" "${e#*=}"; done
-	} >"$JOB/env"
+	} >"$job/env"
+}
+
+# stop_servers: SIGTERM to every server; each must exit 0 (server-stop, server-stop-2, ...).
+stop_servers() {
+	local i name src
+	for i in "${!SERVER_PIDS[@]}"; do
+		[ -n "${SERVER_PIDS[i]}" ] || continue
+		name=server-stop
+		[ "$i" -gt 0 ] && name=server-stop-$((i + 1))
+		stop_pid "${SERVER_PIDS[i]}" 15
+		src=$?
+		SERVER_PIDS[i]=""
+		if [ $src = 0 ]; then
+			pass "$name"
+		else
+			fail "$name" "exit status $src after SIGTERM"
+			tail_file "server" "${SERVER_LOGS[i]}" 15
+		fi
+	done
+}
+
+if [ $SHELL_MODE = 1 ]; then
+	JOB=$WORK/run1
+	prepare_job "$JOB" 1
+	qemu_args "$JOB" 1
+	KEEP=1
+	for log in "${SERVER_LOGS[@]}"; do echo "# server log: $log"; done
+	echo "# guest console follows (Ctrl-A X quits QEMU); the host directory $JOB is /mnt/job"
+	CHROOT_NETNS=$NETNS chroot_run "$HOSTROOT" "${BINDS[@]}" -b "$JOB:/job" -- "${QEMU[@]}"
+	stop_servers
+	[ $FAILED = 0 ] && [ ${#SERVER_LOGS[@]} -gt 0 ] && echo "# the server stopped cleanly; its log stays in ${SERVER_LOGS[0]}"
+	[ $FAILED = 0 ]
+	exit
+fi
+
+# hang_report JOB WHY: before a stuck QEMU is killed, where its vCPUs are (HMP "info cpus" and
+# "info registers -a" through the run's monitor socket) into JOB/hang-N.txt, and one # line.
+hang_report() {
+	local n=1 f
+	while [ -e "$1/hang-$n.txt" ]; do n=$((n + 1)); done
+	f=$1/hang-$n.txt
+	python3 - "$1/monitor.sock" "info cpus" "info registers -a" >"$f" 2>&1 <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+def until_prompt():
+    b = b""
+    while not b.endswith(b"(qemu) "):
+        d = s.recv(65536)
+        if not d:
+            break
+        b += d
+    return b.decode(errors="replace")
+until_prompt()
+for cmd in sys.argv[2:]:
+    s.sendall(cmd.encode() + b"\n")
+    out = until_prompt().replace("\r", "").rsplit("(qemu) ", 1)[0]
+    print("(qemu) " + cmd + "\n" + out.split("\n", 1)[-1])  # without the monitor's echo
+PY
+	echo "# $2: vCPU state in $f: $(grep -o 'RIP=[0-9a-f]*' "$f" | tr '\n' ' ')"
+}
+
+# live_print JOB: in --tour mode, the guest's CHECK lines that came since the last call.
+declare -A LIVE_SEEN=()
+live_print() {
+	local f have n verdict name rest
+	[ $TOUR = 1 ] || return 0
+	for f in "$1"/boot-*.out; do
+		[ -f "$f" ] || continue
+		have=$(wc -l <"$f")
+		n=${LIVE_SEEN[$f]:-0}
+		[ "$have" -gt "$n" ] || continue
+		LIVE_SEEN[$f]=$have
+		while read -r verdict name rest; do
+			case $verdict in
+			PASS) STEPS_PASSED=$((STEPS_PASSED + 1)); tour_line "$verdict" "$name" "$rest" ;;
+			FAIL) STEPS_FAILED=$((STEPS_FAILED + 1)); tour_line "$verdict" "$name" "$rest" ;;
+			NOTE) printf '        %s %s\n' "$name" "$rest" ;;
+			esac
+		done < <(sed -n "$((n + 1)),${have}p" "$f" | tr -d '\r' | sed -n 's/^CHECK \(PASS\|FAIL\|NOTE\) /\1 /p')
+	done
+}
+
+# ---------------------------------------------------------------------------------------------
+# The runs.
+for ((run = 1; run <= RUNS; run++)); do
+	JOB=$WORK/run$run
+	prepare_job "$JOB" "$run"
 	qemu_args "$JOB" "$BOOTS"
 	printf '%q ' "${QEMU[@]}" >"$JOB/qemu-cmdline.txt"
 
 	limit=$((BOOTS * TIMEOUT))
 	for attempt in 1 2; do
 		rm -f "$JOB"/boot-*.started "$JOB"/boot-*.done "$JOB"/boot-*.out "$JOB/serial.log"
+		LIVE_SEEN=() STEPS_PASSED=0 STEPS_FAILED=0
 		t0=$(date +%s)
-		chroot_exec "$HOSTROOT" "${BINDS[@]}" -b "$JOB:/job" -- "${QEMU[@]}" >"$JOB/qemu.log" 2>&1 8>&- &
+		if [ $TOUR = 1 ]; then
+			accel=${ERNIC_VM_ACCEL:-tcg}
+			echo "guest: booting (QEMU ${accel%%,*}, ${ERNIC_VM_SMP:-4} vCPUs, ${ERNIC_VM_MEM:-2G} of RAM)"
+		fi
+		CHROOT_NETNS=$NETNS chroot_exec "$HOSTROOT" "${BINDS[@]}" -b "$JOB:/job" -- "${QEMU[@]}" >"$JOB/qemu.log" 2>&1 8>&- &
 		QEMU_PID=$!
-		timed_out=0 silent=0 last_size=-1 last_change=$t0
+		timed_out=0 silent=0 last_size=-1 last_change=$t0 announced=0
 		while kill -0 "$QEMU_PID" 2>/dev/null; do
 			now=$(date +%s)
 			el=$((now - t0))
+			if [ $TOUR = 1 ] && [ $announced = 0 ] && [ -e "$JOB/boot-1.started" ]; then
+				echo "guest: up after ${el}s; the steps follow"
+				announced=1
+			fi
+			live_print "$JOB"
 			if [ $el -ge "$limit" ]; then
 				timed_out=1
+				hang_report "$JOB" "QEMU still running after ${el}s"
 				stop_pid "$QEMU_PID" 5
 				break
 			fi
@@ -336,6 +517,7 @@ for ((run = 1; run <= RUNS; run++)); do
 				[ "$(find "$JOB" -maxdepth 1 -name 'boot-*.started' | wc -l)" = \
 				  "$(find "$JOB" -maxdepth 1 -name 'boot-*.done' | wc -l)" ]; then
 				silent=1
+				hang_report "$JOB" "console silent for ${SILENT_LIMIT}s"
 				stop_pid "$QEMU_PID" 5
 				break
 			fi
@@ -344,12 +526,15 @@ for ((run = 1; run <= RUNS; run++)); do
 		wait "$QEMU_PID" 2>/dev/null
 		qrc=$?
 		QEMU_PID=""
+		live_print "$JOB"
 		[ $silent = 1 ] || break
 		echo "# run $run: the guest's console was silent for ${SILENT_LIMIT}s outside its checks (a TCG hang in firmware or early boot); starting the run again"
 	done
 	wall=$(($(date +%s) - t0))
 	if [ $timed_out = 1 ]; then
 		echo "# run $run: QEMU killed after ${wall}s ($BOOTS boot(s) expected)"
+	elif [ $TOUR = 1 ]; then
+		echo "guest: powered off after ${wall}s"
 	else
 		echo "# run $run: QEMU ran ${wall}s for $BOOTS boot(s), exit status $qrc"
 	fi
@@ -376,15 +561,17 @@ for ((run = 1; run <= RUNS; run++)); do
 		pass "$name.booted"
 		rc=$(cat "$JOB/boot-$boot.done")
 		seen=0 failed_here=0
+		QUIET=$TOUR # --tour showed them as they came
 		while read -r verdict check detail; do
 			seen=$((seen + 1))
 			if [ "$verdict" = PASS ]; then
-				pass "$name.$check"
+				pass "$name.$check" "$detail"
 			else
 				failed_here=1
 				fail "$name.$check" "${detail:-failed}"
 			fi
 		done < <(tr -d '\r' <"$JOB/boot-$boot.out" 2>/dev/null | sed -n 's/^CHECK \(PASS\|FAIL\) /\1 /p')
+		QUIET=0
 		if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
 			fail "$name.checks" "the check script timed out after ${CHECK_TIMEOUT}s ($seen CHECK lines before)"
 		elif [ $seen = 0 ]; then
@@ -403,16 +590,19 @@ for ((run = 1; run <= RUNS; run++)); do
 	fi
 
 	server_gone=0
-	if [ -n "$SERVER_PID" ]; then
-		if kill -0 "$SERVER_PID" 2>/dev/null; then
-			pass "server-alive-after-run$run"
+	for i in "${!SERVER_PIDS[@]}"; do
+		[ -n "${SERVER_PIDS[i]}" ] || continue
+		name=server-alive-after-run$run
+		[ "$i" -gt 0 ] && name=server-$((i + 1))-alive-after-run$run
+		if kill -0 "${SERVER_PIDS[i]}" 2>/dev/null; then
+			pass "$name"
 		else
-			wait "$SERVER_PID"
-			fail "server-alive-after-run$run" "the server exited with status $?"
-			SERVER_PID=""
+			wait "${SERVER_PIDS[i]}"
+			fail "$name" "the server exited with status $?"
+			SERVER_PIDS[i]=""
 			server_gone=1
 		fi
-	fi
+	done
 
 	if [ "$FAILED" -gt "$failed_before" ]; then
 		tail_file "run $run serial console" "$JOB/serial.log" 40
@@ -422,34 +612,24 @@ for ((run = 1; run <= RUNS; run++)); do
 			break
 		done
 		tail_file "run $run QEMU" "$JOB/qemu.log" 10
-		tail_file "server" "$WORK/server.log" 15
+		for log in "${SERVER_LOGS[@]}"; do tail_file "server" "$log" 15; done
 	fi
 	[ $server_gone = 1 ] && break
 done
 
 # ---------------------------------------------------------------------------------------------
-if [ -n "$NETNS" ]; then
+if [ $NETNS_TAP = 1 ]; then
 	grep -qx ok "$WORK/host-peer-ping" && pass host-peer-ping || fail host-peer-ping "the guest never answered the host-side peer"
 	stop_pid "$PEER_PID" 1
 	PEER_PID=""
 fi
-if [ -n "$SERVER_PID" ]; then
-	stop_pid "$SERVER_PID" 15
-	src=$?
-	SERVER_PID=""
-	if [ $src = 0 ]; then
-		pass server-stop
+stop_servers
+if [ -n "$SERVER_LOG_RE" ] && [ ${#SERVER_LOGS[@]} -gt 0 ]; then
+	if grep -Eq -- "$SERVER_LOG_RE" "${SERVER_LOGS[0]}"; then
+		pass server-log
 	else
-		fail server-stop "exit status $src after SIGTERM"
-		tail_file "server" "$WORK/server.log" 15
-	fi
-	if [ -n "$SERVER_LOG_RE" ]; then
-		if grep -Eq -- "$SERVER_LOG_RE" "$WORK/server.log"; then
-			pass server-log
-		else
-			fail server-log "the server's log has no line matching '$SERVER_LOG_RE'"
-			tail_file "server" "$WORK/server.log" 5
-		fi
+		fail server-log "the server's log has no line matching '$SERVER_LOG_RE'"
+		tail_file "server" "${SERVER_LOGS[0]}" 5
 	fi
 fi
 finish

@@ -63,6 +63,14 @@ wait_for 20 carrier && wait_for 30 reach && pass eth-down-up || fail eth-down-up
 if [ -n "${ERNIC_TAP_PEER:-}" ]; then
 	peer() { ping -c 1 -W 2 "$ERNIC_TAP_PEER"; }
 	wait_for 30 peer && pass eth-tap-peer-ping || fail eth-tap-peer-ping "$(ping -c 2 -W 2 "$ERNIC_TAP_PEER" 2>&1 | tail -2)"
+	# A TCP stream from the host's kernel: it sends segmentation-offload super-frames into the
+	# TAP, which the server cuts into MSS-sized frames with their own checksums for the guest.
+	if [ -n "${ERNIC_TAP_PEER_HTTP:-}" ]; then
+		want=$(curl -s -f --max-time 30 "$ERNIC_TAP_PEER_HTTP/blob.sha256" | cut -d' ' -f1)
+		got=$(curl -s -f --max-time 120 "$ERNIC_TAP_PEER_HTTP/blob" | sha256sum | cut -d' ' -f1)
+		[ -n "$want" ] && [ "$got" = "$want" ] && pass eth-tap-peer-stream "16 MiB from the host peer, SHA-256 matches" ||
+			fail eth-tap-peer-stream "SHA-256 $got, want ${want:-nothing}; $(ip -s link show "$IF" | tail -4 | tr '\n' ' ')"
+	fi
 	sleep 3 # give the host-side peer its turn while the link is up
 fi
 

@@ -12,20 +12,13 @@ IP=192.168.200.2
 CTRL=192.168.200.1
 NQN=${ERNIC_NVMEOF_NQN:-nvmet-test}
 QUEUES=${ERNIC_NVMEOF_QUEUES:-8}
-port_active() { grep -q ACTIVE /sys/class/infiniband/"$(ibdev)"/ports/1/state 2>/dev/null; }
 # The namespace's block device (the guest has no other NVMe devices; multipath heads are nvmeXnY).
 nsdev() { ls /sys/block 2>/dev/null | grep -m1 '^nvme[0-9]*n[0-9]*$'; }
 
-grep -q '^ionic_rdma ' /proc/modules || modprobe ionic_rdma
 modprobe nvme-fabrics && modprobe nvme-rdma || { fail nvmeof-setup "cannot load nvme-rdma"; finish; }
-wait_for 30 ionic_if || { fail nvmeof-setup "no ionic netdev"; finish; }
-IF=$(ionic_if)
-ip link set lo up
-ip addr add $IP/24 dev "$IF"
-ip link set "$IF" up
+ionic_up $IP/24 && rdma_up $IP || { fail nvmeof-setup "$WHY"; finish; }
 # rdma_resolve_addr() needs a neighbour for the controller; nothing on the wire answers ARP for it.
 ip neigh replace $CTRL lladdr 02:00:00:00:c0:01 dev "$IF" nud permanent
-wait_for 60 ibdev && wait_for 30 port_active || { fail nvmeof-setup "no active ionic IB device"; finish; }
 pass nvmeof-setup
 
 out=$(timeout 120 nvme discover -t rdma -a $CTRL -s 4420 2>&1)

@@ -9,51 +9,23 @@
 . "$(dirname "$0")/check-lib.sh"
 
 IP=192.168.200.2
-# The index of the RoCE v2 GID of our IPv4 address.
-gid_index() {
-	for g in /sys/class/infiniband/"$IB"/ports/1/gids/*; do
-		i=$(basename "$g")
-		[ "$(cat "$g" 2>/dev/null)" = "0000:0000:0000:0000:0000:ffff:c0a8:c802" ] || continue
-		[ "$(cat "/sys/class/infiniband/$IB/ports/1/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] || continue
-		echo "$i"
-		return 0
-	done
-	return 1
-}
-
-grep -q '^ionic_rdma ' /proc/modules || modprobe ionic_rdma
 modprobe rdma_ucm 2>/dev/null
-wait_for 30 ionic_if || { fail rdma-setup "no ionic netdev"; finish; }
-IF=$(ionic_if)
-ip link set lo up # the tools' out-of-band TCP exchange and rdma_cm's own-address routing use it
-ip addr add $IP/24 dev "$IF"
-ip link set "$IF" up
-wait_for 60 ibdev || { fail rdma-setup "no IB device: $(dmesg | grep -i ionic | tail -3 | tr '\n' ';')"; finish; }
-IB=$(ibdev)
-wait_for 30 gid_index || { fail rdma-setup "no RoCE v2 GID for $IP"; finish; }
-G=$(gid_index)
+# lo carries the tools' out-of-band TCP exchange and rdma_cm's own-address routing.
+ionic_up $IP/24 && rdma_up $IP || { fail rdma-setup "$WHY"; finish; }
+G=$GID
 echo "device $IB, RoCE v2 GID index $G"
 pass rdma-setup
 
-# Run server and client of one tool; both must exit 0. $1 name, $2 timeout, rest: arguments
-# shared by both ends (the client adds the server's address).
+# pair NAME TIMEOUT CMD ARGS...: both ends of one tool (both_ends); the check passes when both
+# exit 0.
 pair() {
-	name=$1 t=$2
-	shift 2
-	timeout "$t" "$@" >/tmp/"$name".srv 2>&1 &
-	spid=$!
-	sleep 2
-	timeout "$t" "$@" 127.0.0.1 >/tmp/"$name".cli 2>&1
-	crc=$?
-	wait $spid
-	src=$?
-	echo "--- $name server (rc $src)"; tail -5 /tmp/"$name".srv
-	echo "--- $name client (rc $crc)"; tail -5 /tmp/"$name".cli
-	if [ $crc = 0 ] && [ $src = 0 ]; then
-		pass "$name"
+	if both_ends "$@"; then
+		pass "$1"
 	else
-		fail "$name" "server rc $src, client rc $crc: $(tail -2 /tmp/"$name".cli | tr '\n' ';') $(tail -2 /tmp/"$name".srv | tr '\n' ';')"
+		fail "$1" "$WHY"
 	fi
+	echo "--- $1"
+	tail -5 /tmp/"$1".srv /tmp/"$1".cli
 }
 
 pair rdma-rc-pingpong 120 ibv_rc_pingpong -d "$IB" -g "$G" -n 200 -s 4096 -c

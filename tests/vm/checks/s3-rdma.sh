@@ -18,28 +18,9 @@ BUCKET=${ERNIC_S3_BUCKET:-ernic}
 URL=http://$EP:$PORT
 CLIENT=/tmp/s3_rdma_client
 
-port_active() { grep -q ACTIVE /sys/class/infiniband/"$(ibdev)"/ports/1/state 2>/dev/null; }
-# The RoCE v2 GID of our IPv4 address: the client puts it in its tokens.
-ipv4_gid() {
-	for g in /sys/class/infiniband/"$IB"/ports/1/gids/*; do
-		i=$(basename "$g")
-		[ "$(cat "$g" 2>/dev/null)" = "0000:0000:0000:0000:0000:ffff:c0a8:c802" ] || continue
-		[ "$(cat "/sys/class/infiniband/$IB/ports/1/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] && return 0
-	done
-	return 1
-}
 reach() { ping -c 1 -W 2 "$EP"; }
 
-grep -q '^ionic_rdma ' /proc/modules || modprobe ionic_rdma
-wait_for 30 ionic_if || { fail s3-rdma-setup "no ionic netdev: $(ls /sys/class/net | tr '\n' ' ')"; finish; }
-IF=$(ionic_if)
-ip link set lo up
-ip addr add $IP/24 dev "$IF"
-ip link set "$IF" up
-wait_for 60 ibdev && wait_for 30 port_active ||
-	{ fail s3-rdma-setup "no active ionic IB device: $(dmesg | grep -i ionic | tail -3 | tr '\n' ';')"; finish; }
-IB=$(ibdev)
-wait_for 30 ipv4_gid || { fail s3-rdma-setup "no RoCE v2 GID for $IP on $IB"; finish; }
+ionic_up $IP/24 && rdma_up $IP || { fail s3-rdma-setup "$WHY"; finish; }
 echo "netdev $IF, RDMA device $IB"
 pass s3-rdma-setup
 

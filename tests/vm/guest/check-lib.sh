@@ -4,15 +4,23 @@
 #   . "$(dirname "$0")/check-lib.sh"
 #
 # Every check prints exactly one result line, which the host turns into "ok"/"not ok":
-#   CHECK PASS name
+#   CHECK PASS name [figure...]
 #   CHECK FAIL name detail...
-# Names are single words. Other output is free-form and ends up in boot-N.out.
+# and a long step may announce itself first with "CHECK NOTE text" (the runner's --tour mode
+# shows these as they come). Names are single words. Other output is free-form and ends up in
+# boot-N.out.
 # Variables from the job's env file are set: ERNIC_BOOT (1, 2, ...), ERNIC_BOOTS, ERNIC_RUN,
 # ERNIC_RUNS, ERNIC_DEVICE (1 when a vfio-user device is attached), ERNIC_FW_VERSION, ...
 
 CHECK_FAILED=0
 
-pass() { echo "CHECK PASS $1"; }
+# pass NAME [FIGURE...]: the figure is what the check measured or saw, in a few words.
+pass() {
+	n=$1
+	shift
+	if [ $# -gt 0 ]; then echo "CHECK PASS $n $(echo "$*" | tr '\n' ' ')"; else echo "CHECK PASS $n"; fi
+}
+note() { echo "CHECK NOTE $(echo "$*" | tr '\n' ' ')"; }
 fail() {
 	n=$1
 	shift
@@ -43,18 +51,100 @@ wait_for() {
 	return 0
 }
 
-# ionic_if: the netdev of the emulated NIC (PCI function 1dd8:1002).
+# ionic_if [MAC]: the netdev of the emulated NIC (PCI function 1dd8:1002); with several such
+# functions, the one with that MAC.
 ionic_if() {
 	for n in /sys/class/net/*; do
 		d=$(readlink -f "$n/device" 2>/dev/null) || continue
-		[ "$(cat "$d/vendor" 2>/dev/null)" = 0x1dd8 ] && [ "$(cat "$d/device" 2>/dev/null)" = 0x1002 ] &&
-			{ basename "$n"; return 0; }
+		[ "$(cat "$d/vendor" 2>/dev/null)" = 0x1dd8 ] && [ "$(cat "$d/device" 2>/dev/null)" = 0x1002 ] || continue
+		[ -z "${1:-}" ] || [ "$(cat "$n/address")" = "$1" ] || continue
+		basename "$n"
+		return 0
 	done
 	return 1
 }
 
-# ibdev: the ionic RDMA device (ionic_0), once ionic_rdma registered it.
-ibdev() { ls /sys/class/infiniband 2>/dev/null | grep -m1 '^ionic'; }
+# ibdev [NETDEV]: the ionic RDMA device (ionic_0), once ionic_rdma registered it; with a
+# netdev, the RDMA device on top of that one.
+ibdev() {
+	if [ -z "${1:-}" ]; then
+		ls /sys/class/infiniband 2>/dev/null | grep -m1 '^ionic'
+		return
+	fi
+	for d in /sys/class/infiniband/*; do
+		[ "$(cat "$d/ports/1/gid_attrs/ndevs/0" 2>/dev/null)" = "$1" ] && { basename "$d"; return 0; }
+	done
+	return 1
+}
+
+# port_active IBDEV: its port 1 is ACTIVE.
+port_active() { grep -q ACTIVE "/sys/class/infiniband/$1/ports/1/state" 2>/dev/null; }
+
+# gid_index IBDEV IPV4: the index of the RoCE v2 GID the IB core made of that address.
+gid_index() {
+	gi_want=$(echo "$2" | awk -F. '{ printf "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x", $1, $2, $3, $4 }')
+	for g in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+		[ "$(cat "$g" 2>/dev/null)" = "$gi_want" ] || continue
+		gi=$(basename "$g")
+		[ "$(cat "/sys/class/infiniband/$1/ports/1/gid_attrs/types/$gi" 2>/dev/null)" = "RoCE v2" ] || continue
+		echo "$gi"
+		return 0
+	done
+	return 1
+}
+
+# ionic_up IPV4/PREFIX [MAC]: the ionic netdev (IF) gets the address and is brought up; returns
+# non-zero with the reason in WHY when there is no such netdev.
+ionic_up() {
+	grep -q '^ionic_rdma ' /proc/modules || modprobe ionic_rdma 2>/dev/null
+	if ! wait_for 30 ionic_if "${2:-}"; then
+		WHY="no ionic netdev: $(ls /sys/class/net | tr '\n' ' ')$(dmesg | grep -i ionic | tail -3 | tr '\n' ';')"
+		return 1
+	fi
+	IF=$(ionic_if "${2:-}")
+	ip link set lo up
+	ip addr add "$1" dev "$IF" 2>/dev/null
+	ip link set "$IF" up
+}
+
+# rdma_up IPV4: after ionic_up, the RDMA device on IF (IB) has an active port and the RoCE v2
+# GID of IPV4 (its index in GID); non-zero with WHY otherwise.
+rdma_up() {
+	if ! wait_for 60 ibdev "$IF"; then
+		WHY="no RDMA device on $IF: $(dmesg | grep -i -e ionic -e rdma | tail -3 | tr '\n' ';')"
+		return 1
+	fi
+	IB=$(ibdev "$IF")
+	if ! wait_for 30 port_active "$IB"; then
+		WHY="$IB port 1 is $(cat "/sys/class/infiniband/$IB/ports/1/state" 2>&1)"
+		return 1
+	fi
+	if ! wait_for 30 gid_index "$IB" "$1"; then
+		WHY="no RoCE v2 GID for $1 on $IB"
+		return 1
+	fi
+	GID=$(gid_index "$IB" "$1")
+}
+
+# both_ends NAME TIMEOUT CMD ARGS...: a verbs tool run as its server end, then as its client end
+# against 127.0.0.1 (the tools' out-of-band exchange), both in this guest; both must exit 0. The
+# client's output is in OUT (and /tmp/NAME.cli, the server's in /tmp/NAME.srv); on failure WHY
+# has both exit statuses and what each end printed last.
+both_ends() {
+	be_name=$1 be_t=$2
+	shift 2
+	timeout "$be_t" "$@" >/tmp/"$be_name".srv 2>&1 &
+	be_pid=$!
+	sleep 2
+	timeout "$be_t" "$@" 127.0.0.1 >/tmp/"$be_name".cli 2>&1
+	be_crc=$?
+	wait $be_pid
+	be_src=$?
+	OUT=$(cat /tmp/"$be_name".cli)
+	[ $be_crc = 0 ] && [ $be_src = 0 ] && return 0
+	WHY="server rc $be_src, client rc $be_crc: $(tail -2 /tmp/"$be_name".cli | tr '\n' ';') $(tail -2 /tmp/"$be_name".srv | tr '\n' ';')"
+	return 1
+}
 
 # finish: exit status of the check script (non-zero when a check failed).
 finish() { [ "$CHECK_FAILED" -eq 0 ]; exit $?; }

@@ -13,8 +13,9 @@
 #   boot-N.done      created after boot N ran its checks; holds the check script's exit status
 #   dmesg-boot-N.txt the kernel log at the end of boot N
 # Boot N < ERNIC_BOOTS ends with a reboot (sysrq b), the last with a power-off (sysrq o).
-# Kernel command line: ernic.shell=1 starts a shell on the console instead of the checks.
-export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# Kernel command line: ernic.shell=1 starts a shell on the console instead of the checks (after
+# running check.sh, when the job has one, to prepare the guest).
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
@@ -61,22 +62,26 @@ for m in /sys/bus/auxiliary/devices/*/modalias; do
 done
 say "drivers loaded, uptime $(uptime_s)s"
 
+ERNIC_BOOTS=1
+ERNIC_CHECK_TIMEOUT=300
+if [ -r $job/env ]; then
+	set -a
+	# shellcheck disable=SC1091 # written by the runner
+	. $job/env
+	set +a
+fi
+
 if cmdline_has ernic.shell=1; then
+	# A check script given with the shell prepares the guest first (network, hints).
+	[ -r $job/check.sh ] && (cd /root && timeout -k 5 "$ERNIC_CHECK_TIMEOUT" /bin/sh $job/check.sh </dev/null)
 	say "shell; leave it to power off"
-	setsid -c /bin/bash -l
+	(cd /root && setsid -c /bin/bash -l)
 	finish o
 fi
 if ! [ -r $job/env ] || ! [ -r $job/check.sh ]; then
 	say "no check to run; powering off"
 	finish o
 fi
-
-ERNIC_BOOTS=1
-ERNIC_CHECK_TIMEOUT=300
-set -a
-# shellcheck disable=SC1091 # written by the runner
-. $job/env
-set +a
 
 boot=1
 while [ -e $job/boot-$boot.started ]; do boot=$((boot + 1)); done

@@ -137,9 +137,10 @@ host_prereqs() {
 #   chroot_run  ROOT [-b SRC:DST[:ro]]... [--] CMD ARGS...    runs CMD and returns its status
 #
 # chroot_exec is for background jobs: "chroot_exec ... &" leaves $! as the pid that ends up
-# running CMD (unshare, bash, chroot and env all exec the next one).
+# running CMD (nsenter, unshare, bash, chroot and env all exec the next one). With CHROOT_NETNS
+# set to the name of a network namespace (ip netns), CMD runs in that namespace.
 chroot_exec() {
-	local root=$1 binds=()
+	local root=$1 binds=() netns=()
 	shift
 	while [ $# -gt 0 ]; do
 		case $1 in
@@ -148,8 +149,9 @@ chroot_exec() {
 		*) break ;;
 		esac
 	done
+	[ -z "${CHROOT_NETNS:-}" ] || netns=(nsenter "--net=/run/netns/$CHROOT_NETNS" --)
 	# shellcheck disable=SC2016 # expanded by the inner bash
-	exec unshare --mount --propagation private -- /bin/bash -ec '
+	exec "${netns[@]}" unshare --mount --propagation private -- /bin/bash -ec '
 		root=$1 nbinds=$2; shift 2
 		mount -t proc proc "$root/proc"
 		mount -t sysfs sysfs "$root/sys"

@@ -1,0 +1,123 @@
+/*
+ * fuzz-tcp: Ethernet frames into the S3 endpoint's in-band IPv4/TCP stack
+ * through the segment switch, as the server wires them: frames the guest
+ * transmits (net_switch_input from the guest's port), and frames read from
+ * the host TAP behind a virtio_net_hdr (net_offload_parse, then
+ * net_switch_input_offload: TCPv4 super-frames and partial checksums reach
+ * the endpoint whole, other ports get them cut and completed). Behind the
+ * stack: ARP, ICMP, the HTTP connections and the store (s3_endpoint.c).
+ *
+ * input: records kind:u8 len:u16 bytes[len]; kind even: from the guest,
+ * odd: from the TAP (the 10-byte legacy virtio_net_hdr first). A fresh
+ * switch and endpoint per input. What the stack and the switch send back
+ * is checked for size (a frame the switch passes on fits a super-frame's
+ * bound). The event loop is never run while frames are fed (the endpoint's
+ * retransmission timer stays out: s3-tcp-unit drives it with a clock).
+ */
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "fuzz.h"
+#include "net/net_offload.h"
+#include "net/net_switch.h"
+#include "s3/s3_endpoint.h"
+#include "util/backend_opts.h"
+#include "util/evloop.h"
+#include "util/log.h"
+
+static void to_guest(void *ctx, const uint8_t *f, size_t len)
+{
+	(void)ctx;
+	(void)f;
+	if (len < 14 || len > NET_MAX_FRAME)
+		abort();
+}
+
+static void to_tap(void *ctx, const uint8_t *f, size_t len)
+{
+	(void)ctx;
+	(void)f;
+	if (len < 14 || len > NET_MAX_FRAME)
+		abort();
+}
+
+static void on_always(void *arg, uint32_t events)
+{
+	(void)arg;
+	(void)events;
+}
+
+static void stop(void *arg)
+{
+	evloop_stop(arg);
+}
+
+/*
+ * One batch of the loop, for the watchers the endpoint's timer left behind
+ * (they are released after a batch). An eventfd that is always readable keeps
+ * epoll_wait from blocking.
+ */
+static void pump(struct evloop *loop)
+{
+	static int always = -1;
+	static struct ev_watch *w; /* kept for the process's life */
+	uint64_t one = 1;
+
+	if (always < 0) {
+		always = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (always < 0 || write(always, &one, sizeof(one)) != sizeof(one))
+			abort();
+		w = evloop_add_fd(loop, always, EPOLLIN, on_always, NULL);
+		if (w == NULL)
+			abort();
+	}
+	if (evloop_defer(loop, stop, loop) || evloop_run(loop))
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct evloop *loop;
+	static struct backend_config cfg;
+	struct fz f = { data, size, 0 };
+	struct net_port guest = { .name = "guest", .deliver = to_guest };
+	struct net_port tap = { .name = "tap", .deliver = to_tap };
+	struct net_offload_stats ost = { 0 };
+	struct net_switch *sw;
+	struct s3_endpoint *ep;
+	int gport, tport;
+	char err[128];
+
+	if (loop == NULL) {
+		log_set_level(LOG_LEVEL_ERROR);
+		loop = evloop_new();
+		if (loop == NULL || backend_config_parse("s3:size=4M,objects=64,maxpart=1M", &cfg, err, sizeof(err)))
+			abort();
+	}
+	sw = net_switch_new();
+	gport = net_switch_attach(sw, &guest);
+	tport = net_switch_attach(sw, &tap);
+	ep = s3_endpoint_new(&cfg.s3, loop, sw, err, sizeof(err));
+	if (ep == NULL || gport < 0 || tport < 0)
+		abort();
+	while (fz_more(&f)) {
+		uint8_t kind = fz_u8(&f);
+		size_t n = fz_u16(&f), got;
+		const uint8_t *p = fz_ptr(&f, n, &got);
+		struct net_offload off;
+
+		if (!(kind & 1)) {
+			net_switch_input(sw, gport, p, got);
+		} else if (net_offload_parse(p, got, &off, &ost) == 0) {
+			size_t hdr = net_offload_hdr_size();
+
+			net_switch_input_offload(sw, tport, p + hdr, got - hdr, &off);
+		}
+	}
+	s3_endpoint_free(ep);
+	net_switch_free(sw);
+	pump(loop);
+	return 0;
+}

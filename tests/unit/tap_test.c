@@ -1,0 +1,425 @@
+/*
+ * tap-unit: the TAP attachment (net/tap.c) over a SOCK_SEQPACKET socket pair
+ * standing in for the TAP device (one frame per read and write, a
+ * virtio_net_hdr before each), with the real event loop and switch. The test
+ * is the host kernel: it writes super-frames, hostile headers and frames too
+ * long into its end, and reads what the server writes back. Checks the
+ * receive path and its per-wakeup bound, and that pure ACKs of one batch
+ * fold into the last one except duplicates.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "net/net_offload.h"
+#include "net/net_switch.h"
+#include "net/tap.h"
+#include "util/evloop.h"
+#include "../lib/wire_bytes.h"
+
+#define VH       10
+#define MSS      1460
+#define HOST_IP  0xc0a8c802u
+#define EP_IP    0xc0a8c801u
+#define GUEST_IP 0xc0a8c803u
+#define F_PSH    0x08u
+#define F_ACK    0x10u
+
+static const uint8_t host_mac[6] = { 0x02, 0, 0, 0, 0, 0x02 };
+static const uint8_t ep_mac[6] = { 0x02, 0x53, 0xc0, 0xa8, 0xc8, 0x01 };
+static const uint8_t guest_mac[6] = { 0x02, 0x45, 0x52, 0x4e, 0x49, 0x43 };
+
+
+/* An IPv4 TCP frame at f (complete checksums); returns its length (padded to 60). */
+static size_t tcp_frame(uint8_t *f, const uint8_t *dmac, const uint8_t *smac, uint32_t sip, uint32_t dip,
+			uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack, unsigned flags, uint16_t wnd,
+			size_t len)
+{
+	uint8_t *ip = f + 14, *tcp = ip + 20;
+	size_t l4 = 20 + len, n = 14 + 20 + l4;
+
+	memcpy(f, dmac, 6);
+	memcpy(f + 6, smac, 6);
+	put16(f + 12, 0x0800);
+	memset(ip, 0, 20);
+	ip[0] = 0x45;
+	put16(ip + 2, (uint32_t)(20 + l4));
+	put16(ip + 6, 0x4000);
+	ip[8] = 64;
+	ip[9] = 6;
+	put32(ip + 12, sip);
+	put32(ip + 16, dip);
+	put16(ip + 10, fold(sum16(0, ip, 20)));
+	memset(tcp, 0, 20);
+	put16(tcp, sport);
+	put16(tcp + 2, dport);
+	put32(tcp + 4, seq);
+	put32(tcp + 8, ack);
+	tcp[12] = 5 << 4;
+	tcp[13] = (uint8_t)flags;
+	put16(tcp + 14, wnd);
+	for (size_t i = 0; i < len; i++)
+		tcp[20 + i] = (uint8_t)(i * 7 + seq);
+	put16(tcp + 16, fold(pseudo(sip, dip, 6, l4) + sum16(0, tcp, l4)));
+	if (n < 60) {
+		memset(f + n, 0, 60 - n);
+		n = 60;
+	}
+	return n;
+}
+
+/* ---- the world: loop, switch, the TAP on one end of a socket pair, a guest and an endpoint port ---- */
+
+struct world {
+	struct evloop *loop;
+	struct net_switch *sw;
+	struct tap *tap;
+	int host;               /* the host kernel's end */
+	int always;             /* an eventfd that stays readable: every loop turn has a batch */
+	struct ev_watch *always_w;
+	int ep;                 /* a port the test sends from, as an endpoint would */
+	unsigned guest_frames;
+	size_t guest_bytes;
+	bool guest_bad;
+};
+
+static void guest_deliver(void *ctx, const uint8_t *f, size_t len)
+{
+	struct world *w = ctx;
+	const uint8_t *ip = f + 14;
+	size_t tot = get16(ip + 2);
+
+	w->guest_frames++;
+	/* Every frame a port without offloads gets is whole and checks out. */
+	if (len < 54 || tot < 40 || 14 + tot > len || fold(sum16(0, ip, 20)) != 0 ||
+	    fold(pseudo(get32(ip + 12), get32(ip + 16), 6, tot - 20) + sum16(0, ip + 20, tot - 20)) != 0 ||
+	    tot - 40 > MSS)
+		w->guest_bad = true;
+	w->guest_bytes += tot - 40;
+}
+
+static void nothing(void *ctx, const uint8_t *f, size_t len)
+{
+	(void)ctx;
+	(void)f;
+	(void)len;
+}
+
+static void on_always(void *arg, uint32_t events)
+{
+	(void)arg;
+	(void)events;
+}
+
+static void stop(void *arg)
+{
+	evloop_stop(arg);
+}
+
+/* One turn of the loop: one batch of events, then what was deferred. */
+static void run_batch(struct world *w)
+{
+	assert_int_equal(evloop_defer(w->loop, stop, w->loop), 0);
+	assert_int_equal(evloop_run(w->loop), 0);
+}
+
+static int setup(void **state)
+{
+	struct world *w = calloc(1, sizeof(*w));
+	struct net_port guest = { .name = "guest", .deliver = guest_deliver };
+	struct net_port ep = { .name = "ep", .deliver = nothing };
+	int sv[2], big = 1 << 20;
+	char err[128];
+
+	if (w == NULL || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
+		return -1;
+	setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+	w->loop = evloop_new();
+	w->sw = net_switch_new();
+	w->always = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->loop == NULL || w->sw == NULL || w->always < 0)
+		return -1;
+	w->always_w = evloop_add_fd(w->loop, w->always, EPOLLIN, on_always, w);
+	guest.ctx = ep.ctx = w;
+	net_switch_attach(w->sw, &guest);
+	w->ep = net_switch_attach(w->sw, &ep);
+	w->tap = tap_attach_fd(sv[0], true, "tap-test", w->loop, w->sw, err, sizeof(err));
+	w->host = sv[1];
+	if (w->tap == NULL || w->always_w == NULL)
+		return -1;
+	*state = w;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct world *w = *state;
+
+	tap_close(w->tap);
+	evloop_del_fd(w->loop, w->always_w);
+	close(w->always);
+	close(w->host);
+	net_switch_free(w->sw);
+	evloop_free(w->loop);
+	free(w);
+	return 0;
+}
+
+/* The host writes one frame behind a header. */
+static void host_write(struct world *w, const uint8_t *vh, const uint8_t *f, size_t len)
+{
+	uint8_t *msg = malloc(VH + len);
+
+	memcpy(msg, vh, VH);
+	memcpy(msg + VH, f, len);
+	assert_int_equal(send(w->host, msg, VH + len, 0), (ssize_t)(VH + len));
+	free(msg);
+}
+
+/* A TCPv4 super-frame of len bytes for the guest, its TCP checksum partial as the kernel leaves it. */
+static void host_write_gso(struct world *w, size_t len, uint16_t gso_size)
+{
+	uint8_t *f = malloc(NET_MAX_FRAME), vh[VH] = { 0 };
+	size_t n = tcp_frame(f, guest_mac, host_mac, HOST_IP, GUEST_IP, 40000, 22, 1, 1, F_ACK, 65535, len);
+	uint32_t p = pseudo(HOST_IP, GUEST_IP, 6, 20 + len);
+	uint16_t v;
+
+	while (p >> 16)
+		p = (p & 0xffff) + (p >> 16);
+	put16(f + 14 + 20 + 16, p);
+	vh[0] = 1;                              /* NEEDS_CSUM */
+	vh[1] = 1;                              /* GSO_TCPV4 */
+	v = 54;
+	memcpy(vh + 2, &v, 2);
+	memcpy(vh + 4, &gso_size, 2);
+	v = 34;
+	memcpy(vh + 6, &v, 2);
+	v = 16;
+	memcpy(vh + 8, &v, 2);
+	host_write(w, vh, f, n);
+	free(f);
+}
+
+/* The next message the TAP wrote, frame only (the header must be an empty one); 0 when none. */
+static size_t host_read(struct world *w, uint8_t *f, size_t cap)
+{
+	uint8_t *msg = malloc(VH + cap);
+	ssize_t n = recv(w->host, msg, VH + cap, MSG_DONTWAIT);
+	size_t len = 0;
+
+	if (n < 0) {
+		assert_int_equal(errno, EAGAIN);
+	} else {
+		assert_true(n >= VH + 14);
+		for (int i = 0; i < VH; i++)
+			assert_int_equal(msg[i], 0);    /* plain frames: no offload in the header */
+		len = (size_t)n - VH;
+		memcpy(f, msg + VH, len);
+	}
+	free(msg);
+	return len;
+}
+
+/* The host says hello, so the switch learns where its MAC lives. */
+static void host_hello(struct world *w)
+{
+	uint8_t f[64], vh[VH] = { 0 };
+	size_t n = tcp_frame(f, ep_mac, host_mac, HOST_IP, EP_IP, 40000, 9000, 1, 1, F_ACK, 65535, 0);
+
+	host_write(w, vh, f, n);
+	run_batch(w);
+}
+
+/* An ACK from the endpoint to the host, through the switch and the TAP's output. */
+static void ep_ack(struct world *w, uint16_t sport, uint32_t ack, uint16_t wnd)
+{
+	uint8_t f[64];
+	size_t n = tcp_frame(f, host_mac, ep_mac, EP_IP, HOST_IP, 9000, sport, 5000, ack, F_ACK, wnd, 0);
+
+	net_switch_input(w->sw, w->ep, f, n);
+}
+
+static void expect_ack(struct world *w, uint16_t dport, uint32_t ack, uint16_t wnd)
+{
+	uint8_t f[128];
+	size_t n = host_read(w, f, sizeof(f));
+
+	assert_int_equal(n, 60);
+	assert_int_equal(get16(f + 34 + 2), dport);
+	assert_int_equal(get32(f + 34 + 8), ack);
+	assert_int_equal(get16(f + 34 + 14), wnd);
+	assert_int_equal(f[34 + 13], F_ACK);
+}
+
+static void expect_none(struct world *w)
+{
+	uint8_t f[128];
+
+	assert_int_equal(host_read(w, f, sizeof(f)), 0);
+}
+
+/* ---- tests ---- */
+
+/* A super-frame read from the TAP reaches the guest as MSS-sized frames with valid checksums. */
+static void test_rx_super_frame(void **state)
+{
+	struct world *w = *state;
+
+	host_write_gso(w, 10 * MSS + 3, MSS);
+	run_batch(w);
+	assert_int_equal(w->guest_frames, 11);
+	assert_int_equal(w->guest_bytes, 10 * MSS + 3);
+	assert_false(w->guest_bad);
+	assert_int_equal(tap_stats(w->tap)->rx_frames, 1);
+	assert_int_equal(tap_stats(w->tap)->offload.gso_frames, 1);
+	assert_int_equal(tap_stats(w->tap)->rx_dropped, 0);
+}
+
+/* A wakeup reads at most TAP_BYTES_PER_WAKEUP (or TAP_READS_PER_WAKEUP frames), then the loop moves on. */
+static void test_rx_batch_bounded(void **state)
+{
+	struct world *w = *state;
+	const size_t len = 65535 - 40;          /* the largest super-frame */
+	uint8_t f[64], vh[VH] = { 0 };
+	unsigned per = 0;
+
+	for (int i = 0; i < 5; i++)
+		host_write_gso(w, len, MSS);
+	while ((size_t)per * (VH + 14 + 65535) < TAP_BYTES_PER_WAKEUP)
+		per++;
+	run_batch(w);
+	assert_int_equal(tap_stats(w->tap)->rx_frames, per);
+	run_batch(w);
+	assert_int_equal(tap_stats(w->tap)->rx_frames, 5);
+	assert_int_equal(w->guest_bytes, 5 * len);
+	assert_false(w->guest_bad);
+	/* Small frames: at most TAP_READS_PER_WAKEUP of them. */
+	for (int i = 0; i < TAP_READS_PER_WAKEUP + 6; i++) {
+		size_t n = tcp_frame(f, guest_mac, host_mac, HOST_IP, GUEST_IP, 40000, 22, 1, 1, F_ACK, 65535, 0);
+
+		host_write(w, vh, f, n);
+	}
+	run_batch(w);
+	assert_int_equal(tap_stats(w->tap)->rx_frames, 5 + TAP_READS_PER_WAKEUP);
+	run_batch(w);
+	assert_int_equal(tap_stats(w->tap)->rx_frames, 5 + TAP_READS_PER_WAKEUP + 6);
+}
+
+/* Bad headers, frames over 64 KiB and runts: dropped and counted, nothing delivered, the TAP goes on. */
+static void test_rx_refused(void **state)
+{
+	struct world *w = *state;
+	uint8_t *f = calloc(1, NET_MAX_FRAME + 100), vh[VH] = { 0 };
+	uint16_t zero = 0;
+
+	host_write_gso(w, 4 * MSS, 0);                          /* gso_size 0 */
+	vh[1] = 4;                                              /* GSO_TCPV6: never granted */
+	host_write(w, vh, f, 200);
+	vh[1] = 0;
+	memcpy(vh + 2, &(uint16_t){ 300 }, 2);                  /* hdr_len past a 200-byte frame */
+	host_write(w, vh, f, 200);
+	memcpy(vh + 2, &zero, 2);
+	memset(f, 0xee, NET_MAX_FRAME + 100);
+	host_write(w, vh, f, NET_MAX_FRAME + 100);              /* over 64 KiB: cut by the read */
+	host_write(w, vh, f, 3);                                /* no room for an Ethernet header */
+	run_batch(w);
+	assert_int_equal(tap_stats(w->tap)->rx_frames, 0);
+	assert_int_equal(tap_stats(w->tap)->rx_dropped, 5);
+	assert_int_equal(tap_stats(w->tap)->offload.drop_gso_size, 1);
+	assert_int_equal(tap_stats(w->tap)->offload.drop_gso_type, 1);
+	assert_int_equal(tap_stats(w->tap)->offload.drop_hdr_len, 1);
+	assert_int_equal(tap_stats(w->tap)->offload.drop_too_long, 1);
+	assert_int_equal(tap_stats(w->tap)->offload.drop_short, 1);
+	assert_int_equal(w->guest_frames, 0);
+	/* And a good one after them. */
+	host_write_gso(w, 2 * MSS, MSS);
+	run_batch(w);
+	assert_int_equal(w->guest_frames, 2);
+	assert_false(w->guest_bad);
+	free(f);
+}
+
+/*
+ * Pure ACKs toward the host within one batch: each that acknowledges more,
+ * or opens the window further, replaces the one held; duplicates, older
+ * ones and other flows' are written; data is never overtaken.
+ */
+static void test_acks_folded(void **state)
+{
+	struct world *w = *state;
+	uint8_t f[2048];
+	size_t n;
+
+	host_hello(w);
+	expect_none(w);
+	/* More each time: one ACK, the last. */
+	ep_ack(w, 40000, 100, 65535);
+	ep_ack(w, 40000, 200, 65535);
+	ep_ack(w, 40000, 300, 65535);
+	run_batch(w);
+	expect_ack(w, 40000, 300, 65535);
+	expect_none(w);
+	assert_int_equal(tap_stats(w->tap)->acks_superseded, 2);
+	/* Duplicates are the peer's signal of a gap: every one goes out. */
+	ep_ack(w, 40000, 300, 65535);
+	ep_ack(w, 40000, 300, 65535);
+	ep_ack(w, 40000, 300, 65535);
+	run_batch(w);
+	expect_ack(w, 40000, 300, 65535);
+	expect_ack(w, 40000, 300, 65535);
+	expect_ack(w, 40000, 300, 65535);
+	expect_none(w);
+	/* A window update replaces the ACK it widens; a narrower window does not. */
+	ep_ack(w, 40000, 300, 1000);
+	ep_ack(w, 40000, 300, 60000);
+	ep_ack(w, 40000, 300, 50000);
+	run_batch(w);
+	expect_ack(w, 40000, 300, 60000);
+	expect_ack(w, 40000, 300, 50000);
+	expect_none(w);
+	/* An older acknowledgment after a newer one, and another flow's: written as they come. */
+	ep_ack(w, 40000, 500, 65535);
+	ep_ack(w, 40000, 400, 65535);
+	ep_ack(w, 40001, 900, 65535);
+	ep_ack(w, 40000, 600, 65535);
+	run_batch(w);
+	expect_ack(w, 40000, 500, 65535);
+	expect_ack(w, 40000, 400, 65535);
+	expect_ack(w, 40001, 900, 65535);
+	expect_ack(w, 40000, 600, 65535);
+	expect_none(w);
+	/* An ACK, then data of the flow: the ACK goes first. */
+	ep_ack(w, 40000, 700, 65535);
+	n = tcp_frame(f, host_mac, ep_mac, EP_IP, HOST_IP, 9000, 40000, 5000, 700, F_ACK | F_PSH, 65535, 100);
+	net_switch_input(w->sw, w->ep, f, n);
+	run_batch(w);
+	expect_ack(w, 40000, 700, 65535);
+	n = host_read(w, f, sizeof(f));
+	assert_int_equal(n, 14 + 40 + 100);
+	assert_int_equal(get32(f + 34 + 4), 5000);
+	expect_none(w);
+	assert_int_equal(tap_stats(w->tap)->acks_superseded, 3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_rx_super_frame, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rx_batch_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rx_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acks_folded, setup, teardown),
+	};
+
+	return cmocka_run_group_tests_name("tap-unit", tests, NULL, NULL);
+}
