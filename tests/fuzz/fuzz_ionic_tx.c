@@ -7,7 +7,7 @@
  * enabled and the LIF receiving everything (ionic_guest_queues_up). Then:
  *   0 desc[16] nsge:u8 sge[16]*nsge   a TX descriptor at the producer slot and its SG row, doorbell
  *   1 off:u16 len:u8 bytes            guest memory (frame buffers, descriptors, SG rows)
- *   2 qtype:u8 val:u64                a doorbell on the kernel's page
+ *   2 word:u8 val:u64                 a doorbell on the kernel's page (word mod 48)
  *   3 cmd[64]                         an admin command (Q_INIT/Q_CONTROL/RX_MODE ... to reshape the queues)
  *   4 len:u16 bytes                   a frame from the segment for the guest (RX)
  */
@@ -39,17 +39,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fz_take(&f, guest_ptr(&g, GUEST_TX_SG + idx * (uint64_t)SG_ROW_V1), nsge * 16u);
 			g.tx_head = (idx + 1) % GUEST_Q_DEPTH;
 			db = g.tx_head;
-			vfc_write(c, 2, 3 * 8, &db, 8, true);
+			ionic_guest_db(&g, 0, g.tx_slot, db); /* TX 0's doorbell word (its Q_INIT hw_type) */
 			break;
 		}
 		case 1:
 			fg_mem_write(&g, &f);
 			break;
 		case 2: {
-			uint32_t qtype = fz_u8(&f) % 8;
+			uint32_t word = fz_u8(&f) % 48; /* the kernel page's queue words: Ethernet 0-1, 16-47; RDMA 4-8 */
 			uint64_t v = fz_u64(&f);
 
-			vfc_write(c, 2, 8ull * qtype, &v, 8, true);
+			vfc_write(c, 2, 8ull * word, &v, 8, true);
 			break;
 		}
 		case 3:

@@ -89,7 +89,7 @@ static void init_once(void)
 	log_set_level(LOG_LEVEL_ERROR);
 	S.loop = evloop_new();
 	snprintf(S.path, sizeof(S.path), "/tmp/ernic-fuzz-vfu-%d.sock", (int)getpid());
-	S.nic = ionic_pci_new(&cfg);
+	S.nic = ionic_pci_new(&cfg, true); /* BAR2 offered for mapping: GET_REGION_INFO's capability path */
 	if (S.loop == NULL || S.nic == NULL)
 		abort();
 	S.srv = vfu_server_start(S.loop, S.path, ionic_pci_vfu(S.nic), err, sizeof(err));
