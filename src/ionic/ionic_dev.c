@@ -378,11 +378,15 @@ void ionic_db_pages_reset(struct ionic_dev *dev)
 }
 
 /*
- * The words a look takes, in two passes. Stores to different words arrive
- * without their order, and a driver posts receive buffers before it sends
- * into them, so receive, completion and admin words go first and sending
- * words (RDMA SQ, Ethernet TX) last: a SEND does not miss a receive the
- * guest posted before it (a UD message would be dropped, an RC one wait).
+ * The words a look takes. Stores to different words arrive without their
+ * order, and a driver posts receive buffers before it sends into them, so
+ * receive, completion and admin words are taken before sending words (RDMA
+ * SQ, Ethernet TX): a SEND does not miss a receive the guest posted before
+ * it (a UD message would be dropped, an RC one wait). Since a look takes
+ * time, a store to a receive word can land after the look passed it and
+ * before it reaches a sending word stored later; so each sending word found
+ * full first has every receive word looked at again: the stores that came
+ * before it are visible once it is (acquire).
  */
 static const uint8_t kernel_words[2][24] = {
 	{ IONIC_DB_SLOT_ADMINQ, IONIC_RDMA_QTYPE_AQ, IONIC_RDMA_QTYPE_RQ, IONIC_RDMA_QTYPE_CQ,
@@ -395,24 +399,39 @@ _Static_assert(IONIC_DB_SLOT_RXQ0 == 16 && IONIC_DB_SLOT_TXQ0 == 32 && IONIC_DB_
 static const uint8_t user_words[2][2] = { { IONIC_RDMA_QTYPE_RQ, IONIC_RDMA_QTYPE_CQ }, { IONIC_RDMA_QTYPE_SQ } };
 static const uint8_t nuser_words[2] = { 2, 1 };
 
+/* Take every receive, completion and admin word (pass 0) or every sending word (pass 1). */
+static bool take_pass(struct ionic_dev *dev, uint64_t *pages, int pass)
+{
+	bool found = false;
+
+	for (unsigned i = 0; i < nkernel_words[pass]; i++) {
+		if (pass == 1 && __atomic_load_n(&pages[kernel_words[1][i]], __ATOMIC_ACQUIRE) != IONIC_DB_EMPTY)
+			found |= take_pass(dev, pages, 0);
+		found |= take_word(dev, pages, 0, kernel_words[pass][i]);
+	}
+	/* User pages: only those a queue was created on (a store elsewhere could ring nothing). */
+	for (uint64_t m = dev->db_pages_used & ~1ull; m; m &= m - 1) {
+		uint32_t page = (uint32_t)__builtin_ctzll(m);
+
+		for (unsigned i = 0; i < nuser_words[pass]; i++) {
+			if (pass == 1 && __atomic_load_n(&pages[(size_t)page * DB_WORDS_PER_PAGE + user_words[1][i]],
+							 __ATOMIC_ACQUIRE) != IONIC_DB_EMPTY)
+				found |= take_pass(dev, pages, 0);
+			found |= take_word(dev, pages, page, user_words[pass][i]);
+		}
+	}
+	return found;
+}
+
 bool ionic_dev_doorbell_poll(struct ionic_dev *dev)
 {
 	uint64_t *pages = ionic_db_pages(dev);
-	bool found = false;
+	bool found;
 
 	if (pages == NULL)
 		return false;
-	for (int pass = 0; pass < 2; pass++) {
-		for (unsigned i = 0; i < nkernel_words[pass]; i++)
-			found |= take_word(dev, pages, 0, kernel_words[pass][i]);
-		/* User pages: only those a queue was created on (a store elsewhere could ring nothing). */
-		for (uint64_t m = dev->db_pages_used & ~1ull; m; m &= m - 1) {
-			uint32_t page = (uint32_t)__builtin_ctzll(m);
-
-			for (unsigned i = 0; i < nuser_words[pass]; i++)
-				found |= take_word(dev, pages, page, user_words[pass][i]);
-		}
-	}
+	found = take_pass(dev, pages, 0);
+	found |= take_pass(dev, pages, 1); /* after pass 0: sequenced, not one expression */
 	return found;
 }
 
