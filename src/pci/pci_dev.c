@@ -11,6 +11,7 @@
 #define CAP_PM   0x40
 #define CAP_EXP  0x50
 #define CAP_MSIX 0x90
+#define PCI_MMAP_PAGE 4096 /* mappable areas are whole pages */
 
 struct pci_dev {
 	struct pci_function fn;
@@ -285,7 +286,8 @@ int pci_dev_set_bar_mmap(struct pci_dev *pd, unsigned bar, const struct vfu_regi
 			{ pd->fn.msix_pba_offset, pd->pba_len },
 		};
 
-		if (a->offset > reg->size || a->size > reg->size - a->offset)
+		if (a->size == 0 || a->offset % PCI_MMAP_PAGE || a->size % PCI_MMAP_PAGE || a->offset > reg->size ||
+		    a->size > reg->size - a->offset)
 			return -EINVAL;
 		for (int r = 0; bar == pd->fn.msix_bar && r < 2; r++)
 			if (a->offset < ranges[r][0] + ranges[r][1] && ranges[r][0] < a->offset + a->size)

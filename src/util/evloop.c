@@ -95,6 +95,7 @@ struct ev_poller *evloop_add_poller(struct evloop *loop, ev_poll_fn fn, void *ar
 	p->next = loop->pollers;
 	loop->pollers = p;
 	loop->npollers++;
+	loop->pollers_asleep = false; /* until the new one has said so itself */
 	return p;
 }
 
