@@ -431,17 +431,25 @@ static int handle_region_info(struct msg *m, struct reply *r)
 		.size = reg->size,
 	};
 	if (mm) {
+		/*
+		 * A client whose argsz has no room for the capability learns the
+		 * argsz it needs and asks again; that first reply names no
+		 * capability (QEMU refuses CAPS without a cap_offset inside the
+		 * reply) and carries no fd (the second one does).
+		 */
 		caps_len = sizeof(struct vfu_region_info_cap_sparse_mmap) +
 			   mm->nr_areas * sizeof(struct vfu_region_sparse_mmap_area);
-		info.flags |= VFU_REGION_FLAG_MMAP | VFU_REGION_FLAG_CAPS;
+		info.flags |= VFU_REGION_FLAG_MMAP;
 		info.offset = mm->fd_offset;
 		info.argsz = (uint32_t)(sizeof(info) + caps_len);
-		if (in.argsz >= info.argsz)
+		if (in.argsz >= info.argsz) {
+			info.flags |= VFU_REGION_FLAG_CAPS;
 			info.cap_offset = sizeof(info);
-		else
+			r->fds[0] = mm->fd;
+			r->nfds = 1;
+		} else {
 			caps_len = 0;
-		r->fds[0] = mm->fd;
-		r->nfds = 1;
+		}
 	}
 	if (reply_alloc(r, sizeof(info) + caps_len))
 		return ENOMEM;

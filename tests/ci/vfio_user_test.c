@@ -1091,17 +1091,20 @@ static void test_mmap_region_info(void **state)
 		assert_true(fd >= 0);
 		close(fd);
 	}
-	/* Too small (QEMU's first ask is 32): the info alone, the argsz it needs, no capability offset. */
+	/*
+	 * Too small (QEMU's first ask is 32): the info alone with the argsz it needs, and neither
+	 * the CAPS flag nor an fd (QEMU's vfio-user client refuses CAPS whose cap_offset lies
+	 * outside the reply: the device would not attach).
+	 */
 	for (uint32_t argsz = 32; argsz <= 63; argsz += 31) {
 		len = region_info_raw(2, argsz, rep, sizeof(rep), &fd);
 		assert_int_equal(len, sizeof(info));
 		memcpy(&info, rep, sizeof(info));
 		assert_int_equal(info.argsz, 64);
-		assert_int_equal(info.flags, 0x0f);
+		assert_int_equal(info.flags, 0x07);
 		assert_int_equal(info.cap_offset, 0);
 		assert_true(info.size == BAR2_SIZE);
-		if (fd >= 0) /* the fd may come along with it (QEMU closes that one) */
-			close(fd);
+		assert_int_equal(fd, -1);
 	}
 	/* The fd: 256 KiB, sealed against resizing (a client cannot pull pages from under the server), all words empty. */
 	region_info_raw(2, 64, rep, sizeof(rep), &fd);
