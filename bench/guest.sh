@@ -5,6 +5,8 @@
 #   NIC 1: a server with --backend nvmeof (RAM namespace)     vs  the virtio-blk disk (tmpfs file)
 #   NIC 2: a server with --backend s3                          S3 by RDMA token vs curl vs disk
 #          and perftest between its own queue pairs            vs  Linux rdma_rxe in the same guest
+#   NIC 3: a server with --backend s3 --mmap-doorbells         Ethernet (ping, curl) vs NIC 2's
+#          trapped doorbells
 # Writes bench/results/guest-raw.csv (every run), bench/results/guest.csv (medians and ratios,
 # each against its goal where the project set one), bench/results/guest.png (the ratios) and
 # bench/results/guest-boot.txt (what the guest printed).
@@ -32,6 +34,7 @@ if [ "${1:-}" != --report ]; then
 	out=$(tests/vm/run-vm-test.sh --binary "$BIN" --netns --keep \
 		--server-args "--backend nvmeof:size=256M" \
 		--server-args "--backend s3:ip=192.168.201.1,size=512M --mac 02:45:52:4e:49:44" \
+		--server-args "--backend s3:ip=192.168.202.1 --mac 02:45:52:4e:49:45 --mmap-doorbells" \
 		--disk "$DISKDIR/ernic-bench.img" --env "ERNIC_BENCH_RUNTIME=${ERNIC_BENCH_RUNTIME:-10}" \
 		--check bench/guest/guest-bench.sh --check-timeout 3000 --timeout 3600) || true
 	echo "$out" | grep -E '^(ok|not ok)' || true
@@ -57,7 +60,7 @@ med = {k: statistics.median(v) for k, v in val.items()}
 # (group, subject, denominator, higher is better, goal or None) per comparison; goals as issued.
 pairs = [("nvmeof", "ionic-nvmeof", "virtio-blk"), ("s3", "s3-rdma", "s3-curl"),
          ("s3", "s3-rdma", "virtio-blk"), ("s3", "s3-curl", "virtio-blk"),
-         ("perftest", "ionic", "rxe")]
+         ("perftest", "ionic", "rxe"), ("doorbells", "mapped", "trapped")]
 goals = {("nvmeof", "randread-4k-qd1-mean"): ("<=", 1.25), ("nvmeof", "randread-4k-qd32x4"): (">=", 1.0),
          ("nvmeof", "seqread-1m"): (">=", 1.0), ("s3", "get-1M", "s3-curl"): (">=", 5.0)}
 out = csv.writer(open(sys.argv[2], "w", newline=""))

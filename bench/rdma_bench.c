@@ -657,7 +657,7 @@ int main(int argc, char **argv)
 {
 	double secs = argc > 2 ? atof(argv[2]) : 1.0;
 	const char *only = argc > 4 && argv[4][0] ? argv[4] : NULL, *mode = argc > 5 && argv[5][0] ? argv[5] : NULL;
-	const char *poll_us = argc > 6 && argv[6][0] ? argv[6] : NULL;
+	const char *poll_us = argc > 6 && argv[6][0] ? argv[6] : "50"; /* the server defaults to 0 when trapped */
 	struct bench b;
 	size_t npicked = 0, nmodes = 0;
 	int rc = 0;

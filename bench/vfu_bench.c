@@ -73,7 +73,7 @@ static const struct bmode {
 	const char *const *args;
 } modes[] = {
 	{ "trapped-nopoll", (const char *const[]){ "-b", "none", "-L", "warn", "--poll-us", "0", NULL } },
-	{ "trapped", (const char *const[]){ "-b", "none", "-L", "warn", NULL } },
+	{ "trapped", (const char *const[]){ "-b", "none", "-L", "warn", "--poll-us", "50", NULL } },
 	{ "mapped", (const char *const[]){ "-b", "none", "-L", "warn", "--mmap-doorbells", NULL } },
 };
 

@@ -3,6 +3,7 @@
 #   device 1 (MAC ..:43, 192.168.200.2): the nvmeof backend, controller 192.168.200.1
 #   device 2 (MAC ..:44, 192.168.201.2): the s3 backend, endpoint 192.168.201.1:9000
 #   a virtio-blk disk with serial ernic-bench, backed by a file in the host's RAM (tmpfs)
+#   device 3 (MAC ..:45, 192.168.202.2): the s3 backend with mapped doorbell pages, 192.168.202.1
 #   rdma_rxe (Linux soft-RoCE) on a dummy netdev, 10.99.0.1: the perftest denominator
 # Writes /mnt/job/guest-bench.csv: group,case,subject,value,unit (the host computes the ratios).
 # Under TCG the absolute values mean little; pairs are measured back to back, in both orders.
@@ -21,7 +22,9 @@ modprobe rdma_ucm 2>/dev/null
 ionic_up 192.168.200.2/24 02:45:52:4e:49:43 && rdma_up 192.168.200.2 || { fail bench-setup "nvmeof NIC: $WHY"; finish; }
 NV_IF=$IF
 ionic_up 192.168.201.2/24 02:45:52:4e:49:44 && rdma_up 192.168.201.2 || { fail bench-setup "s3 NIC: $WHY"; finish; }
-S3_IB=$IB S3_GID=$GID
+S3_IB=$IB S3_GID=$GID S3_IF=$IF
+ionic_up 192.168.202.2/24 02:45:52:4e:49:45 || { fail bench-setup "mapped NIC: $WHY"; finish; }
+MAP_IF=$IF
 ip neigh replace 192.168.200.1 lladdr 02:00:00:00:c0:01 dev "$NV_IF" nud permanent
 VB=""
 for b in /sys/block/vd*; do
@@ -121,6 +124,26 @@ for size in 4K 64K 1M; do
 	done
 done
 pass s3-bench
+
+# --- Ethernet through mapped doorbell pages vs trapped ones (NIC 3 vs NIC 2, both s3) ----------
+note "Ethernet: mapped doorbell pages vs trapped doorbells"
+head -c 16777216 /dev/urandom >/tmp/obj16
+for ep in 192.168.201.1 192.168.202.1; do
+	curl -s -f -T /tmp/obj16 "http://$ep:9000/ernic/eth16" >/dev/null || fail "eth-put-$ep" "curl PUT failed"
+done
+for round in 1 2; do
+	for ep in 192.168.201.1 192.168.202.1 192.168.202.1 192.168.201.1; do
+		subj=trapped
+		[ $ep = 192.168.202.1 ] && subj=mapped
+		rtt=$(ping -c 50 -i 0.02 -q "$ep" | sed -n 's|^rtt [^=]*= [^/]*/\([^/]*\)/.*|\1|p')
+		row doorbells ping-rtt $subj "$(awk -v r="$rtt" 'BEGIN { printf "%.1f", r * 1000 }')" us
+		t0=$(cut -d' ' -f1 /proc/uptime)
+		curl -s -f -o /dev/null "http://$ep:9000/ernic/eth16" || fail "eth-get-$ep" "curl GET failed"
+		t1=$(cut -d' ' -f1 /proc/uptime)
+		row doorbells curl-get-16M $subj "$(awk -v a="$t0" -v z="$t1" 'BEGIN { printf "%.2f", 16.777216 / (z - a) }')" MB/s
+	done
+done
+pass doorbells
 
 # --- perftest: ionic (the s3 device, loopback between its QPs) vs rdma_rxe -------------------
 # perf DEV GID CMD ARGS...: both ends of a perftest tool on that device (both_ends); OUT.
