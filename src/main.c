@@ -216,13 +216,13 @@ static void parse_args(int argc, char **argv, struct options *o)
 			usage_error("bad MAC address '%s'", mac);
 		memcpy(o->mac, m, sizeof(m));
 	}
-	if (o->backend.kind == BACKEND_S3) {
+	{
 		uint8_t ep[6];
 
-		s3_endpoint_mac(o->backend.s3.ip, ep);
-		if (memcmp(ep, o->mac, sizeof(ep)) == 0)
-			usage_error("--mac %02x:%02x:%02x:%02x:%02x:%02x is the s3 endpoint's own address",
-				    ep[0], ep[1], ep[2], ep[3], ep[4], ep[5]);
+		if (backend_host_mac(&o->backend, ep) == 0 && memcmp(ep, o->mac, sizeof(ep)) == 0)
+			usage_error("--mac %02x:%02x:%02x:%02x:%02x:%02x is the %s own address",
+				    ep[0], ep[1], ep[2], ep[3], ep[4], ep[5],
+				    o->backend.kind == BACKEND_S3 ? "s3 endpoint's" : "nvmeof controller's");
 	}
 }
 

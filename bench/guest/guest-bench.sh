@@ -25,7 +25,6 @@ ionic_up 192.168.201.2/24 02:45:52:4e:49:44 && rdma_up 192.168.201.2 || { fail b
 S3_IB=$IB S3_GID=$GID S3_IF=$IF
 ionic_up 192.168.202.2/24 02:45:52:4e:49:45 || { fail bench-setup "mapped NIC: $WHY"; finish; }
 MAP_IF=$IF
-ip neigh replace 192.168.200.1 lladdr 02:00:00:00:c0:01 dev "$NV_IF" nud permanent
 VB=""
 for b in /sys/block/vd*; do
 	[ "$(cat "$b/serial" 2>/dev/null)" = ernic-bench ] && VB=/dev/$(basename "$b")

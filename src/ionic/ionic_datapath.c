@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "ionic/ionic_datapath_nvmeof.h"
+#include "net/net_host.h"
 #include "nvmeof/nvmeof_ns.h"
 #include "util/parse_int.h"
 #include "s3/s3_endpoint.h"
@@ -17,6 +18,7 @@ struct ionic_datapath {
 	struct nvmeof_ns ns; /* BACKEND_NVMEOF */
 	struct s3_endpoint *s3; /* BACKEND_S3 */
 	struct nvmeof_glue *nvmeof; /* BACKEND_NVMEOF: the controller on the RDMA engine */
+	struct net_host *nvmeof_host; /* BACKEND_NVMEOF: its address on the segment (ARP, ping) */
 };
 
 static void log_backend(const struct ionic_datapath *dp)
@@ -44,15 +46,21 @@ static void log_backend(const struct ionic_datapath *dp)
 			 cfg->s3.objects, (unsigned long long)cfg->s3.maxpart);
 		break;
 	}
-	case BACKEND_NVMEOF:
+	case BACKEND_NVMEOF: {
+		uint8_t m[6];
+
 		format_ipv4(cfg->nvmeof.ip, ip);
+		nvmeof_host_mac(cfg->nvmeof.ip, m);
 		LOG_INFO("ionic_datapath: nvmeof target '%s' %llu bytes bs=%u at %s:%u",
 			 cfg->nvmeof.nqn, (unsigned long long)dp->ns.size, dp->ns.bs, ip,
 			 cfg->nvmeof.port);
+		LOG_INFO("ionic_datapath: nvmeof controller address %s answers ARP and ping as "
+			 "%02x:%02x:%02x:%02x:%02x:%02x", ip, m[0], m[1], m[2], m[3], m[4], m[5]);
 		LOG_INFO("ionic_datapath: nvmeof namespace nsid=%u on %s, queues=%u, model '%s', serial '%s'",
 			 cfg->nvmeof.nsid, cfg->nvmeof.file[0] ? cfg->nvmeof.file : "RAM",
 			 cfg->nvmeof.queues, cfg->nvmeof.model, cfg->nvmeof.serial);
 		break;
+	}
 	}
 }
 
@@ -72,9 +80,20 @@ struct ionic_datapath *ionic_datapath_create(const struct backend_config *cfg, s
 		return NULL;
 	}
 	if (cfg->kind == BACKEND_NVMEOF) {
+		/* The controller's address is a host on the segment: the guest resolves it by ARP. */
+		struct net_host_config hc = { .name = "nvmeof", .ip = cfg->nvmeof.ip };
+
+		nvmeof_host_mac(cfg->nvmeof.ip, hc.mac);
 		dp->nvmeof = nvmeof_glue_new(&cfg->nvmeof, &dp->ns, loop);
 		if (dp->nvmeof == NULL) {
 			snprintf(err, errlen, "nvmeof backend: out of memory");
+			nvmeof_ns_close(&dp->ns);
+			free(dp);
+			return NULL;
+		}
+		dp->nvmeof_host = net_host_new(&hc, loop, sw, err, errlen);
+		if (dp->nvmeof_host == NULL) {
+			nvmeof_glue_free(dp->nvmeof);
 			nvmeof_ns_close(&dp->ns);
 			free(dp);
 			return NULL;
@@ -119,6 +138,7 @@ void ionic_datapath_destroy(struct ionic_datapath *dp)
 {
 	if (dp == NULL)
 		return;
+	net_host_free(dp->nvmeof_host);
 	nvmeof_glue_free(dp->nvmeof);
 	if (dp->cfg->kind == BACKEND_NVMEOF)
 		nvmeof_ns_close(&dp->ns);

@@ -12,6 +12,7 @@
 
 #include "ionic/ionic_dev.h"
 #include "ionic/ionic_rdma_if.h"
+#include "util/backend_opts.h"
 #include "nvmeof/nvmeof_cm.h"
 #include "nvmeof/nvmeof_target.h"
 #include "util/evloop.h"
@@ -22,8 +23,6 @@
 #define PENDING_MAX 256      /* responses waiting for the guest to post receives, per queue */
 #define TICK_MS 100
 
-/* The controller has no MAC of its own; this is what the guest's UD completions name as sender. */
-static const uint8_t ctrl_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0xc0, 0x01 };
 
 struct pending_rsp {
 	struct nvme_cpl cpl;
@@ -50,6 +49,7 @@ struct nvmeof_glue {
 	struct nvmeof_cm *cm;
 	struct nvmeof_target *target;
 	struct glue_conn *conns;
+	uint8_t mac[6];         /* the controller address's MAC (it answers ARP with it): the sender the guest's completions name */
 };
 
 /* ---- responses into the guest's receives ----------------------------------------------- */
@@ -59,7 +59,7 @@ static void conn_flush(struct glue_conn *c)
 	while (c->pend_count) {
 		struct pending_rsp *p = &c->pending[c->pend_head];
 		int rc = ionic_rdma_peer_deliver(c->g->dev, c->guest_qpn, c->ctrl_qpn, &p->cpl, sizeof(p->cpl),
-						 p->inv_rkey, NULL, ctrl_mac);
+						 p->inv_rkey, NULL, c->g->mac);
 
 		if (rc == -EAGAIN)
 			return;
@@ -155,7 +155,7 @@ static void cm_send_mad(void *ctx, const uint8_t mad[NVMEOF_CM_MAD_SIZE], const 
 
 	grh_v4(grh, sgid, dgid, NVMEOF_CM_MAD_SIZE);
 	/* A MAD with no receive posted is lost, as on a wire: the guest's CM retransmits. */
-	rc = ionic_rdma_peer_deliver(g->dev, GSI_QPN, GSI_QPN, mad, NVMEOF_CM_MAD_SIZE, 0, grh, ctrl_mac);
+	rc = ionic_rdma_peer_deliver(g->dev, GSI_QPN, GSI_QPN, mad, NVMEOF_CM_MAD_SIZE, 0, grh, g->mac);
 	if (rc)
 		LOG_DEBUG("nvmeof: CM MAD to the guest's GSI QP lost (%d)", rc);
 }
@@ -301,6 +301,7 @@ struct nvmeof_glue *nvmeof_glue_new(const struct nvmeof_config *cfg, struct nvme
 	g->cfg = cfg;
 	g->ns = ns;
 	g->loop = loop;
+	nvmeof_host_mac(cfg->ip, g->mac);
 	tops.ctx = g;
 	g->target = nvmeof_target_create(cfg, ns, &tops);
 	g->cm = g->target ? cm_new(g) : NULL;

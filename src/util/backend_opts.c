@@ -287,12 +287,37 @@ int backend_config_parse(const char *spec, struct backend_config *cfg, char *err
 	return 0;
 }
 
-void s3_endpoint_mac(uint32_t ip, uint8_t mac[6])
+/* A locally administered unicast MAC: 02, the tag, then the four address bytes. */
+static void host_mac(uint8_t tag, uint32_t ip, uint8_t mac[6])
 {
 	mac[0] = 0x02;
-	mac[1] = 0x53;
+	mac[1] = tag;
 	mac[2] = (uint8_t)(ip >> 24);
 	mac[3] = (uint8_t)(ip >> 16);
 	mac[4] = (uint8_t)(ip >> 8);
 	mac[5] = (uint8_t)ip;
+}
+
+void s3_endpoint_mac(uint32_t ip, uint8_t mac[6])
+{
+	host_mac(0x53, ip, mac); /* 'S' */
+}
+
+void nvmeof_host_mac(uint32_t ip, uint8_t mac[6])
+{
+	host_mac(0x4e, ip, mac); /* 'N' */
+}
+
+int backend_host_mac(const struct backend_config *cfg, uint8_t mac[6])
+{
+	switch (cfg->kind) {
+	case BACKEND_S3:
+		s3_endpoint_mac(cfg->s3.ip, mac);
+		return 0;
+	case BACKEND_NVMEOF:
+		nvmeof_host_mac(cfg->nvmeof.ip, mac);
+		return 0;
+	default:
+		return -1;
+	}
 }

@@ -72,5 +72,9 @@ int backend_config_parse(const char *spec, struct backend_config *cfg, char *err
 
 /* The MAC the s3 endpoint answers ARP with: 02:53 followed by the four address bytes. */
 void s3_endpoint_mac(uint32_t ip, uint8_t mac[6]);
+/* The MAC the NVMe-oF controller's address answers ARP with: 02:4e followed by the four address bytes. */
+void nvmeof_host_mac(uint32_t ip, uint8_t mac[6]);
+/* The MAC of the backend's host on the segment, when it has one: 0, or -1 (none, loopback). */
+int backend_host_mac(const struct backend_config *cfg, uint8_t mac[6]);
 
 #endif

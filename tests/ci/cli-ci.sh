@@ -20,6 +20,8 @@ expect_refused cli-mcast-mac 2 "Error: bad MAC address '01:00:5e:00:00:01'" -m 0
 expect_refused cli-zero-mac 2 "Error: bad MAC address '00:00:00:00:00:00'" -m 00:00:00:00:00:00
 expect_refused cli-endpoint-mac 2 "Error: --mac 02:53:c0:a8:c8:01 is the s3 endpoint's own address" \
 	-b s3 -m 02:53:c0:a8:c8:01
+expect_refused cli-controller-mac 2 "Error: --mac 02:4e:0a:00:00:07 is the nvmeof controller's own address" \
+	-b nvmeof:ip=10.0.0.7 -m 02:4e:0a:00:00:07
 expect_refused cli-bad-tap 2 "Error: bad interface name 'a/b'" --tap a/b
 expect_refused cli-long-tap 2 "Error: bad interface name 'abcdefghijklmnop'" -T abcdefghijklmnop
 expect_refused cli-unknown-backend 2 "Error: unknown backend 'rdma'" -b rdma

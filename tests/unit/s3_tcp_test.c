@@ -1,5 +1,5 @@
 /*
- * s3-tcp-unit: the in-band TCP/IP stack of s3/s3_tcp.h, driven through a
+ * s3-tcp-unit: the in-band TCP/IP stack of net/inet.h, driven through a
  * loopback harness: a peer TCP written here (its own frame builder, parser
  * and checksums, with byte offsets straight from the RFCs rather than the
  * stack's wire structs), a fake application (echo, or a sink whose intake
@@ -19,7 +19,7 @@
 #include <sys/random.h>
 #include <sys/types.h>
 
-#include "s3/s3_tcp.h"
+#include "net/inet.h"
 #include "../lib/wire_bytes.h"
 
 #define OUR_IP    0x0a000002u   /* 10.0.0.2 */
@@ -135,7 +135,7 @@ struct frame {
 };
 
 struct harness {
-	struct s3_tcp *t;
+	struct inet_host *t;
 	uint64_t now;
 	struct frame *q;
 	size_t qhead, qn;
@@ -160,7 +160,7 @@ static struct app *last_app(struct harness *h)
 /* Every frame the stack sends is checked here, whatever the test. */
 static void check_out_frame(const uint8_t *f, size_t len)
 {
-	assert_true(len >= 60 && len <= S3_TCP_MAX_FRAME);
+	assert_true(len >= 60 && len <= INET_TCP_MAX_FRAME);
 	assert_memory_equal(f + 6, our_mac, 6);
 	if (get16(f + 12) == 0x0806) {
 		assert_int_equal(len, 60);
@@ -292,8 +292,8 @@ static void cb_close(void *app)
 static int setup(void **state)
 {
 	struct harness *h = calloc(1, sizeof(*h));
-	struct s3_tcp_config cfg = { .ip = OUR_IP, .port = OUR_PORT };
-	struct s3_tcp_ops ops = {
+	struct inet_config cfg = { .ip = OUR_IP, .port = OUR_PORT };
+	struct inet_ops ops = {
 		.send_frame = cb_send_frame, .open = cb_open, .input = cb_input,
 		.input_eof = cb_input_eof, .peek = cb_peek, .acked = cb_acked,
 		.wants_close = cb_wants_close, .close = cb_close,
@@ -310,7 +310,7 @@ static int setup(void **state)
 	ops.ctx = h;
 	h->budget = SIZE_MAX;
 	h->now = 1000;
-	h->t = s3_tcp_new(&cfg, &ops);
+	h->t = inet_new(&cfg, &ops);
 	if (h->t == NULL)
 		return -1;
 	*state = h;
@@ -323,7 +323,7 @@ static int teardown(void **state)
 	struct harness *h = *state;
 	int rc = 0;
 
-	s3_tcp_free(h->t);
+	inet_free(h->t);
 	if (h->closes != h->opens) {
 		fprintf(stderr, "opened %u applications, closed %u\n", h->opens, h->closes);
 		rc = -1;
@@ -351,13 +351,13 @@ static void h_in(struct harness *h, const uint8_t *f, size_t len)
 
 	assert_non_null(copy);
 	memcpy(copy, f, len);
-	s3_tcp_input(h->t, copy, len, h->now);
+	inet_input(h->t, copy, len, h->now);
 	free(copy);
 }
 
 static void h_poll(struct harness *h)
 {
-	s3_tcp_poll(h->t, h->now);
+	inet_poll(h->t, h->now);
 }
 
 static void h_drain_queue(struct harness *h)
@@ -657,7 +657,7 @@ static struct app *peer_connect(struct harness *h, struct peer *p)
 	return p->app;
 }
 
-static uint64_t total_drops(const struct s3_tcp_stats *st)
+static uint64_t total_drops(const struct inet_stats *st)
 {
 	return st->drop_bad_eth + st->drop_bad_ip + st->drop_bad_csum + st->drop_fragment +
 	       st->drop_ip_options + st->drop_not_mine + st->drop_bad_tcp + st->drop_out_of_order;
@@ -704,15 +704,15 @@ static void test_arp(void **state)
 	assert_int_equal(get32(fr.d + 28), OUR_IP);
 	assert_memory_equal(fr.d + 32, peer_mac, 6);
 	assert_int_equal(get32(fr.d + 38), PEER_IP);
-	assert_int_equal(s3_tcp_stats(h->t)->arp_replies, 1);
+	assert_int_equal(inet_stats(h->t)->arp_replies, 1);
 
 	/* For another address, a reply, a gratuitous announcement: no answer. */
 	h_in(h, f, build_arp(f, bcast_mac, 1, peer_mac, PEER_IP, OTHER_IP));
 	h_in(h, f, build_arp(f, our_mac, 2, peer_mac, PEER_IP, OUR_IP));
 	h_in(h, f, build_arp(f, bcast_mac, 1, peer_mac, PEER_IP, PEER_IP));
 	expect_nothing(h);
-	assert_int_equal(s3_tcp_stats(h->t)->arp_replies, 1);
-	assert_int_equal(total_drops(s3_tcp_stats(h->t)), 0);
+	assert_int_equal(inet_stats(h->t)->arp_replies, 1);
+	assert_int_equal(total_drops(inet_stats(h->t)), 0);
 
 	/* Malformed: wrong hardware type, truncated. */
 	build_arp(f, bcast_mac, 1, peer_mac, PEER_IP, OUR_IP);
@@ -721,7 +721,7 @@ static void test_arp(void **state)
 	build_arp(f, bcast_mac, 1, peer_mac, PEER_IP, OUR_IP);
 	h_in(h, f, 41);
 	expect_nothing(h);
-	assert_int_equal(s3_tcp_stats(h->t)->drop_bad_eth, 2);
+	assert_int_equal(inet_stats(h->t)->drop_bad_eth, 2);
 }
 
 /* A gratuitous ARP moves a peer: its connection's frames follow the new MAC. */
@@ -782,7 +782,7 @@ static void test_icmp_echo(void **state)
 	assert_int_equal(get16(fr.d + 40), 0x0042);
 	assert_memory_equal(fr.d + 42, payload, 56);
 	assert_int_equal(fold(sum16(0, fr.d + 34, 8 + 56)), 0);
-	assert_int_equal(s3_tcp_stats(h->t)->icmp_echo_replies, 1);
+	assert_int_equal(inet_stats(h->t)->icmp_echo_replies, 1);
 
 	/* An empty echo, then one too big for a frame: its reply is cut to 1514 bytes. */
 	h_in(h, f, build_icmp(f, 8, 1, 2, payload, 0));
@@ -807,10 +807,10 @@ static void test_icmp_echo(void **state)
 	fix_ip_csum(f);
 	h_in(h, f, n);
 	expect_nothing(h);
-	assert_int_equal(s3_tcp_stats(h->t)->icmp_echo_replies, 3);
-	assert_int_equal(s3_tcp_stats(h->t)->drop_bad_csum, 1);
-	assert_int_equal(s3_tcp_stats(h->t)->drop_not_mine, 1);
-	assert_int_equal(s3_tcp_stats(h->t)->drop_bad_ip, 1);
+	assert_int_equal(inet_stats(h->t)->icmp_echo_replies, 3);
+	assert_int_equal(inet_stats(h->t)->drop_bad_csum, 1);
+	assert_int_equal(inet_stats(h->t)->drop_not_mine, 1);
+	assert_int_equal(inet_stats(h->t)->drop_bad_ip, 1);
 	free(payload);
 }
 
@@ -821,18 +821,18 @@ static void test_wants_frame(void **state)
 	struct peer p;
 
 	peer_init(&p, 1234, 1);
-	assert_true(s3_tcp_wants_frame(h->t, f, build_syn(f, &p, OUR_PORT)));
+	assert_true(inet_wants_frame(h->t, f, build_syn(f, &p, OUR_PORT)));
 	f[5] ^= 1;
-	assert_false(s3_tcp_wants_frame(h->t, f, 60));
-	assert_true(s3_tcp_wants_frame(h->t, f, build_arp(f, bcast_mac, 1, peer_mac, PEER_IP, OUR_IP)));
-	assert_false(s3_tcp_wants_frame(h->t, f, build_arp(f, bcast_mac, 1, peer_mac, PEER_IP, OTHER_IP)));
-	assert_false(s3_tcp_wants_frame(h->t, f, build_arp(f, bcast_mac, 2, peer_mac, PEER_IP, OUR_IP)));
-	assert_false(s3_tcp_wants_frame(h->t, f, 41));
+	assert_false(inet_wants_frame(h->t, f, 60));
+	assert_true(inet_wants_frame(h->t, f, build_arp(f, bcast_mac, 1, peer_mac, PEER_IP, OUR_IP)));
+	assert_false(inet_wants_frame(h->t, f, build_arp(f, bcast_mac, 1, peer_mac, PEER_IP, OTHER_IP)));
+	assert_false(inet_wants_frame(h->t, f, build_arp(f, bcast_mac, 2, peer_mac, PEER_IP, OUR_IP)));
+	assert_false(inet_wants_frame(h->t, f, 41));
 	build_icmp(f, 8, 1, 1, f, 0);
 	memcpy(f, bcast_mac, 6);
-	assert_false(s3_tcp_wants_frame(h->t, f, 60));
-	assert_false(s3_tcp_wants_frame(h->t, f, 13));
-	assert_false(s3_tcp_wants_frame(h->t, f, 0));
+	assert_false(inet_wants_frame(h->t, f, 60));
+	assert_false(inet_wants_frame(h->t, f, 13));
+	assert_false(inet_wants_frame(h->t, f, 0));
 }
 
 /* ---- TCP: handshake and segmentation -------------------------------------------------------- */
@@ -846,9 +846,9 @@ static void test_handshake(void **state)
 	peer_init(&p, 40000, 0x12345678);
 	a = peer_connect(h, &p);
 	assert_non_null(a);
-	assert_int_equal(s3_tcp_active_conns(h->t), 1);
-	assert_int_equal(s3_tcp_stats(h->t)->conns_accepted, 1);
-	/* The application's close is owed once, from s3_tcp_free (teardown checks). */
+	assert_int_equal(inet_active_conns(h->t), 1);
+	assert_int_equal(inet_stats(h->t)->conns_accepted, 1);
+	/* The application's close is owed once, from inet_free (teardown checks). */
 	assert_int_equal(a->close_calls, 0);
 	peer_free(&p);
 }
@@ -871,7 +871,7 @@ static void test_iss(void **state)
 		expect_ack(h, &p[i], p[i].snd_nxt, 65535);
 		peer_free(&p[i]);
 	}
-	assert_int_equal(s3_tcp_active_conns(h->t), 4);
+	assert_int_equal(inet_active_conns(h->t), 4);
 }
 
 /* The SYN-ACK is retransmitted on the timer, and for a retransmitted SYN. */
@@ -885,7 +885,7 @@ static void test_synack_retransmit(void **state)
 	peer_init(&p, 40001, 5000);
 	h_in(h, f, build_syn(f, &p, OUR_PORT));
 	expect_seg(h, &s1);
-	h->now += S3_TCP_RTO_MS - 1;
+	h->now += INET_TCP_RTO_MS - 1;
 	h_poll(h);
 	expect_nothing(h);
 	h->now += 1;
@@ -897,12 +897,12 @@ static void test_synack_retransmit(void **state)
 	h_in(h, f, build_syn(f, &p, OUR_PORT));
 	expect_seg(h, &s3);
 	assert_int_equal(s3.seq, s1.seq);
-	assert_int_equal(s3_tcp_stats(h->t)->retransmits, 2);
+	assert_int_equal(inet_stats(h->t)->retransmits, 2);
 	p.snd_nxt++;
 	p.rcv_nxt = s1.seq + 1;
 	peer_ack(h, &p);
 	assert_int_equal(h->opens, 1);
-	assert_int_equal(s3_tcp_active_conns(h->t), 1);
+	assert_int_equal(inet_active_conns(h->t), 1);
 	expect_nothing(h);
 	peer_free(&p);
 }
@@ -973,8 +973,8 @@ static void test_bulk_send_1mib(void **state)
 	assert_int_equal(a->acked, n);
 	assert_true(segs >= (n + 1459) / 1460);
 	assert_true(p.last_flags & F_PSH);
-	assert_int_equal(s3_tcp_stats(h->t)->bytes_out, n);
-	assert_int_equal(s3_tcp_stats(h->t)->retransmits, 0);
+	assert_int_equal(inet_stats(h->t)->bytes_out, n);
+	assert_int_equal(inet_stats(h->t)->retransmits, 0);
 	h->now += 1000;
 	h_poll(h);
 	expect_nothing(h);
@@ -1067,13 +1067,13 @@ static void test_slow_reader(void **state)
 	}
 	assert_int_equal(p.snd_nxt - base, 65535);
 	assert_int_equal(a->rx_len, 0);
-	assert_int_equal(s3_tcp_stats(h->t)->bytes_in, 65535);
+	assert_int_equal(inet_stats(h->t)->bytes_in, 65535);
 
 	/* Beyond the closed window: not taken. */
 	peer_tx(h, &p, F_ACK, d + 65535, 1000);
 	expect_ack(h, &p, base + 65535, 0);
 	p.snd_nxt = base + 65535;
-	assert_int_equal(s3_tcp_stats(h->t)->bytes_in, 65535);
+	assert_int_equal(inet_stats(h->t)->bytes_in, 65535);
 	h_poll(h);
 	expect_nothing(h);
 
@@ -1086,7 +1086,7 @@ static void test_slow_reader(void **state)
 	peer_tx(h, &p, F_ACK, d + 65535, 300);
 	expect_ack(h, &p, base + 65535, 500);
 	p.snd_nxt = base + 65535;
-	assert_int_equal(s3_tcp_stats(h->t)->bytes_in, 65535);
+	assert_int_equal(inet_stats(h->t)->bytes_in, 65535);
 	/* 1500 more: 2000 open, 1500 more than advertised, an update. */
 	a->budget = 1500;
 	h_poll(h);
@@ -1107,7 +1107,7 @@ static void test_slow_reader(void **state)
 	}
 	assert_int_equal(a->rx_len, n);
 	assert_memory_equal(a->rx, d, n);
-	assert_int_equal(s3_tcp_stats(h->t)->bytes_in, n);
+	assert_int_equal(inet_stats(h->t)->bytes_in, n);
 	free(d);
 	peer_free(&p);
 }
@@ -1127,7 +1127,7 @@ static void test_out_of_order_dropped(void **state)
 	peer_tx_at(h, &p, base + 100, F_ACK, d + 100, 100);
 	expect_ack(h, &p, base, 65535);
 	expect_nothing(h);
-	assert_int_equal(s3_tcp_stats(h->t)->drop_out_of_order, 1);
+	assert_int_equal(inet_stats(h->t)->drop_out_of_order, 1);
 	assert_int_equal(a->rx_len, 0);
 	/* In order, they are taken. */
 	peer_tx(h, &p, F_ACK, d, 100);
@@ -1159,13 +1159,13 @@ static void test_duplicate_and_overlap(void **state)
 	expect_ack(h, &p, base + 100, 65535);
 	expect_nothing(h);
 	assert_int_equal(a->rx_len, 100);
-	assert_int_equal(s3_tcp_stats(h->t)->drop_out_of_order, 1);
+	assert_int_equal(inet_stats(h->t)->drop_out_of_order, 1);
 	/* Overlapping the front: only the new part is delivered. */
 	peer_tx_at(h, &p, base + 50, F_ACK, d + 50, 150);
 	expect_ack(h, &p, base + 200, 65535);
 	assert_int_equal(a->rx_len, 200);
 	assert_memory_equal(a->rx, d, 200);
-	assert_int_equal(s3_tcp_stats(h->t)->bytes_in, 200);
+	assert_int_equal(inet_stats(h->t)->bytes_in, 200);
 	free(d);
 	peer_free(&p);
 }
@@ -1198,7 +1198,7 @@ static void test_retransmit_lost_segment(void **state)
 	expect_nothing(h);
 	assert_int_equal(a->acked, 1460);
 
-	h->now += S3_TCP_RTO_MS - 1;
+	h->now += INET_TCP_RTO_MS - 1;
 	h_poll(h);
 	expect_nothing(h);
 	h->now += 1;
@@ -1208,7 +1208,7 @@ static void test_retransmit_lost_segment(void **state)
 	assert_int_equal(r.seq, s2.seq);
 	assert_int_equal(r.len, 1460);
 	assert_memory_equal(r.data, s2.data, 1460);
-	assert_int_equal(s3_tcp_stats(h->t)->retransmits, 1);
+	assert_int_equal(inet_stats(h->t)->retransmits, 1);
 
 	/* Meanwhile the peer sends: the pure ACK carries the highest seq sent, not the rewound one. */
 	peer_tx(h, &p, F_ACK, (const uint8_t *)"zz", 2);
@@ -1227,11 +1227,11 @@ static void test_retransmit_lost_segment(void **state)
 	expect_nothing(h);
 	assert_int_equal(r.seq, s3.seq);
 	assert_memory_equal(r.data, s3.data, 1460);
-	assert_int_equal(s3_tcp_stats(h->t)->retransmits, 2);
+	assert_int_equal(inet_stats(h->t)->retransmits, 2);
 	p.rcv_nxt += 1460;
 	peer_ack(h, &p);
 	assert_int_equal(a->acked, 3 * 1460);
-	assert_int_equal(s3_tcp_stats(h->t)->bytes_out, 3 * 1460);
+	assert_int_equal(inet_stats(h->t)->bytes_out, 3 * 1460);
 	/* Nothing outstanding: the timer is off. */
 	h->now += 30000;
 	h_poll(h);
@@ -1277,10 +1277,10 @@ static void test_retransmit_gives_up(void **state)
 		}
 	}
 	assert_true(reset);
-	assert_int_equal(rtx, S3_TCP_MAX_RETRIES);
+	assert_int_equal(rtx, INET_TCP_MAX_RETRIES);
 	assert_int_equal(a->close_calls, 1);
-	assert_int_equal(s3_tcp_active_conns(h->t), 0);
-	assert_int_equal(s3_tcp_stats(h->t)->resets_sent, 1);
+	assert_int_equal(inet_active_conns(h->t), 0);
+	assert_int_equal(inet_stats(h->t)->resets_sent, 1);
 	free(d);
 	peer_free(&p);
 }
@@ -1300,7 +1300,7 @@ static void test_zero_window_persist(void **state)
 	app_queue(a, d, 3000);
 	h_poll(h);
 	expect_nothing(h);
-	for (unsigned i = 0; i < 3 * S3_TCP_MAX_RETRIES; i++) {
+	for (unsigned i = 0; i < 3 * INET_TCP_MAX_RETRIES; i++) {
 		h->now += 10000;
 		h_poll(h);
 		expect_seg(h, &s);
@@ -1311,7 +1311,7 @@ static void test_zero_window_persist(void **state)
 		peer_ack(h, &p);                 /* still closed: the byte is not taken */
 		expect_nothing(h);
 	}
-	assert_int_equal(s3_tcp_active_conns(h->t), 1);
+	assert_int_equal(inet_active_conns(h->t), 1);
 	assert_int_equal(a->acked, 0);
 	p.wnd = 65535;
 	peer_ack(h, &p);
@@ -1366,7 +1366,7 @@ static void test_keepalive(void **state)
 	assert_true(reset);
 	assert_true(probes >= 3);
 	assert_int_equal(a->close_calls, 1);
-	assert_int_equal(s3_tcp_active_conns(h->t), 0);
+	assert_int_equal(inet_active_conns(h->t), 0);
 	peer_free(&p);
 }
 
@@ -1386,7 +1386,7 @@ static void test_peer_closes_first(void **state)
 	assert_int_equal(a->rx_len, 3);
 	assert_memory_equal(a->rx, "bye", 3);
 	assert_int_equal(a->eof_calls, 1);
-	assert_int_equal(s3_tcp_active_conns(h->t), 1);
+	assert_int_equal(inet_active_conns(h->t), 1);
 
 	/* CLOSE_WAIT: we still send. */
 	app_queue(a, (const uint8_t *)"later", 5);
@@ -1407,7 +1407,7 @@ static void test_peer_closes_first(void **state)
 	peer_ack(h, &p);
 	expect_nothing(h);
 	assert_int_equal(a->close_calls, 1);
-	assert_int_equal(s3_tcp_active_conns(h->t), 0);
+	assert_int_equal(inet_active_conns(h->t), 0);
 
 	/* The connection is forgotten: another ACK gets an RST. */
 	peer_ack(h, &p);
@@ -1468,7 +1468,7 @@ static void test_we_close_first_time_wait_reuse(void **state)
 	assert_int_equal(s.flags, F_FIN | F_ACK);
 	assert_int_equal(s.seq, p.rcv_nxt);
 	/* Lost: sent again on the timer. */
-	h->now += S3_TCP_RTO_MS;
+	h->now += INET_TCP_RTO_MS;
 	h_poll(h);
 	expect_seg(h, &s2);
 	assert_int_equal(s2.flags, F_FIN | F_ACK);
@@ -1478,13 +1478,13 @@ static void test_we_close_first_time_wait_reuse(void **state)
 	peer_ack(h, &p);
 	expect_nothing(h);
 	assert_int_equal(a->close_calls, 0);
-	assert_int_equal(s3_tcp_active_conns(h->t), 1);
+	assert_int_equal(inet_active_conns(h->t), 1);
 	/* The peer's FIN: ACK, TIME_WAIT, the application closed. */
 	peer_tx(h, &p, F_ACK | F_FIN, NULL, 0);
 	expect_ack(h, &p, p.snd_nxt, 65535);
 	assert_int_equal(a->eof_calls, 1);
 	assert_int_equal(a->close_calls, 1);
-	assert_int_equal(s3_tcp_active_conns(h->t), 0);
+	assert_int_equal(inet_active_conns(h->t), 0);
 	/* Its FIN again: acknowledged again. Other segments: silence. */
 	peer_tx_at(h, &p, p.snd_nxt - 1, F_ACK | F_FIN, NULL, 0);
 	expect_ack(h, &p, p.snd_nxt, 65535);
@@ -1496,7 +1496,7 @@ static void test_we_close_first_time_wait_reuse(void **state)
 	h->echo = true;
 	b = peer_connect(h, &p);
 	assert_ptr_not_equal(a, b);
-	assert_int_equal(s3_tcp_active_conns(h->t), 1);
+	assert_int_equal(inet_active_conns(h->t), 1);
 	peer_tx(h, &p, F_ACK, (const uint8_t *)"again", 5);
 	peer_rx(h, &p, true, 1460);
 	assert_int_equal(p.rx_len, 5);
@@ -1527,14 +1527,14 @@ static void test_time_wait_slots_recycled(void **state)
 	struct harness *h = *state;
 	struct peer p;
 
-	for (unsigned i = 0; i < 5 * S3_TCP_MAX_CONNS; i++) {
+	for (unsigned i = 0; i < 5 * INET_TCP_MAX_CONNS; i++) {
 		peer_init(&p, (uint16_t)(43000 + i), 1);
 		close_to_time_wait(h, &p, peer_connect(h, &p));
-		assert_int_equal(s3_tcp_active_conns(h->t), 0);
+		assert_int_equal(inet_active_conns(h->t), 0);
 		h->now += 10;
 		peer_free(&p);
 	}
-	assert_int_equal(s3_tcp_stats(h->t)->conns_refused, 0);
+	assert_int_equal(inet_stats(h->t)->conns_refused, 0);
 }
 
 static void test_time_wait_expires(void **state)
@@ -1554,7 +1554,7 @@ static void test_time_wait_expires(void **state)
 	peer_tx(h, &p, F_ACK | F_FIN, NULL, 0);
 	expect_ack(h, &p, p.snd_nxt, 65535);
 	assert_int_equal(a->close_calls, 1);
-	h->now += S3_TCP_TIME_WAIT_MS - 1;
+	h->now += INET_TCP_TIME_WAIT_MS - 1;
 	h_poll(h);
 	peer_ack(h, &p);
 	expect_nothing(h);                          /* still held */
@@ -1597,7 +1597,7 @@ static void test_fin_wait_2_bounded(void **state)
 	expect_seg(h, &s);
 	assert_true(s.flags & F_RST);
 	assert_int_equal(a->close_calls, 1);
-	assert_int_equal(s3_tcp_active_conns(h->t), 0);
+	assert_int_equal(inet_active_conns(h->t), 0);
 	peer_free(&p);
 }
 
@@ -1623,8 +1623,8 @@ static void test_rst_unknown(void **state)
 	h_in(h, f, build_tcp(f, &p, OUR_PORT, 0x2000, 0, F_FIN, 1000, NULL, 0, NULL, 0));
 	h_in(h, f, build_tcp(f, &p, OUR_PORT, 0x2000, 0, F_PSH, 1000, NULL, 0, (const uint8_t *)"abcd", 4));
 	expect_nothing(h);
-	assert_int_equal(s3_tcp_stats(h->t)->drop_bad_tcp, 2);
-	assert_int_equal(s3_tcp_active_conns(h->t), 0);
+	assert_int_equal(inet_stats(h->t)->drop_bad_tcp, 2);
+	assert_int_equal(inet_active_conns(h->t), 0);
 	/* Data without ACK to a closed port: acknowledged through its end. */
 	h_in(h, f, build_tcp(f, &p, 81, 0x2000, 0, F_PSH, 1000, NULL, 0, (const uint8_t *)"abcd", 4));
 	expect_seg(h, &s);
@@ -1637,16 +1637,71 @@ static void test_rst_unknown(void **state)
 	assert_int_equal(s.flags, F_RST);
 	assert_int_equal(s.seq, 0xdeadbeef);
 	expect_nothing(h);
-	assert_int_equal(s3_tcp_stats(h->t)->resets_sent, 3);
+	assert_int_equal(inet_stats(h->t)->resets_sent, 3);
 
 	/* An RST is never answered. */
 	h_in(h, f, build_tcp(f, &p, 81, 1, 0, F_RST, 0, NULL, 0, NULL, 0));
 	h_in(h, f, build_tcp(f, &p, OUR_PORT, 1, 5, F_RST | F_ACK, 0, NULL, 0, NULL, 0));
 	h_in(h, f, build_tcp(f, &p, 81, 1, 5, F_RST | F_ACK | F_PSH, 0, NULL, 0, (const uint8_t *)"x", 1));
 	expect_nothing(h);
-	assert_int_equal(s3_tcp_stats(h->t)->resets_sent, 3);
-	assert_int_equal(s3_tcp_active_conns(h->t), 0);
+	assert_int_equal(inet_stats(h->t)->resets_sent, 3);
+	assert_int_equal(inet_active_conns(h->t), 0);
 	assert_int_equal(h->opens, 0);
+	peer_free(&p);
+}
+
+/*
+ * A host without a TCP listener (port 0, as the NVMe-oF controller's address): the stack needs
+ * no application callbacks, answers ARP and ping like any host, and refuses every SYN with RST,
+ * creating no connection.
+ */
+static void test_no_listener(void **state)
+{
+	struct harness *h = *state;
+	struct inet_config cfg = { .ip = OUR_IP, .port = 0 };
+	struct inet_ops ops = { .ctx = h, .send_frame = cb_send_frame };
+	struct inet_host *t;
+	uint8_t f[FMAX];
+	struct frame fr;
+	struct peer p;
+	struct seg s;
+
+	memcpy(cfg.mac, our_mac, 6);
+	/* A listener needs its application; without a port nothing more than send_frame. */
+	cfg.port = OUR_PORT;
+	assert_null(inet_new(&cfg, &ops));
+	cfg.port = 0;
+	ops.send_frame = NULL;
+	assert_null(inet_new(&cfg, &ops));
+	ops.send_frame = cb_send_frame;
+	t = inet_new(&cfg, &ops);
+	assert_non_null(t);
+	inet_free(h->t);
+	h->t = t;
+
+	h_in(h, f, build_arp(f, bcast_mac, 1, peer_mac, PEER_IP, OUR_IP));
+	assert_true(pop_frame(h, &fr));
+	assert_int_equal(get16(fr.d + 20), 2);
+	assert_memory_equal(fr.d + 22, our_mac, 6);
+	h_in(h, f, build_icmp(f, 8, 0x77, 1, (const uint8_t *)"ping", 4));
+	assert_true(pop_frame(h, &fr));
+	assert_int_equal(fr.d[34], 0);
+	assert_int_equal(get16(fr.d + 38), 0x77);
+
+	peer_init(&p, 40800, 0x5000);
+	h_in(h, f, build_syn(f, &p, 4420));
+	expect_seg(h, &s);
+	assert_int_equal(s.sport, 4420);
+	assert_int_equal(s.flags, F_RST | F_ACK);
+	assert_int_equal(s.ack, 0x5001);
+	/* Port 0 is no port: a SYN to it is malformed and dropped, never accepted. */
+	h_in(h, f, build_syn(f, &p, 0));
+	expect_nothing(h);
+	assert_int_equal(inet_stats(h->t)->drop_bad_tcp, 1);
+	assert_int_equal(inet_active_conns(h->t), 0);
+	assert_int_equal(h->opens, 0);
+	inet_poll(h->t, h->now + 10000);
+	expect_nothing(h);
 	peer_free(&p);
 }
 
@@ -1663,12 +1718,12 @@ static void test_rst_from_peer(void **state)
 	peer_tx_at(h, &p, p.snd_nxt - 1, F_RST, NULL, 0);
 	expect_nothing(h);
 	assert_int_equal(a->close_calls, 0);
-	assert_int_equal(s3_tcp_active_conns(h->t), 1);
+	assert_int_equal(inet_active_conns(h->t), 1);
 	/* In it (past the wrap): the connection is gone, silently. */
 	peer_tx_at(h, &p, p.snd_nxt + 0x100, F_RST, NULL, 0);
 	expect_nothing(h);
 	assert_int_equal(a->close_calls, 1);
-	assert_int_equal(s3_tcp_active_conns(h->t), 0);
+	assert_int_equal(inet_active_conns(h->t), 0);
 	peer_free(&p);
 }
 
@@ -1691,9 +1746,9 @@ static void test_open_refused(void **state)
 	expect_seg(h, &s);
 	assert_true(s.flags & F_RST);
 	assert_int_equal(s.seq, p.rcv_nxt);
-	assert_int_equal(s3_tcp_active_conns(h->t), 0);
-	assert_int_equal(s3_tcp_stats(h->t)->conns_refused, 1);
-	assert_int_equal(s3_tcp_stats(h->t)->conns_accepted, 0);
+	assert_int_equal(inet_active_conns(h->t), 0);
+	assert_int_equal(inet_stats(h->t)->conns_refused, 1);
+	assert_int_equal(inet_stats(h->t)->conns_accepted, 0);
 	peer_free(&p);
 }
 
@@ -1701,37 +1756,37 @@ static void test_open_refused(void **state)
 static void test_ninth_connection_refused(void **state)
 {
 	struct harness *h = *state;
-	struct peer ps[S3_TCP_MAX_CONNS + 1];
-	uint8_t *d[S3_TCP_MAX_CONNS];
+	struct peer ps[INET_TCP_MAX_CONNS + 1];
+	uint8_t *d[INET_TCP_MAX_CONNS];
 	const size_t n = 5000;
 	uint8_t f[FMAX];
 	struct seg s;
 
 	h->echo = true;
-	for (unsigned i = 0; i < S3_TCP_MAX_CONNS; i++) {
+	for (unsigned i = 0; i < INET_TCP_MAX_CONNS; i++) {
 		peer_init(&ps[i], (uint16_t)(42000 + i), 1000u * i);
 		peer_connect(h, &ps[i]);
 		d[i] = pattern(n, 1000 * i + 1);
 	}
-	assert_int_equal(s3_tcp_active_conns(h->t), S3_TCP_MAX_CONNS);
+	assert_int_equal(inet_active_conns(h->t), INET_TCP_MAX_CONNS);
 
-	peer_init(&ps[S3_TCP_MAX_CONNS], 42100, 0x4000);
-	h_in(h, f, build_syn(f, &ps[S3_TCP_MAX_CONNS], OUR_PORT));
+	peer_init(&ps[INET_TCP_MAX_CONNS], 42100, 0x4000);
+	h_in(h, f, build_syn(f, &ps[INET_TCP_MAX_CONNS], OUR_PORT));
 	expect_seg(h, &s);
 	expect_nothing(h);
 	assert_int_equal(s.flags, F_RST | F_ACK);
 	assert_int_equal(s.ack, 0x4001);
-	assert_int_equal(s3_tcp_stats(h->t)->conns_refused, 1);
-	assert_int_equal(s3_tcp_active_conns(h->t), S3_TCP_MAX_CONNS);
+	assert_int_equal(inet_stats(h->t)->conns_refused, 1);
+	assert_int_equal(inet_active_conns(h->t), INET_TCP_MAX_CONNS);
 
 	/* Interleaved: one segment to each in turn, each echoes back its own bytes. */
 	for (size_t off = 0; off < n; off += 1000) {
-		for (unsigned i = 0; i < S3_TCP_MAX_CONNS; i++) {
+		for (unsigned i = 0; i < INET_TCP_MAX_CONNS; i++) {
 			peer_tx(h, &ps[i], F_ACK, d[i] + off, 1000);
 			peer_rx(h, &ps[i], true, 1460);
 		}
 	}
-	for (unsigned i = 0; i < S3_TCP_MAX_CONNS; i++) {
+	for (unsigned i = 0; i < INET_TCP_MAX_CONNS; i++) {
 		assert_int_equal(ps[i].rx_len, n);
 		assert_memory_equal(ps[i].rx, d[i], n);
 		assert_int_equal(ps[i].app->rx_len, n);
@@ -1741,11 +1796,11 @@ static void test_ninth_connection_refused(void **state)
 
 	/* One leaves: the ninth gets in. */
 	peer_tx_at(h, &ps[0], ps[0].snd_nxt, F_RST, NULL, 0);
-	assert_int_equal(s3_tcp_active_conns(h->t), S3_TCP_MAX_CONNS - 1);
-	peer_connect(h, &ps[S3_TCP_MAX_CONNS]);
-	assert_int_equal(s3_tcp_active_conns(h->t), S3_TCP_MAX_CONNS);
-	for (unsigned i = 0; i <= S3_TCP_MAX_CONNS; i++) {
-		if (i < S3_TCP_MAX_CONNS)
+	assert_int_equal(inet_active_conns(h->t), INET_TCP_MAX_CONNS - 1);
+	peer_connect(h, &ps[INET_TCP_MAX_CONNS]);
+	assert_int_equal(inet_active_conns(h->t), INET_TCP_MAX_CONNS);
+	for (unsigned i = 0; i <= INET_TCP_MAX_CONNS; i++) {
+		if (i < INET_TCP_MAX_CONNS)
 			free(d[i]);
 		peer_free(&ps[i]);
 	}
@@ -1756,7 +1811,7 @@ static void test_ninth_connection_refused(void **state)
 /* Feeds one frame that must be dropped: no output, exactly one drop counted, by the counter named. */
 #define EXPECT_DROP(h, f, n, counter)                                               \
 	do {                                                                        \
-		const struct s3_tcp_stats *st_ = s3_tcp_stats((h)->t);              \
+		const struct inet_stats *st_ = inet_stats((h)->t);              \
 		uint64_t total_ = total_drops(st_), c_ = st_->counter;              \
 		h_in((h), (f), (n));                                                \
 		expect_nothing(h);                                                  \
@@ -1782,7 +1837,7 @@ static void test_bad_checksums(void **state)
 	n = build_syn(f, &p, OUR_PORT);
 	f[34 + 4] ^= 0x80;                          /* a covered byte (seq) */
 	EXPECT_DROP(h, f, n, drop_bad_csum);
-	assert_int_equal(s3_tcp_active_conns(h->t), 0);
+	assert_int_equal(inet_active_conns(h->t), 0);
 
 	/* A corrupted payload byte on a connection: not delivered, not acknowledged. */
 	a = peer_connect(h, &p);
@@ -1932,7 +1987,7 @@ static void test_bad_tcp(void **state)
 		n = build_tcp(f, &p, OUR_PORT, 1, 0, F_SYN, 1000, bad_opts[i], 8, NULL, 0);
 		EXPECT_DROP(h, f, n, drop_bad_tcp);
 	}
-	assert_int_equal(s3_tcp_active_conns(h->t), 0);
+	assert_int_equal(inet_active_conns(h->t), 0);
 	/* The control: the same shape, well formed, is answered. */
 	n = build_tcp(f, &p, OUR_PORT, 1, 0, F_SYN, 1000, bad_opts[0], 8, NULL, 0);
 	h_in(h, f, n);
@@ -1953,22 +2008,22 @@ static void test_truncated_frames(void **state)
 	peer_init(&p, 40830, 1);
 	n = build_syn(f, &p, OUR_PORT);
 	for (size_t i = 0; i < n; i++) {
-		uint64_t before = total_drops(s3_tcp_stats(h->t));
+		uint64_t before = total_drops(inet_stats(h->t));
 
 		h_in(h, f, i);
 		expect_nothing(h);
-		assert_int_equal(total_drops(s3_tcp_stats(h->t)), before + 1);
+		assert_int_equal(total_drops(inet_stats(h->t)), before + 1);
 	}
-	assert_int_equal(s3_tcp_active_conns(h->t), 0);
+	assert_int_equal(inet_active_conns(h->t), 0);
 	a = peer_connect(h, &p);
 	n = build_tcp(f, &p, OUR_PORT, p.snd_nxt, p.rcv_nxt, F_ACK, 65535, NULL, 0,
 		      (const uint8_t *)"0123456789", 10);
 	for (size_t i = 0; i < n; i++) {
-		uint64_t before = total_drops(s3_tcp_stats(h->t));
+		uint64_t before = total_drops(inet_stats(h->t));
 
 		h_in(h, f, i);
 		expect_nothing(h);
-		assert_int_equal(total_drops(s3_tcp_stats(h->t)), before + 1);
+		assert_int_equal(total_drops(inet_stats(h->t)), before + 1);
 	}
 	assert_int_equal(a->rx_len, 0);
 	h_in(h, f, n);
@@ -1982,7 +2037,7 @@ static void test_garbage(void **state)
 {
 	struct harness *h = *state;
 	uint8_t f[128];
-	uint64_t before = total_drops(s3_tcp_stats(h->t)), fed = 0;
+	uint64_t before = total_drops(inet_stats(h->t)), fed = 0;
 
 	rng_state = 0x9e3779b97f4a7c15ull;
 	for (size_t len = 0; len <= 100; len++) {
@@ -2005,8 +2060,8 @@ static void test_garbage(void **state)
 			expect_nothing(h);
 		}
 	}
-	assert_int_equal(total_drops(s3_tcp_stats(h->t)), before + fed);
-	assert_int_equal(s3_tcp_active_conns(h->t), 0);
+	assert_int_equal(total_drops(inet_stats(h->t)), before + fed);
+	assert_int_equal(inet_active_conns(h->t), 0);
 }
 
 /* ---- fuzz ------------------------------------------------------------------------------------ */
@@ -2143,8 +2198,8 @@ static void test_fuzz(void **state)
 			h_poll(h);
 			fuzz_answer(h, fp, &budget);
 		}
-		assert_true(s3_tcp_active_conns(h->t) <= S3_TCP_MAX_CONNS);
-		assert_true(h->opens - h->closes <= s3_tcp_active_conns(h->t));
+		assert_true(inet_active_conns(h->t) <= INET_TCP_MAX_CONNS);
+		assert_true(h->opens - h->closes <= inet_active_conns(h->t));
 	}
 	/* Time runs out for everything left: each application is closed exactly once (teardown). */
 	for (unsigned i = 0; i < 100; i++) {
@@ -2153,7 +2208,7 @@ static void test_fuzz(void **state)
 		h_drain_queue(h);
 	}
 	{
-		const struct s3_tcp_stats *st = s3_tcp_stats(h->t);
+		const struct inet_stats *st = inet_stats(h->t);
 
 		print_message("fuzz: in %llu out %llu accepted %llu refused %llu rst %llu rtx %llu "
 			      "bytes in %llu out %llu drops %llu (ooo %llu bad_tcp %llu csum %llu)\n",
@@ -2200,6 +2255,7 @@ int main(void)
 		T(test_time_wait_slots_recycled),
 		T(test_fin_wait_2_bounded),
 		T(test_rst_unknown),
+	T(test_no_listener),
 		T(test_rst_from_peer),
 		T(test_open_refused),
 		T(test_ninth_connection_refused),

@@ -1,7 +1,7 @@
 #!/bin/sh
 # shellcheck disable=SC2317 # the probes below run through wait_for
-# Guest checks for the NVMe-oF controller (server: --backend nvmeof): the stock nvme-rdma host
-# discovers it, connects (RDMA CM over the GSI queue pair, capsules by SEND, data by RDMA
+# Guest checks for the NVMe-oF controller (server: --backend nvmeof): its address answers ping and
+# ARP, the stock nvme-rdma host discovers it with no neighbour entry of ours, connects (RDMA CM over the GSI queue pair, capsules by SEND, data by RDMA
 # READ/WRITE on fast-registered keys), sees the namespace, writes 16 MiB of random data with
 # O_DIRECT and reads it back with the same digest, runs a short fio verify job, and disconnects
 # (the CM teardown); the namespace then goes away.
@@ -17,9 +17,14 @@ nsdev() { ls /sys/block 2>/dev/null | grep -m1 '^nvme[0-9]*n[0-9]*$'; }
 
 modprobe nvme-fabrics && modprobe nvme-rdma || { fail nvmeof-setup "cannot load nvme-rdma"; finish; }
 ionic_up $IP/24 && rdma_up $IP || { fail nvmeof-setup "$WHY"; finish; }
-# rdma_resolve_addr() needs a neighbour for the controller; nothing on the wire answers ARP for it.
-ip neigh replace $CTRL lladdr 02:00:00:00:c0:01 dev "$IF" nud permanent
 pass nvmeof-setup
+
+# The controller's address is a host on the segment: it answers ping, and ARP with 02:4e + address.
+if ping -c 2 -W 2 $CTRL >/dev/null 2>&1 && ip neigh show $CTRL dev "$IF" | grep -q "lladdr 02:4e:c0:a8:c8:01"; then
+	pass nvmeof-arp-ping "$CTRL is at $(ip neigh show $CTRL dev "$IF" | awk '{ print $3 }')"
+else
+	fail nvmeof-arp-ping "$(ping -c 1 -W 2 $CTRL 2>&1 | tail -2 | tr '\n' ' ') $(ip neigh show $CTRL)"
+fi
 
 out=$(timeout 120 nvme discover -t rdma -a $CTRL -s 4420 2>&1)
 echo "$out"
@@ -77,6 +82,13 @@ if echo "$out" | grep -q "disconnected 1 controller" && wait_for 30 gone; then
 else
 	fail nvmeof-disconnect "$out; $(ls /sys/block | tr '\n' ' ')"
 fi
+# A static neighbour entry with any MAC still works (the connection is routed by queue pair).
+ip neigh replace $CTRL lladdr 02:00:00:00:c0:01 dev "$IF" nud permanent
+out=$(timeout 120 nvme discover -t rdma -a $CTRL -s 4420 2>&1)
+echo "$out" | grep -q "subnqn: *$NQN" && pass nvmeof-static-neighbour ||
+	fail nvmeof-static-neighbour "$(echo "$out" | tail -3 | tr '\n' ';')"
+ip neigh del $CTRL dev "$IF"
+
 echo "--- kernel log"
 dmesg | grep -i -e nvme -e ionic | tail -20
 finish

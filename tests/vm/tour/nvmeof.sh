@@ -17,8 +17,6 @@ if ! tour_net; then
 	fail link-up "$WHY"
 	finish
 fi
-# rdma_resolve_addr() wants a neighbour entry for the controller's address.
-ip neigh replace $PEER_IP lladdr 02:00:00:00:c0:01 dev "$IF" nud permanent
 pass link-up "$(link_summary)"
 
 if out=$(timeout 120 nvme discover -t rdma -a $PEER_IP -s 4420 2>&1) && echo "$out" | grep -q "subnqn: *$NQN"; then

@@ -25,9 +25,7 @@ s3) cat <<EOT
     s3_rdma_client -d $IB -s 1M -n 8        (S3 by RDMA: PUT and GET by token)
 EOT
 	;;
-nvmeof)
-	ip neigh replace $PEER_IP lladdr 02:00:00:00:c0:01 dev "$IF" nud permanent
-	cat <<EOT
+nvmeof) cat <<EOT
     nvme discover -t rdma -a $PEER_IP
     nvme connect -t rdma -a $PEER_IP -n nvmet-test && lsblk
     nvme disconnect -n nvmet-test

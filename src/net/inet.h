@@ -1,6 +1,8 @@
 /*
- * The in-band TCP/IP stack of the S3 endpoint: one host on the emulated
- * Ethernet segment with one IPv4 address and MAC, listening on one port.
+ * The in-band TCP/IP stack of the in-process hosts on the emulated Ethernet
+ * segment (the S3 endpoint, the NVMe-oF controller's address): one host with
+ * one IPv4 address and MAC, listening on at most one TCP port (port 0: none,
+ * every SYN is answered with RST, and the application callbacks may be NULL).
  * Frames in and frames out through callbacks; it knows nothing of vfio-user,
  * queues or TAP devices, and takes the time as an argument (tests drive it
  * with a fake clock).
@@ -14,7 +16,7 @@
  * per connection (200 ms, go-back-N from the oldest unacknowledged byte),
  * orderly FIN in both directions, RST for segments of unknown connections or
  * to closed ports, TIME_WAIT that a new SYN from the same peer may reuse at
- * once, and at most S3_TCP_MAX_CONNS connections (another SYN gets RST).
+ * once, and at most INET_TCP_MAX_CONNS connections (another SYN gets RST).
  *
  * Everything on the wire is hostile: IPv4 and TCP checksums are verified,
  * fragments, IP options and malformed headers are dropped (counted), and
@@ -28,34 +30,35 @@
  * is unchanged: MSS 1460 in the SYN-ACK, a window of at most 64 KiB, and
  * nothing past that window is taken.
  *
- * The application (the S3 connection) is reached through struct s3_tcp_ops.
+ * The application (for the S3 endpoint, an S3 connection) is reached through
+ * struct inet_ops.
  * Its output is never copied into the stack: the stack peeks at the
  * application's queued bytes by offset from the oldest unacknowledged byte,
  * and tells it how many were acknowledged.
  */
-#ifndef ERNIC_S3_S3_TCP_H
-#define ERNIC_S3_S3_TCP_H
+#ifndef ERNIC_NET_INET_H
+#define ERNIC_NET_INET_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define S3_TCP_MAX_CONNS   8
-#define S3_TCP_MSS         1460
-#define S3_TCP_MIN_MSS     536
-#define S3_TCP_WINDOW      65535
-#define S3_TCP_RTO_MS      200
-#define S3_TCP_MAX_RETRIES 12      /* then the connection is reset */
-#define S3_TCP_TIME_WAIT_MS 2000   /* short: the segment is one host away */
-#define S3_TCP_MAX_FRAME   1514
+#define INET_TCP_MAX_CONNS   8
+#define INET_TCP_MSS         1460
+#define INET_TCP_MIN_MSS     536
+#define INET_TCP_WINDOW      65535
+#define INET_TCP_RTO_MS      200
+#define INET_TCP_MAX_RETRIES 12      /* then the connection is reset */
+#define INET_TCP_TIME_WAIT_MS 2000   /* short: the segment is one host away */
+#define INET_TCP_MAX_FRAME   1514
 
-struct s3_tcp_config {
+struct inet_config {
 	uint32_t ip;        /* host byte order */
 	uint8_t mac[6];
 	uint16_t port;
 };
 
-struct s3_tcp_ops {
+struct inet_ops {
 	void *ctx;
 	/* A frame to put on the segment (Ethernet header included, no FCS). */
 	void (*send_frame)(void *ctx, const uint8_t *frame, size_t len);
@@ -76,7 +79,7 @@ struct s3_tcp_ops {
 	void (*close)(void *app);
 };
 
-struct s3_tcp_stats {
+struct inet_stats {
 	uint64_t frames_in, frames_out;
 	uint64_t arp_replies, icmp_echo_replies;
 	uint64_t conns_accepted, conns_refused, resets_sent;
@@ -84,21 +87,21 @@ struct s3_tcp_stats {
 	uint64_t bytes_in, bytes_out;
 	uint64_t drop_bad_eth, drop_bad_ip, drop_bad_csum, drop_fragment, drop_ip_options;
 	uint64_t drop_not_mine, drop_bad_tcp, drop_out_of_order;
-	uint64_t segs_over_mss;     /* segments in with more payload than S3_TCP_MSS (offloaded super-frames) */
-	uint64_t csum_trusted;      /* TCP checksums not verified because the sender vouched (S3_TCP_RX_CSUM_OK) */
+	uint64_t segs_over_mss;     /* segments in with more payload than INET_TCP_MSS (offloaded super-frames) */
+	uint64_t csum_trusted;      /* TCP checksums not verified because the sender vouched (INET_TCP_RX_CSUM_OK) */
 };
 
-struct s3_tcp;
+struct inet_host;
 
-struct s3_tcp *s3_tcp_new(const struct s3_tcp_config *cfg, const struct s3_tcp_ops *ops);
+struct inet_host *inet_new(const struct inet_config *cfg, const struct inet_ops *ops);
 /* Closes every connection (the application's close() is called), sends nothing. */
-void s3_tcp_free(struct s3_tcp *t);
+void inet_free(struct inet_host *t);
 
 /*
  * A frame from the segment (the caller has already decided it may be for us;
  * anything else is dropped and counted). now_ms: a monotonic clock.
  */
-void s3_tcp_input(struct s3_tcp *t, const uint8_t *frame, size_t len, uint64_t now_ms);
+void inet_input(struct inet_host *t, const uint8_t *frame, size_t len, uint64_t now_ms);
 
 /*
  * The TCP checksum of this frame is not to be verified: the host kernel,
@@ -106,24 +109,24 @@ void s3_tcp_input(struct s3_tcp *t, const uint8_t *frame, size_t len, uint64_t n
  * partial because the bytes never left its memory (NEEDS_CSUM at the TCP
  * checksum). Nothing else is trusted: the IPv4 header is still checked.
  */
-#define S3_TCP_RX_CSUM_OK 0x1u
+#define INET_TCP_RX_CSUM_OK 0x1u
 
-/* s3_tcp_input() with S3_TCP_RX_* flags. */
-void s3_tcp_input_flags(struct s3_tcp *t, const uint8_t *frame, size_t len, unsigned flags, uint64_t now_ms);
+/* inet_input() with INET_TCP_RX_* flags. */
+void inet_input_flags(struct inet_host *t, const uint8_t *frame, size_t len, unsigned flags, uint64_t now_ms);
 
 /*
  * Timers (retransmission, TIME_WAIT) and any output that became possible:
  * call every few tens of milliseconds, and after the application may have
- * new output or freed input space outside of s3_tcp_input().
+ * new output or freed input space outside of inet_input().
  */
-void s3_tcp_poll(struct s3_tcp *t, uint64_t now_ms);
+void inet_poll(struct inet_host *t, uint64_t now_ms);
 
 /* Whether a frame is addressed to this host: unicast to its MAC, or an ARP request for its address. */
-bool s3_tcp_wants_frame(const struct s3_tcp *t, const uint8_t *frame, size_t len);
+bool inet_wants_frame(const struct inet_host *t, const uint8_t *frame, size_t len);
 
 /* Connections not yet fully closed (TIME_WAIT excluded). */
-unsigned s3_tcp_active_conns(const struct s3_tcp *t);
+unsigned inet_active_conns(const struct inet_host *t);
 
-const struct s3_tcp_stats *s3_tcp_stats(const struct s3_tcp *t);
+const struct inet_stats *inet_stats(const struct inet_host *t);
 
 #endif

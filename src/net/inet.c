@@ -1,19 +1,19 @@
-/* The in-band TCP/IP stack: PCB table, API, timers; see s3_tcp.h and s3_tcp_priv.h. */
-#include "s3/s3_tcp.h"
+/* The in-band TCP/IP stack: PCB table, API, timers; see inet.h and inet_priv.h. */
+#include "net/inet.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
 
-#include "s3/s3_tcp_priv.h"
+#include "net/inet_priv.h"
 
 /* ---- PCB table --------------------------------------------------------------- */
 
-struct s3_tcp_pcb *s3_tcp_pcb_find(struct s3_tcp *t, uint32_t rip, uint16_t rport)
+struct inet_pcb *inet_pcb_find(struct inet_host *t, uint32_t rip, uint16_t rport)
 {
-	for (size_t i = 0; i < S3_TCP_PCBS; i++) {
-		struct s3_tcp_pcb *pcb = &t->pcbs[i];
+	for (size_t i = 0; i < INET_TCP_PCBS; i++) {
+		struct inet_pcb *pcb = &t->pcbs[i];
 
 		if (pcb->state != TCPS_CLOSED && pcb->rip == rip && pcb->rport == rport)
 			return pcb;
@@ -21,12 +21,12 @@ struct s3_tcp_pcb *s3_tcp_pcb_find(struct s3_tcp *t, uint32_t rip, uint16_t rpor
 	return NULL;
 }
 
-struct s3_tcp_pcb *s3_tcp_pcb_alloc(struct s3_tcp *t)
+struct inet_pcb *inet_pcb_alloc(struct inet_host *t)
 {
-	struct s3_tcp_pcb *oldest_tw = NULL;
+	struct inet_pcb *oldest_tw = NULL;
 
-	for (size_t i = 0; i < S3_TCP_PCBS; i++) {
-		struct s3_tcp_pcb *pcb = &t->pcbs[i];
+	for (size_t i = 0; i < INET_TCP_PCBS; i++) {
+		struct inet_pcb *pcb = &t->pcbs[i];
 
 		if (pcb->state == TCPS_CLOSED)
 			return pcb;
@@ -34,11 +34,11 @@ struct s3_tcp_pcb *s3_tcp_pcb_alloc(struct s3_tcp *t)
 			oldest_tw = pcb;
 	}
 	if (oldest_tw != NULL)
-		s3_tcp_pcb_release(t, oldest_tw);
+		inet_pcb_release(t, oldest_tw);
 	return oldest_tw;
 }
 
-void s3_tcp_pcb_release(struct s3_tcp *t, struct s3_tcp_pcb *pcb)
+void inet_pcb_release(struct inet_host *t, struct inet_pcb *pcb)
 {
 	void *app = pcb->app;
 
@@ -49,7 +49,7 @@ void s3_tcp_pcb_release(struct s3_tcp *t, struct s3_tcp_pcb *pcb)
 		t->ops.close(app);
 }
 
-void s3_tcp_enter_time_wait(struct s3_tcp *t, struct s3_tcp_pcb *pcb)
+void inet_enter_time_wait(struct inet_host *t, struct inet_pcb *pcb)
 {
 	void *app = pcb->app;
 
@@ -59,23 +59,23 @@ void s3_tcp_enter_time_wait(struct s3_tcp *t, struct s3_tcp_pcb *pcb)
 	pcb->rx_off = 0;
 	pcb->rx_len = 0;
 	pcb->state = TCPS_TIME_WAIT;
-	s3_tcp_timer_stop(pcb);
-	pcb->tw_at = t->now + S3_TCP_TIME_WAIT_MS;
+	inet_timer_stop(pcb);
+	pcb->tw_at = t->now + INET_TCP_TIME_WAIT_MS;
 	if (app != NULL)
 		t->ops.close(app);
 }
 
-unsigned s3_tcp_count_live(const struct s3_tcp *t)
+unsigned inet_count_live(const struct inet_host *t)
 {
 	unsigned n = 0;
 
-	for (size_t i = 0; i < S3_TCP_PCBS; i++)
+	for (size_t i = 0; i < INET_TCP_PCBS; i++)
 		if (t->pcbs[i].state != TCPS_CLOSED && t->pcbs[i].state != TCPS_TIME_WAIT)
 			n++;
 	return n;
 }
 
-uint32_t s3_tcp_new_iss(struct s3_tcp *t)
+uint32_t inet_new_iss(struct inet_host *t)
 {
 	uint32_t v;
 	struct timespec ts;
@@ -97,15 +97,15 @@ uint32_t s3_tcp_new_iss(struct s3_tcp *t)
 
 /* ---- timers ----------------------------------------------------------------- */
 
-void s3_tcp_timer_restart(struct s3_tcp *t, struct s3_tcp_pcb *pcb)
+void inet_timer_restart(struct inet_host *t, struct inet_pcb *pcb)
 {
-	unsigned shift = pcb->backoff < S3_TCP_MAX_BACKOFF ? pcb->backoff : S3_TCP_MAX_BACKOFF;
+	unsigned shift = pcb->backoff < INET_TCP_MAX_BACKOFF ? pcb->backoff : INET_TCP_MAX_BACKOFF;
 
 	pcb->rto_on = true;
-	pcb->rto_at = t->now + ((uint64_t)S3_TCP_RTO_MS << shift);
+	pcb->rto_at = t->now + ((uint64_t)INET_TCP_RTO_MS << shift);
 }
 
-void s3_tcp_timer_stop(struct s3_tcp_pcb *pcb)
+void inet_timer_stop(struct inet_pcb *pcb)
 {
 	pcb->rto_on = false;
 	pcb->rto_at = 0;
@@ -113,13 +113,13 @@ void s3_tcp_timer_stop(struct s3_tcp_pcb *pcb)
 
 /* ---- receive buffer --------------------------------------------------------- */
 
-uint32_t s3_tcp_rcv_wnd(const struct s3_tcp_pcb *pcb)
+uint32_t inet_rcv_wnd(const struct inet_pcb *pcb)
 {
-	return pcb->rx_len >= S3_TCP_WINDOW ? 0 : (uint32_t)(S3_TCP_WINDOW - pcb->rx_len);
+	return pcb->rx_len >= INET_TCP_WINDOW ? 0 : (uint32_t)(INET_TCP_WINDOW - pcb->rx_len);
 }
 
 /* Gives data to the application; returns how much it took (never more than len). */
-static size_t app_input(struct s3_tcp *t, struct s3_tcp_pcb *pcb, const uint8_t *data, size_t len)
+static size_t app_input(struct inet_host *t, struct inet_pcb *pcb, const uint8_t *data, size_t len)
 {
 	size_t n;
 
@@ -129,7 +129,7 @@ static size_t app_input(struct s3_tcp *t, struct s3_tcp_pcb *pcb, const uint8_t 
 	return n > len ? len : n;
 }
 
-void s3_tcp_rx_drain(struct s3_tcp *t, struct s3_tcp_pcb *pcb)
+void inet_rx_drain(struct inet_host *t, struct inet_pcb *pcb)
 {
 	if (pcb->app == NULL)
 		return;
@@ -149,14 +149,14 @@ void s3_tcp_rx_drain(struct s3_tcp *t, struct s3_tcp_pcb *pcb)
 	}
 }
 
-size_t s3_tcp_rx_accept(struct s3_tcp *t, struct s3_tcp_pcb *pcb, const uint8_t *data, size_t len)
+size_t inet_rx_accept(struct inet_host *t, struct inet_pcb *pcb, const uint8_t *data, size_t len)
 {
 	size_t taken = 0, rest;
 	uint32_t room;
 
 	/* Older bytes first. */
-	s3_tcp_rx_drain(t, pcb);
-	room = s3_tcp_rcv_wnd(pcb);
+	inet_rx_drain(t, pcb);
+	room = inet_rcv_wnd(pcb);
 	if (len > room)
 		len = room;
 	if (len == 0)
@@ -166,13 +166,13 @@ size_t s3_tcp_rx_accept(struct s3_tcp *t, struct s3_tcp_pcb *pcb, const uint8_t 
 	rest = len - taken;
 	if (rest > 0) {
 		if (pcb->rxbuf == NULL)
-			pcb->rxbuf = malloc(S3_TCP_WINDOW);
+			pcb->rxbuf = malloc(INET_TCP_WINDOW);
 		if (pcb->rxbuf == NULL) {
 			/* Nowhere to keep it: accept only what was taken, the peer retransmits the rest. */
 			len = taken;
 			rest = 0;
 		} else {
-			if (pcb->rx_off + pcb->rx_len + rest > S3_TCP_WINDOW) {
+			if (pcb->rx_off + pcb->rx_len + rest > INET_TCP_WINDOW) {
 				memmove(pcb->rxbuf, pcb->rxbuf + pcb->rx_off, pcb->rx_len);
 				pcb->rx_off = 0;
 			}
@@ -187,40 +187,40 @@ size_t s3_tcp_rx_accept(struct s3_tcp *t, struct s3_tcp_pcb *pcb, const uint8_t 
 
 /* ---- servicing a connection --------------------------------------------------- */
 
-static bool receiving(const struct s3_tcp_pcb *pcb)
+static bool receiving(const struct inet_pcb *pcb)
 {
 	return pcb->state == TCPS_ESTABLISHED || pcb->state == TCPS_FIN_WAIT_1 ||
 	       pcb->state == TCPS_FIN_WAIT_2;
 }
 
-void s3_tcp_pcb_service(struct s3_tcp *t, struct s3_tcp_pcb *pcb)
+void inet_pcb_service(struct inet_host *t, struct inet_pcb *pcb)
 {
 	if (pcb->state == TCPS_CLOSED)
 		return;
 	if (pcb->app != NULL) {
-		s3_tcp_rx_drain(t, pcb);
+		inet_rx_drain(t, pcb);
 		if (receiving(pcb) && !pcb->fin_rcvd) {
 			/* Window update: the window the peer knows is small, and opened by an MSS or fully. */
 			uint32_t adv = SEQ_GT(pcb->rcv_adv, pcb->rcv_nxt) ? pcb->rcv_adv - pcb->rcv_nxt : 0;
-			uint32_t now = s3_tcp_rcv_wnd(pcb);
+			uint32_t now = inet_rcv_wnd(pcb);
 
-			if (adv < S3_TCP_WINDOW / 2 && now > adv &&
-			    (now - adv >= pcb->mss || now == S3_TCP_WINDOW))
+			if (adv < INET_TCP_WINDOW / 2 && now > adv &&
+			    (now - adv >= pcb->mss || now == INET_TCP_WINDOW))
 				pcb->ack_now = true;
 		}
-		s3_tcp_output(t, pcb, false);
+		inet_output(t, pcb, false);
 	}
 	if (pcb->ack_now && pcb->state != TCPS_CLOSED && pcb->state != TCPS_SYN_RCVD)
-		s3_tcp_send_ack(t, pcb);
+		inet_send_ack(t, pcb);
 }
 
 /* ---- ARP table ---------------------------------------------------------------- */
 
-void s3_tcp_arp_learn(struct s3_tcp *t, uint32_t ip, const uint8_t mac[S3_ETH_ALEN])
+void inet_arp_learn(struct inet_host *t, uint32_t ip, const uint8_t mac[NET_ETH_ALEN])
 {
-	struct s3_tcp_arp_entry *e = NULL;
+	struct inet_arp_entry *e = NULL;
 
-	for (size_t i = 0; i < S3_TCP_ARP_ENTRIES; i++) {
+	for (size_t i = 0; i < INET_TCP_ARP_ENTRIES; i++) {
 		if (t->arp[i].valid && t->arp[i].ip == ip) {
 			e = &t->arp[i];
 			break;
@@ -228,62 +228,65 @@ void s3_tcp_arp_learn(struct s3_tcp *t, uint32_t ip, const uint8_t mac[S3_ETH_AL
 	}
 	if (e == NULL) {
 		e = &t->arp[t->arp_next];
-		t->arp_next = (t->arp_next + 1) % S3_TCP_ARP_ENTRIES;
+		t->arp_next = (t->arp_next + 1) % INET_TCP_ARP_ENTRIES;
 	}
 	e->valid = true;
 	e->ip = ip;
-	memcpy(e->mac, mac, S3_ETH_ALEN);
+	memcpy(e->mac, mac, NET_ETH_ALEN);
 	/* A host that moved (gratuitous ARP): its connections follow it. */
-	for (size_t i = 0; i < S3_TCP_PCBS; i++)
+	for (size_t i = 0; i < INET_TCP_PCBS; i++)
 		if (t->pcbs[i].state != TCPS_CLOSED && t->pcbs[i].rip == ip)
-			memcpy(t->pcbs[i].rmac, mac, S3_ETH_ALEN);
+			memcpy(t->pcbs[i].rmac, mac, NET_ETH_ALEN);
 }
 
 /* ---- API ------------------------------------------------------------------------ */
 
-struct s3_tcp *s3_tcp_new(const struct s3_tcp_config *cfg, const struct s3_tcp_ops *ops)
+struct inet_host *inet_new(const struct inet_config *cfg, const struct inet_ops *ops)
 {
-	struct s3_tcp *t;
+	struct inet_host *t;
 
-	if (cfg == NULL || ops == NULL || ops->send_frame == NULL || ops->open == NULL ||
-	    ops->input == NULL || ops->input_eof == NULL || ops->peek == NULL ||
-	    ops->acked == NULL || ops->wants_close == NULL || ops->close == NULL || cfg->port == 0)
+	if (cfg == NULL || ops == NULL || ops->send_frame == NULL)
+		return NULL;
+	/* A listener needs every application callback; a host without one (port 0) needs none. */
+	if (cfg->port != 0 && (ops->open == NULL || ops->input == NULL || ops->input_eof == NULL ||
+			       ops->peek == NULL || ops->acked == NULL || ops->wants_close == NULL ||
+			       ops->close == NULL))
 		return NULL;
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return NULL;
 	t->cfg = *cfg;
 	t->ops = *ops;
-	t->ip_id = (uint16_t)s3_tcp_new_iss(t);
+	t->ip_id = (uint16_t)inet_new_iss(t);
 	return t;
 }
 
-void s3_tcp_free(struct s3_tcp *t)
+void inet_free(struct inet_host *t)
 {
 	if (t == NULL)
 		return;
-	for (size_t i = 0; i < S3_TCP_PCBS; i++)
+	for (size_t i = 0; i < INET_TCP_PCBS; i++)
 		if (t->pcbs[i].state != TCPS_CLOSED)
-			s3_tcp_pcb_release(t, &t->pcbs[i]);
+			inet_pcb_release(t, &t->pcbs[i]);
 	free(t);
 }
 
-void s3_tcp_poll(struct s3_tcp *t, uint64_t now_ms)
+void inet_poll(struct inet_host *t, uint64_t now_ms)
 {
 	t->now = now_ms;
-	for (size_t i = 0; i < S3_TCP_PCBS; i++) {
-		struct s3_tcp_pcb *pcb = &t->pcbs[i];
+	for (size_t i = 0; i < INET_TCP_PCBS; i++) {
+		struct inet_pcb *pcb = &t->pcbs[i];
 
 		switch (pcb->state) {
 		case TCPS_CLOSED:
 			continue;
 		case TCPS_TIME_WAIT:
 			if (now_ms >= pcb->tw_at)
-				s3_tcp_pcb_release(t, pcb);
+				inet_pcb_release(t, pcb);
 			continue;
 		case TCPS_FIN_WAIT_2:
 			if (now_ms >= pcb->tw_at) {
-				s3_tcp_abort(t, pcb);
+				inet_abort(t, pcb);
 				continue;
 			}
 			break;
@@ -291,48 +294,48 @@ void s3_tcp_poll(struct s3_tcp *t, uint64_t now_ms)
 			break;
 		}
 		if (pcb->rto_on && now_ms >= pcb->rto_at) {
-			s3_tcp_rto_expired(t, pcb);
+			inet_rto_expired(t, pcb);
 			if (pcb->state == TCPS_CLOSED)
 				continue;
 		}
 		if ((pcb->state == TCPS_ESTABLISHED || pcb->state == TCPS_CLOSE_WAIT) && !pcb->rto_on &&
-		    now_ms >= pcb->last_rx + S3_TCP_KEEPALIVE_IDLE_MS +
-				      (uint64_t)pcb->ka_probes * S3_TCP_KEEPALIVE_INTVL_MS) {
+		    now_ms >= pcb->last_rx + INET_TCP_KEEPALIVE_IDLE_MS +
+				      (uint64_t)pcb->ka_probes * INET_TCP_KEEPALIVE_INTVL_MS) {
 			/* Nothing outstanding, the peer silent: is it still there? */
-			if (pcb->ka_probes >= S3_TCP_KEEPALIVE_PROBES) {
-				s3_tcp_abort(t, pcb);
+			if (pcb->ka_probes >= INET_TCP_KEEPALIVE_PROBES) {
+				inet_abort(t, pcb);
 				continue;
 			}
 			pcb->ka_probes++;
-			s3_tcp_send_keepalive(t, pcb);
+			inet_send_keepalive(t, pcb);
 		}
-		s3_tcp_pcb_service(t, pcb);
+		inet_pcb_service(t, pcb);
 	}
 }
 
-bool s3_tcp_wants_frame(const struct s3_tcp *t, const uint8_t *frame, size_t len)
+bool inet_wants_frame(const struct inet_host *t, const uint8_t *frame, size_t len)
 {
-	static const uint8_t bcast[S3_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
-	const struct s3_eth_hdr *eh = (const struct s3_eth_hdr *)frame;
-	const struct s3_arp_pkt *ap;
+	static const uint8_t bcast[NET_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	const struct net_eth_hdr *eh = (const struct net_eth_hdr *)frame;
+	const struct net_arp_pkt *ap;
 
 	if (t == NULL || frame == NULL || len < sizeof(*eh))
 		return false;
-	if (memcmp(eh->dst, t->cfg.mac, S3_ETH_ALEN) == 0)
+	if (memcmp(eh->dst, t->cfg.mac, NET_ETH_ALEN) == 0)
 		return true;
-	if (memcmp(eh->dst, bcast, S3_ETH_ALEN) != 0 || be16_get(eh->type) != S3_ETHERTYPE_ARP ||
+	if (memcmp(eh->dst, bcast, NET_ETH_ALEN) != 0 || be16_get(eh->type) != NET_ETHERTYPE_ARP ||
 	    len < sizeof(*eh) + sizeof(*ap))
 		return false;
-	ap = (const struct s3_arp_pkt *)(frame + sizeof(*eh));
-	return be16_get(ap->oper) == S3_ARP_OP_REQUEST && be32_get(ap->tpa) == t->cfg.ip;
+	ap = (const struct net_arp_pkt *)(frame + sizeof(*eh));
+	return be16_get(ap->oper) == NET_ARP_OP_REQUEST && be32_get(ap->tpa) == t->cfg.ip;
 }
 
-unsigned s3_tcp_active_conns(const struct s3_tcp *t)
+unsigned inet_active_conns(const struct inet_host *t)
 {
-	return t == NULL ? 0 : s3_tcp_count_live(t);
+	return t == NULL ? 0 : inet_count_live(t);
 }
 
-const struct s3_tcp_stats *s3_tcp_stats(const struct s3_tcp *t)
+const struct inet_stats *inet_stats(const struct inet_host *t)
 {
 	return &t->stats;
 }

@@ -1,74 +1,74 @@
 /*
  * The in-band TCP/IP stack, input side: frame validation, demultiplexing,
- * ARP, ICMP echo and the TCP state machine; see s3_tcp.h and s3_tcp_priv.h.
+ * ARP, ICMP echo and the TCP state machine; see inet.h and inet_priv.h.
  * Every field read from a frame is checked against the frame's length first.
  */
-#include "s3/s3_tcp.h"
+#include "net/inet.h"
 
 #include <string.h>
 
-#include "s3/s3_tcp_priv.h"
+#include "net/inet_priv.h"
 
-static const uint8_t bcast_mac[S3_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+static const uint8_t bcast_mac[NET_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
 /* ---- ARP ---------------------------------------------------------------------- */
 
-static void arp_input(struct s3_tcp *t, const uint8_t *p, size_t len)
+static void arp_input(struct inet_host *t, const uint8_t *p, size_t len)
 {
-	const struct s3_arp_pkt *ap = (const struct s3_arp_pkt *)p;
-	struct s3_arp_pkt *rp;
+	const struct net_arp_pkt *ap = (const struct net_arp_pkt *)p;
+	struct net_arp_pkt *rp;
 	uint32_t spa, tpa;
 	uint16_t oper;
 
-	if (len < sizeof(*ap) || be16_get(ap->htype) != S3_ARP_HTYPE_ETHER ||
-	    be16_get(ap->ptype) != S3_ETHERTYPE_IPV4 || ap->hlen != S3_ETH_ALEN || ap->plen != 4) {
+	if (len < sizeof(*ap) || be16_get(ap->htype) != NET_ARP_HTYPE_ETHER ||
+	    be16_get(ap->ptype) != NET_ETHERTYPE_IPV4 || ap->hlen != NET_ETH_ALEN || ap->plen != 4) {
 		t->stats.drop_bad_eth++;
 		return;
 	}
 	oper = be16_get(ap->oper);
 	spa = be32_get(ap->spa);
 	tpa = be32_get(ap->tpa);
-	if ((oper != S3_ARP_OP_REQUEST && oper != S3_ARP_OP_REPLY) || (ap->sha[0] & 1) != 0) {
+	if ((oper != NET_ARP_OP_REQUEST && oper != NET_ARP_OP_REPLY) || (ap->sha[0] & 1) != 0) {
 		t->stats.drop_bad_eth++;
 		return;
 	}
 	/* Learn the sender (not from probes with sender 0.0.0.0, nor someone claiming our address). */
 	if (spa != 0 && spa != t->cfg.ip)
-		s3_tcp_arp_learn(t, spa, ap->sha);
-	if (oper != S3_ARP_OP_REQUEST || tpa != t->cfg.ip || spa == t->cfg.ip)
+		inet_arp_learn(t, spa, ap->sha);
+	if (oper != NET_ARP_OP_REQUEST || tpa != t->cfg.ip || spa == t->cfg.ip)
 		return;
 
-	rp = (struct s3_arp_pkt *)(t->frame + sizeof(struct s3_eth_hdr));
-	rp->htype = be16_set(S3_ARP_HTYPE_ETHER);
-	rp->ptype = be16_set(S3_ETHERTYPE_IPV4);
-	rp->hlen = S3_ETH_ALEN;
+	rp = (struct net_arp_pkt *)(t->frame + sizeof(struct net_eth_hdr));
+	rp->htype = be16_set(NET_ARP_HTYPE_ETHER);
+	rp->ptype = be16_set(NET_ETHERTYPE_IPV4);
+	rp->hlen = NET_ETH_ALEN;
 	rp->plen = 4;
-	rp->oper = be16_set(S3_ARP_OP_REPLY);
-	memcpy(rp->sha, t->cfg.mac, S3_ETH_ALEN);
+	rp->oper = be16_set(NET_ARP_OP_REPLY);
+	memcpy(rp->sha, t->cfg.mac, NET_ETH_ALEN);
 	rp->spa = be32_set(t->cfg.ip);
-	memcpy(rp->tha, ap->sha, S3_ETH_ALEN);
+	memcpy(rp->tha, ap->sha, NET_ETH_ALEN);
 	rp->tpa = be32_set(spa);
 	{
-		struct s3_eth_hdr *eh = (struct s3_eth_hdr *)t->frame;
+		struct net_eth_hdr *eh = (struct net_eth_hdr *)t->frame;
 		size_t flen = sizeof(*eh) + sizeof(*rp);
 
-		memcpy(eh->dst, ap->sha, S3_ETH_ALEN);
-		memcpy(eh->src, t->cfg.mac, S3_ETH_ALEN);
-		eh->type = be16_set(S3_ETHERTYPE_ARP);
-		memset(t->frame + flen, 0, S3_ETH_MIN_FRAME - flen);
+		memcpy(eh->dst, ap->sha, NET_ETH_ALEN);
+		memcpy(eh->src, t->cfg.mac, NET_ETH_ALEN);
+		eh->type = be16_set(NET_ETHERTYPE_ARP);
+		memset(t->frame + flen, 0, NET_ETH_MIN_FRAME - flen);
 		t->stats.arp_replies++;
 		t->stats.frames_out++;
-		t->ops.send_frame(t->ops.ctx, t->frame, S3_ETH_MIN_FRAME);
+		t->ops.send_frame(t->ops.ctx, t->frame, NET_ETH_MIN_FRAME);
 	}
 }
 
 /* ---- ICMP --------------------------------------------------------------------- */
 
-static void icmp_input(struct s3_tcp *t, const uint8_t *smac, uint32_t sip, const uint8_t *p, size_t len)
+static void icmp_input(struct inet_host *t, const uint8_t *smac, uint32_t sip, const uint8_t *p, size_t len)
 {
-	const struct s3_icmp_echo *eq = (const struct s3_icmp_echo *)p;
-	struct s3_icmp_echo *er = (struct s3_icmp_echo *)(t->frame + S3_ETH_IP_HLEN);
-	const size_t cap = S3_TCP_MAX_FRAME - S3_ETH_IP_HLEN - sizeof(*er);
+	const struct net_icmp_echo *eq = (const struct net_icmp_echo *)p;
+	struct net_icmp_echo *er = (struct net_icmp_echo *)(t->frame + NET_ETH_IP_HLEN);
+	const size_t cap = INET_TCP_MAX_FRAME - NET_ETH_IP_HLEN - sizeof(*er);
 	size_t dlen;
 
 	if (len < sizeof(*eq)) {
@@ -79,27 +79,27 @@ static void icmp_input(struct s3_tcp *t, const uint8_t *smac, uint32_t sip, cons
 		t->stats.drop_bad_csum++;
 		return;
 	}
-	if (eq->type != S3_ICMP_ECHO_REQUEST || eq->code != 0) {
+	if (eq->type != NET_ICMP_ECHO_REQUEST || eq->code != 0) {
 		t->stats.drop_not_mine++;   /* nothing else is for us */
 		return;
 	}
 	dlen = len - sizeof(*eq);
 	if (dlen > cap)
 		dlen = cap;
-	er->type = S3_ICMP_ECHO_REPLY;
+	er->type = NET_ICMP_ECHO_REPLY;
 	er->code = 0;
 	er->csum = be16_set(0);
 	er->id = eq->id;
 	er->seq = eq->seq;
-	memcpy(t->frame + S3_ETH_IP_HLEN + sizeof(*er), p + sizeof(*eq), dlen);
+	memcpy(t->frame + NET_ETH_IP_HLEN + sizeof(*er), p + sizeof(*eq), dlen);
 	er->csum = be16_set(inet_csum_fold(inet_csum_add(0, er, sizeof(*er) + dlen)));
 	t->stats.icmp_echo_replies++;
-	s3_tcp_ip_output(t, smac, sip, S3_IP_PROTO_ICMP, sizeof(*er) + dlen, false);
+	inet_ip_output(t, smac, sip, NET_IP_PROTO_ICMP, sizeof(*er) + dlen, false);
 }
 
 /* ---- TCP options ---------------------------------------------------------------- */
 
-bool s3_tcp_parse_options(const uint8_t *opt, size_t len, int *mss)
+bool inet_parse_options(const uint8_t *opt, size_t len, int *mss)
 {
 	size_t i = 0;
 
@@ -107,9 +107,9 @@ bool s3_tcp_parse_options(const uint8_t *opt, size_t len, int *mss)
 	while (i < len) {
 		uint8_t kind = opt[i], olen;
 
-		if (kind == S3_TCPOPT_EOL)
+		if (kind == NET_TCPOPT_EOL)
 			break;
-		if (kind == S3_TCPOPT_NOP) {
+		if (kind == NET_TCPOPT_NOP) {
 			i++;
 			continue;
 		}
@@ -118,10 +118,10 @@ bool s3_tcp_parse_options(const uint8_t *opt, size_t len, int *mss)
 		olen = opt[i + 1];
 		if (olen < 2 || olen > len - i)
 			return false;           /* runs past the header, or cannot advance */
-		if (kind == S3_TCPOPT_MSS) {
-			if (olen != S3_TCPOPT_MSS_LEN)
+		if (kind == NET_TCPOPT_MSS) {
+			if (olen != NET_TCPOPT_MSS_LEN)
 				return false;
-			*mss = be16_get(((const struct s3_tcp_opt_mss *)(opt + i))->mss);
+			*mss = be16_get(((const struct net_tcp_opt_mss *)(opt + i))->mss);
 		}
 		i += olen;
 	}
@@ -131,83 +131,83 @@ bool s3_tcp_parse_options(const uint8_t *opt, size_t len, int *mss)
 /* ---- TCP state machine ---------------------------------------------------------- */
 
 /* A SYN to our port with no connection: SYN_RCVD, SYN-ACK. */
-static void listen_input(struct s3_tcp *t, const struct s3_tcp_seg *s)
+static void listen_input(struct inet_host *t, const struct inet_seg *s)
 {
-	struct s3_tcp_pcb *pcb;
+	struct inet_pcb *pcb;
 	int mss = s->mss;
 
-	if (s->flags & S3_TCPF_RST)
+	if (s->flags & NET_TCPF_RST)
 		return;
-	if (s->flags & S3_TCPF_ACK) {
-		s3_tcp_send_rst_reply(t, s);
+	if (s->flags & NET_TCPF_ACK) {
+		inet_send_rst_reply(t, s);
 		return;
 	}
-	if (!(s->flags & S3_TCPF_SYN)) {
+	if (!(s->flags & NET_TCPF_SYN)) {
 		t->stats.drop_bad_tcp++;        /* RFC 793: no SYN, no ACK in LISTEN: drop */
 		return;
 	}
-	if (s3_tcp_count_live(t) >= S3_TCP_MAX_CONNS || (pcb = s3_tcp_pcb_alloc(t)) == NULL) {
+	if (inet_count_live(t) >= INET_TCP_MAX_CONNS || (pcb = inet_pcb_alloc(t)) == NULL) {
 		t->stats.conns_refused++;
-		s3_tcp_send_rst_reply(t, s);
+		inet_send_rst_reply(t, s);
 		return;
 	}
 	if (mss < 0)
-		mss = S3_TCP_MIN_MSS;
-	if (mss < S3_TCP_MIN_MSS)
-		mss = S3_TCP_MIN_MSS;
-	if (mss > S3_TCP_MSS)
-		mss = S3_TCP_MSS;
+		mss = INET_TCP_MIN_MSS;
+	if (mss < INET_TCP_MIN_MSS)
+		mss = INET_TCP_MIN_MSS;
+	if (mss > INET_TCP_MSS)
+		mss = INET_TCP_MSS;
 
 	memset(pcb, 0, sizeof(*pcb));
 	pcb->state = TCPS_SYN_RCVD;
 	pcb->rip = s->rip;
 	pcb->rport = s->rport;
-	memcpy(pcb->rmac, s->rmac, S3_ETH_ALEN);
+	memcpy(pcb->rmac, s->rmac, NET_ETH_ALEN);
 	pcb->mss = (uint16_t)mss;
 	pcb->irs = s->seq;
 	pcb->rcv_nxt = s->seq + 1;       /* data on the SYN is not taken: the peer sends it again */
 	pcb->rcv_adv = pcb->rcv_nxt;
-	pcb->iss = s3_tcp_new_iss(t);
+	pcb->iss = inet_new_iss(t);
 	pcb->snd_una = pcb->iss;
 	pcb->snd_nxt = pcb->iss;
 	pcb->snd_max = pcb->iss;
 	pcb->snd_wnd = s->wnd;
 	pcb->snd_wl1 = s->seq;
 	pcb->snd_wl2 = pcb->iss;
-	pcb->cwnd = S3_TCP_WINDOW;
+	pcb->cwnd = INET_TCP_WINDOW;
 	pcb->last_rx = t->now;
-	s3_tcp_send_synack(t, pcb);
-	s3_tcp_timer_restart(t, pcb);
+	inet_send_synack(t, pcb);
+	inet_timer_restart(t, pcb);
 }
 
 /* Returns false if the segment was consumed (or the PCB is gone). */
-static bool syn_rcvd_input(struct s3_tcp *t, struct s3_tcp_pcb *pcb, const struct s3_tcp_seg *s)
+static bool syn_rcvd_input(struct inet_host *t, struct inet_pcb *pcb, const struct inet_seg *s)
 {
 	void *app;
 
-	if (s->flags & S3_TCPF_RST) {
-		if (SEQ_GEQ(s->seq, pcb->rcv_nxt) && SEQ_LT(s->seq, pcb->rcv_nxt + S3_TCP_WINDOW))
-			s3_tcp_pcb_release(t, pcb);
+	if (s->flags & NET_TCPF_RST) {
+		if (SEQ_GEQ(s->seq, pcb->rcv_nxt) && SEQ_LT(s->seq, pcb->rcv_nxt + INET_TCP_WINDOW))
+			inet_pcb_release(t, pcb);
 		return false;
 	}
-	if (s->flags & S3_TCPF_SYN) {
-		if (!(s->flags & S3_TCPF_ACK) && s->seq == pcb->irs) {
+	if (s->flags & NET_TCPF_SYN) {
+		if (!(s->flags & NET_TCPF_ACK) && s->seq == pcb->irs) {
 			/* Our SYN-ACK was lost: the peer's SYN again. */
 			t->stats.retransmits++;
-			s3_tcp_send_synack(t, pcb);
-		} else if (s->flags & S3_TCPF_ACK) {
-			s3_tcp_send_rst_reply(t, s);
+			inet_send_synack(t, pcb);
+		} else if (s->flags & NET_TCPF_ACK) {
+			inet_send_rst_reply(t, s);
 		} else {
 			t->stats.drop_bad_tcp++;
 		}
 		return false;
 	}
-	if (!(s->flags & S3_TCPF_ACK)) {
+	if (!(s->flags & NET_TCPF_ACK)) {
 		t->stats.drop_bad_tcp++;
 		return false;
 	}
 	if (s->ack != pcb->iss + 1) {
-		s3_tcp_send_rst_reply(t, s);
+		inet_send_rst_reply(t, s);
 		return false;
 	}
 	/* The handshake is complete. */
@@ -219,12 +219,12 @@ static bool syn_rcvd_input(struct s3_tcp *t, struct s3_tcp_pcb *pcb, const struc
 	pcb->snd_wl2 = s->ack;
 	pcb->retries = 0;
 	pcb->backoff = 0;
-	s3_tcp_timer_stop(pcb);
+	inet_timer_stop(pcb);
 	pcb->state = TCPS_ESTABLISHED;
 	app = t->ops.open(t->ops.ctx);
 	if (app == NULL) {
 		t->stats.conns_refused++;
-		s3_tcp_abort(t, pcb);
+		inet_abort(t, pcb);
 		return false;
 	}
 	pcb->app = app;
@@ -233,18 +233,18 @@ static bool syn_rcvd_input(struct s3_tcp *t, struct s3_tcp_pcb *pcb, const struc
 }
 
 /* Our FIN was acknowledged. Returns false if the PCB is gone or holds nothing more to do. */
-static bool fin_acked(struct s3_tcp *t, struct s3_tcp_pcb *pcb)
+static bool fin_acked(struct inet_host *t, struct inet_pcb *pcb)
 {
 	switch (pcb->state) {
 	case TCPS_FIN_WAIT_1:
 		pcb->state = TCPS_FIN_WAIT_2;
-		pcb->tw_at = t->now + S3_TCP_FIN_WAIT_2_MS;
+		pcb->tw_at = t->now + INET_TCP_FIN_WAIT_2_MS;
 		return true;
 	case TCPS_CLOSING:
-		s3_tcp_enter_time_wait(t, pcb);
+		inet_enter_time_wait(t, pcb);
 		return false;
 	case TCPS_LAST_ACK:
-		s3_tcp_pcb_release(t, pcb);
+		inet_pcb_release(t, pcb);
 		return false;
 	default:
 		return true;
@@ -252,39 +252,39 @@ static bool fin_acked(struct s3_tcp *t, struct s3_tcp_pcb *pcb)
 }
 
 /* A segment for a synchronized connection (ESTABLISHED and later). */
-static void sync_input(struct s3_tcp *t, struct s3_tcp_pcb *pcb, const struct s3_tcp_seg *s)
+static void sync_input(struct inet_host *t, struct inet_pcb *pcb, const struct inet_seg *s)
 {
 	uint32_t seq = s->seq;
 	const uint8_t *data = s->data;
 	size_t dlen = s->len;
-	bool fin = (s->flags & S3_TCPF_FIN) != 0;
+	bool fin = (s->flags & NET_TCPF_FIN) != 0;
 	uint32_t adv = SEQ_GT(pcb->rcv_adv, pcb->rcv_nxt) ? pcb->rcv_adv - pcb->rcv_nxt : 0;
 	uint32_t seglen = (uint32_t)dlen + (fin ? 1 : 0);
 
-	if (s->flags & S3_TCPF_RST) {
+	if (s->flags & NET_TCPF_RST) {
 		/* In the window: the connection is gone. Otherwise ignored. */
 		if (SEQ_GEQ(seq, pcb->rcv_nxt) && SEQ_LT(seq, pcb->rcv_nxt + (adv > 0 ? adv : 1)))
-			s3_tcp_pcb_release(t, pcb);
+			inet_pcb_release(t, pcb);
 		return;
 	}
 	pcb->last_rx = t->now;                      /* the peer is alive */
 	pcb->ka_probes = 0;
 	if (pcb->state == TCPS_FIN_WAIT_2)
-		pcb->tw_at = t->now + S3_TCP_FIN_WAIT_2_MS;
+		pcb->tw_at = t->now + INET_TCP_FIN_WAIT_2_MS;
 	if (pcb->state == TCPS_TIME_WAIT) {
 		/* Only a retransmitted FIN is expected: acknowledge it again and hold on. */
 		if (fin) {
-			pcb->tw_at = t->now + S3_TCP_TIME_WAIT_MS;
-			s3_tcp_send_ack(t, pcb);
+			pcb->tw_at = t->now + INET_TCP_TIME_WAIT_MS;
+			inet_send_ack(t, pcb);
 		}
 		return;
 	}
-	if (s->flags & S3_TCPF_SYN) {
+	if (s->flags & NET_TCPF_SYN) {
 		/* RFC 5961 challenge ACK: a peer that restarted answers it with an RST. */
-		s3_tcp_send_ack(t, pcb);
+		inet_send_ack(t, pcb);
 		return;
 	}
-	if (!(s->flags & S3_TCPF_ACK)) {
+	if (!(s->flags & NET_TCPF_ACK)) {
 		t->stats.drop_bad_tcp++;
 		return;
 	}
@@ -292,7 +292,7 @@ static void sync_input(struct s3_tcp *t, struct s3_tcp_pcb *pcb, const struct s3
 	/* Sequence: only what starts at rcv_nxt is taken; old bytes at the front are trimmed. */
 	if (seglen == 0) {
 		if (!(SEQ_GEQ(seq, pcb->rcv_nxt) && SEQ_LEQ(seq, pcb->rcv_nxt + adv))) {
-			s3_tcp_send_ack(t, pcb);
+			inet_send_ack(t, pcb);
 			return;
 		}
 	} else if (SEQ_LT(seq, pcb->rcv_nxt)) {
@@ -300,7 +300,7 @@ static void sync_input(struct s3_tcp *t, struct s3_tcp_pcb *pcb, const struct s3
 
 		if (old >= seglen) {
 			t->stats.drop_out_of_order++;   /* a duplicate */
-			s3_tcp_send_ack(t, pcb);
+			inet_send_ack(t, pcb);
 			return;
 		}
 		data += old;                        /* old < seglen, so old <= dlen */
@@ -308,13 +308,13 @@ static void sync_input(struct s3_tcp *t, struct s3_tcp_pcb *pcb, const struct s3
 		seq = pcb->rcv_nxt;
 	} else if (seq != pcb->rcv_nxt) {
 		t->stats.drop_out_of_order++;
-		s3_tcp_send_ack(t, pcb);
+		inet_send_ack(t, pcb);
 		return;
 	}
 
 	/* Acknowledgment. */
 	if (SEQ_GT(s->ack, pcb->snd_max)) {
-		s3_tcp_send_ack(t, pcb);            /* acknowledges what we never sent */
+		inet_send_ack(t, pcb);            /* acknowledges what we never sent */
 		return;
 	}
 	if (SEQ_GT(s->ack, pcb->snd_una)) {
@@ -328,11 +328,11 @@ static void sync_input(struct s3_tcp *t, struct s3_tcp_pcb *pcb, const struct s3
 			pcb->snd_nxt = pcb->snd_una;
 		pcb->retries = 0;
 		pcb->backoff = 0;
-		pcb->cwnd = pcb->cwnd + pcb->mss > S3_TCP_WINDOW ? S3_TCP_WINDOW : pcb->cwnd + pcb->mss;
+		pcb->cwnd = pcb->cwnd + pcb->mss > INET_TCP_WINDOW ? INET_TCP_WINDOW : pcb->cwnd + pcb->mss;
 		if (pcb->snd_una == pcb->snd_max)
-			s3_tcp_timer_stop(pcb);
+			inet_timer_stop(pcb);
 		else
-			s3_tcp_timer_restart(t, pcb);
+			inet_timer_restart(t, pcb);
 		if (n > 0 && pcb->app != NULL)
 			t->ops.acked(pcb->app, n);
 		if (our_fin && !fin_acked(t, pcb))
@@ -356,7 +356,7 @@ static void sync_input(struct s3_tcp *t, struct s3_tcp_pcb *pcb, const struct s3
 			size_t room = SEQ_GT(pcb->rcv_adv, pcb->rcv_nxt) ? pcb->rcv_adv - pcb->rcv_nxt : 0;
 			size_t want = dlen < room ? dlen : room;
 
-			if (s3_tcp_rx_accept(t, pcb, data, want) < dlen)
+			if (inet_rx_accept(t, pcb, data, want) < dlen)
 				fin = false;                /* trimmed at the window: the FIN comes again */
 		} else {
 			fin = false;                        /* bytes after the peer's FIN */
@@ -369,7 +369,7 @@ static void sync_input(struct s3_tcp *t, struct s3_tcp_pcb *pcb, const struct s3
 		pcb->fin_rcvd = true;
 		pcb->rcv_nxt++;
 		pcb->ack_now = true;
-		s3_tcp_rx_drain(t, pcb);                    /* the EOF once buffered bytes are taken */
+		inet_rx_drain(t, pcb);                    /* the EOF once buffered bytes are taken */
 		switch (pcb->state) {
 		case TCPS_ESTABLISHED:
 			pcb->state = TCPS_CLOSE_WAIT;
@@ -378,43 +378,43 @@ static void sync_input(struct s3_tcp *t, struct s3_tcp_pcb *pcb, const struct s3
 			pcb->state = TCPS_CLOSING;
 			break;
 		case TCPS_FIN_WAIT_2:
-			s3_tcp_send_ack(t, pcb);
-			s3_tcp_enter_time_wait(t, pcb);
+			inet_send_ack(t, pcb);
+			inet_enter_time_wait(t, pcb);
 			return;
 		default:
 			break;
 		}
 	}
-	s3_tcp_pcb_service(t, pcb);
+	inet_pcb_service(t, pcb);
 }
 
-static void tcp_input(struct s3_tcp *t, const uint8_t *smac, uint32_t sip, const uint8_t *p, size_t len,
+static void tcp_input(struct inet_host *t, const uint8_t *smac, uint32_t sip, const uint8_t *p, size_t len,
 		      unsigned rx_flags)
 {
-	const struct s3_tcp_hdr *th = (const struct s3_tcp_hdr *)p;
-	struct s3_tcp_seg s;
-	struct s3_tcp_pcb *pcb;
+	const struct net_tcp_hdr *th = (const struct net_tcp_hdr *)p;
+	struct inet_seg s;
+	struct inet_pcb *pcb;
 	size_t hlen;
 
 	if (len < sizeof(*th)) {
 		t->stats.drop_bad_tcp++;
 		return;
 	}
-	if (rx_flags & S3_TCP_RX_CSUM_OK) {
+	if (rx_flags & INET_TCP_RX_CSUM_OK) {
 		t->stats.csum_trusted++;
-	} else if (inet_csum_fold(s3_tcp_csum_pseudo(sip, t->cfg.ip, S3_IP_PROTO_TCP, len) +
+	} else if (inet_csum_fold(inet_csum_pseudo(sip, t->cfg.ip, NET_IP_PROTO_TCP, len) +
 				  inet_csum_add(0, p, len)) != 0) {
 		t->stats.drop_bad_csum++;
 		return;
 	}
-	hlen = (size_t)s3_tcph_doff(th) * 4;
+	hlen = (size_t)net_tcph_doff(th) * 4;
 	memset(&s, 0, sizeof(s));
-	s.flags = s3_tcph_flags(th);
+	s.flags = net_tcph_flags(th);
 	s.rport = be16_get(th->sport);
 	s.lport = be16_get(th->dport);
 	if (hlen < sizeof(*th) || hlen > len || s.rport == 0 || s.lport == 0 ||
-	    !s3_tcp_parse_options(p + sizeof(*th), hlen - sizeof(*th), &s.mss) ||
-	    ((s.flags & S3_TCPF_SYN) && (s.flags & (S3_TCPF_RST | S3_TCPF_FIN)))) {
+	    !inet_parse_options(p + sizeof(*th), hlen - sizeof(*th), &s.mss) ||
+	    ((s.flags & NET_TCPF_SYN) && (s.flags & (NET_TCPF_RST | NET_TCPF_FIN)))) {
 		t->stats.drop_bad_tcp++;
 		return;
 	}
@@ -425,17 +425,17 @@ static void tcp_input(struct s3_tcp *t, const uint8_t *smac, uint32_t sip, const
 	s.wnd = be16_get(th->wnd);
 	s.data = p + hlen;
 	s.len = len - hlen;
-	if (s.len > S3_TCP_MSS)
+	if (s.len > INET_TCP_MSS)
 		t->stats.segs_over_mss++;
 
-	if (s.lport != t->cfg.port) {
-		s3_tcp_send_rst_reply(t, &s);           /* closed port (never to an RST) */
+	if (t->cfg.port == 0 || s.lport != t->cfg.port) {
+		inet_send_rst_reply(t, &s);           /* closed port (never to an RST) */
 		return;
 	}
-	pcb = s3_tcp_pcb_find(t, sip, s.rport);
-	if (pcb != NULL && pcb->state == TCPS_TIME_WAIT && (s.flags & S3_TCPF_SYN) &&
-	    !(s.flags & S3_TCPF_ACK)) {
-		s3_tcp_pcb_release(t, pcb);             /* a new incarnation reuses the 4-tuple at once */
+	pcb = inet_pcb_find(t, sip, s.rport);
+	if (pcb != NULL && pcb->state == TCPS_TIME_WAIT && (s.flags & NET_TCPF_SYN) &&
+	    !(s.flags & NET_TCPF_ACK)) {
+		inet_pcb_release(t, pcb);             /* a new incarnation reuses the 4-tuple at once */
 		pcb = NULL;
 	}
 	if (pcb == NULL) {
@@ -449,23 +449,23 @@ static void tcp_input(struct s3_tcp *t, const uint8_t *smac, uint32_t sip, const
 
 /* ---- IPv4 --------------------------------------------------------------------- */
 
-static bool bad_source(const struct s3_tcp *t, uint32_t ip)
+static bool bad_source(const struct inet_host *t, uint32_t ip)
 {
 	return ip == 0 || ip == 0xffffffffu || (ip >> 28) == 0xe || (ip >> 24) == 127 || ip == t->cfg.ip;
 }
 
-static void ip_input(struct s3_tcp *t, const uint8_t *smac, const uint8_t *p, size_t len, unsigned rx_flags)
+static void ip_input(struct inet_host *t, const uint8_t *smac, const uint8_t *p, size_t len, unsigned rx_flags)
 {
-	const struct s3_ip_hdr *ih = (const struct s3_ip_hdr *)p;
+	const struct net_ip_hdr *ih = (const struct net_ip_hdr *)p;
 	size_t tot;
 	unsigned frag;
 	uint32_t src;
 
-	if (len < sizeof(*ih) || s3_ip_ver(ih) != 4 || s3_ip_ihl(ih) < 5) {
+	if (len < sizeof(*ih) || net_ip_ver(ih) != 4 || net_ip_ihl(ih) < 5) {
 		t->stats.drop_bad_ip++;
 		return;
 	}
-	if (s3_ip_ihl(ih) > 5) {
+	if (net_ip_ihl(ih) > 5) {
 		t->stats.drop_ip_options++;
 		return;
 	}
@@ -479,7 +479,7 @@ static void ip_input(struct s3_tcp *t, const uint8_t *smac, const uint8_t *p, si
 		return;
 	}
 	frag = be16_get(ih->frag);
-	if ((frag & S3_IP_FLAG_MF) || (frag & S3_IP_FRAG_OFF_MASK)) {
+	if ((frag & NET_IP_FLAG_MF) || (frag & NET_IP_FRAG_OFF_MASK)) {
 		t->stats.drop_fragment++;
 		return;
 	}
@@ -493,10 +493,10 @@ static void ip_input(struct s3_tcp *t, const uint8_t *smac, const uint8_t *p, si
 		return;
 	}
 	switch (ih->proto) {
-	case S3_IP_PROTO_ICMP:
+	case NET_IP_PROTO_ICMP:
 		icmp_input(t, smac, src, p + sizeof(*ih), tot - sizeof(*ih));
 		break;
-	case S3_IP_PROTO_TCP:
+	case NET_IP_PROTO_TCP:
 		tcp_input(t, smac, src, p + sizeof(*ih), tot - sizeof(*ih), rx_flags);
 		break;
 	default:
@@ -507,14 +507,14 @@ static void ip_input(struct s3_tcp *t, const uint8_t *smac, const uint8_t *p, si
 
 /* ---- Ethernet ----------------------------------------------------------------- */
 
-void s3_tcp_input(struct s3_tcp *t, const uint8_t *frame, size_t len, uint64_t now_ms)
+void inet_input(struct inet_host *t, const uint8_t *frame, size_t len, uint64_t now_ms)
 {
-	s3_tcp_input_flags(t, frame, len, 0, now_ms);
+	inet_input_flags(t, frame, len, 0, now_ms);
 }
 
-void s3_tcp_input_flags(struct s3_tcp *t, const uint8_t *frame, size_t len, unsigned flags, uint64_t now_ms)
+void inet_input_flags(struct inet_host *t, const uint8_t *frame, size_t len, unsigned flags, uint64_t now_ms)
 {
-	const struct s3_eth_hdr *eh = (const struct s3_eth_hdr *)frame;
+	const struct net_eth_hdr *eh = (const struct net_eth_hdr *)frame;
 	bool bcast;
 
 	t->now = now_ms;
@@ -523,8 +523,8 @@ void s3_tcp_input_flags(struct s3_tcp *t, const uint8_t *frame, size_t len, unsi
 		t->stats.drop_bad_eth++;
 		return;
 	}
-	bcast = memcmp(eh->dst, bcast_mac, S3_ETH_ALEN) == 0;
-	if (!bcast && memcmp(eh->dst, t->cfg.mac, S3_ETH_ALEN) != 0) {
+	bcast = memcmp(eh->dst, bcast_mac, NET_ETH_ALEN) == 0;
+	if (!bcast && memcmp(eh->dst, t->cfg.mac, NET_ETH_ALEN) != 0) {
 		t->stats.drop_not_mine++;
 		return;
 	}
@@ -533,10 +533,10 @@ void s3_tcp_input_flags(struct s3_tcp *t, const uint8_t *frame, size_t len, unsi
 		return;
 	}
 	switch (be16_get(eh->type)) {
-	case S3_ETHERTYPE_ARP:
+	case NET_ETHERTYPE_ARP:
 		arp_input(t, frame + sizeof(*eh), len - sizeof(*eh));
 		break;
-	case S3_ETHERTYPE_IPV4:
+	case NET_ETHERTYPE_IPV4:
 		if (bcast) {
 			t->stats.drop_not_mine++;
 			return;

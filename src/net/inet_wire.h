@@ -1,0 +1,206 @@
+/*
+ * Wire formats of the in-band TCP/IP stack (inet.h): Ethernet II, ARP for
+ * IPv4 over Ethernet, IPv4, ICMP echo and TCP headers, exactly as on the
+ * wire. Multi-byte fields are be16/be32 (util/endian.h), so they can only be
+ * read and written through be16_get()/be16_set() and friends; sub-byte
+ * fields are reached through the SHIFT/MASK accessors below, never through
+ * bitfields (whose layout the compiler chooses).
+ */
+#ifndef ERNIC_NET_INET_WIRE_H
+#define ERNIC_NET_INET_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/endian.h"
+
+/* ---- Ethernet II ---------------------------------------------------------- */
+
+#define NET_ETH_ALEN        6
+#define NET_ETH_MIN_FRAME   60      /* without FCS: shorter frames are padded */
+#define NET_ETHERTYPE_IPV4  0x0800
+#define NET_ETHERTYPE_ARP   0x0806
+#define NET_ETHERTYPE_VLAN  0x8100
+
+struct net_eth_hdr {
+	uint8_t dst[NET_ETH_ALEN];
+	uint8_t src[NET_ETH_ALEN];
+	be16 type;
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct net_eth_hdr) == 14, "Ethernet header size");
+_Static_assert(offsetof(struct net_eth_hdr, src) == 6, "Ethernet source offset");
+_Static_assert(offsetof(struct net_eth_hdr, type) == 12, "Ethernet type offset");
+
+/* ---- ARP (RFC 826), IPv4 over Ethernet only ------------------------------- */
+
+#define NET_ARP_HTYPE_ETHER 1
+#define NET_ARP_OP_REQUEST  1
+#define NET_ARP_OP_REPLY    2
+
+struct net_arp_pkt {
+	be16 htype;
+	be16 ptype;
+	uint8_t hlen;
+	uint8_t plen;
+	be16 oper;
+	uint8_t sha[NET_ETH_ALEN];
+	be32 spa;
+	uint8_t tha[NET_ETH_ALEN];
+	be32 tpa;
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct net_arp_pkt) == 28, "ARP packet size");
+_Static_assert(offsetof(struct net_arp_pkt, oper) == 6, "ARP oper offset");
+_Static_assert(offsetof(struct net_arp_pkt, sha) == 8, "ARP sha offset");
+_Static_assert(offsetof(struct net_arp_pkt, spa) == 14, "ARP spa offset");
+_Static_assert(offsetof(struct net_arp_pkt, tha) == 18, "ARP tha offset");
+_Static_assert(offsetof(struct net_arp_pkt, tpa) == 24, "ARP tpa offset");
+
+/* ---- IPv4 (RFC 791) --------------------------------------------------------- */
+
+#define NET_IP_PROTO_ICMP   1
+#define NET_IP_PROTO_TCP    6
+#define NET_IP_DEFAULT_TTL  64
+
+/* ver_ihl: version in the high nibble, header length in 32-bit words in the low one */
+#define NET_IP_VER_SHIFT    4
+#define NET_IP_VER_MASK     0x0fu
+#define NET_IP_IHL_SHIFT    0
+#define NET_IP_IHL_MASK     0x0fu
+/* frag: three flag bits, then the fragment offset in 8-byte units */
+#define NET_IP_FLAG_RF      0x8000u
+#define NET_IP_FLAG_DF      0x4000u
+#define NET_IP_FLAG_MF      0x2000u
+#define NET_IP_FRAG_OFF_MASK 0x1fffu
+
+struct net_ip_hdr {
+	uint8_t ver_ihl;
+	uint8_t tos;
+	be16 tot_len;
+	be16 id;
+	be16 frag;
+	uint8_t ttl;
+	uint8_t proto;
+	be16 csum;
+	be32 src;
+	be32 dst;
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct net_ip_hdr) == 20, "IPv4 header size");
+_Static_assert(offsetof(struct net_ip_hdr, tot_len) == 2, "IPv4 total length offset");
+_Static_assert(offsetof(struct net_ip_hdr, frag) == 6, "IPv4 fragment offset");
+_Static_assert(offsetof(struct net_ip_hdr, ttl) == 8, "IPv4 TTL offset");
+_Static_assert(offsetof(struct net_ip_hdr, proto) == 9, "IPv4 protocol offset");
+_Static_assert(offsetof(struct net_ip_hdr, csum) == 10, "IPv4 checksum offset");
+_Static_assert(offsetof(struct net_ip_hdr, src) == 12, "IPv4 source offset");
+_Static_assert(offsetof(struct net_ip_hdr, dst) == 16, "IPv4 destination offset");
+
+static inline unsigned net_ip_ver(const struct net_ip_hdr *h)
+{
+	return ((unsigned)h->ver_ihl >> NET_IP_VER_SHIFT) & NET_IP_VER_MASK;
+}
+
+/* Header length in 32-bit words. */
+static inline unsigned net_ip_ihl(const struct net_ip_hdr *h)
+{
+	return ((unsigned)h->ver_ihl >> NET_IP_IHL_SHIFT) & NET_IP_IHL_MASK;
+}
+
+static inline uint8_t net_ip_ver_ihl(unsigned ver, unsigned ihl)
+{
+	return (uint8_t)(((ver & NET_IP_VER_MASK) << NET_IP_VER_SHIFT) |
+			 ((ihl & NET_IP_IHL_MASK) << NET_IP_IHL_SHIFT));
+}
+
+/* ---- ICMP echo (RFC 792) ---------------------------------------------------- */
+
+#define NET_ICMP_ECHO_REPLY   0
+#define NET_ICMP_ECHO_REQUEST 8
+
+struct net_icmp_echo {
+	uint8_t type;
+	uint8_t code;
+	be16 csum;
+	be16 id;
+	be16 seq;
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct net_icmp_echo) == 8, "ICMP echo header size");
+_Static_assert(offsetof(struct net_icmp_echo, csum) == 2, "ICMP checksum offset");
+_Static_assert(offsetof(struct net_icmp_echo, id) == 4, "ICMP id offset");
+_Static_assert(offsetof(struct net_icmp_echo, seq) == 6, "ICMP sequence offset");
+
+/* ---- TCP (RFC 793) ------------------------------------------------------------ */
+
+/* off_flags: data offset in 32-bit words in the top nibble, then reserved bits, then flags */
+#define NET_TCPH_DOFF_SHIFT 12
+#define NET_TCPH_DOFF_MASK  0x0fu
+#define NET_TCPH_FLAGS_SHIFT 0
+#define NET_TCPH_FLAGS_MASK 0x01ffu
+#define NET_TCPH_MIN_LEN    20
+#define NET_TCPH_MAX_LEN    60
+
+#define NET_TCPF_FIN 0x001u
+#define NET_TCPF_SYN 0x002u
+#define NET_TCPF_RST 0x004u
+#define NET_TCPF_PSH 0x008u
+#define NET_TCPF_ACK 0x010u
+#define NET_TCPF_URG 0x020u
+
+#define NET_TCPOPT_EOL      0
+#define NET_TCPOPT_NOP      1
+#define NET_TCPOPT_MSS      2
+#define NET_TCPOPT_MSS_LEN  4
+
+struct net_tcp_hdr {
+	be16 sport;
+	be16 dport;
+	be32 seq;
+	be32 ack;
+	be16 off_flags;
+	be16 wnd;
+	be16 csum;
+	be16 urp;
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct net_tcp_hdr) == NET_TCPH_MIN_LEN, "TCP header size");
+_Static_assert(offsetof(struct net_tcp_hdr, seq) == 4, "TCP sequence offset");
+_Static_assert(offsetof(struct net_tcp_hdr, ack) == 8, "TCP acknowledgment offset");
+_Static_assert(offsetof(struct net_tcp_hdr, off_flags) == 12, "TCP data offset/flags offset");
+_Static_assert(offsetof(struct net_tcp_hdr, wnd) == 14, "TCP window offset");
+_Static_assert(offsetof(struct net_tcp_hdr, csum) == 16, "TCP checksum offset");
+_Static_assert(offsetof(struct net_tcp_hdr, urp) == 18, "TCP urgent pointer offset");
+
+/* The MSS option (kind 2, length 4), wherever it sits among the options. */
+struct net_tcp_opt_mss {
+	uint8_t kind;
+	uint8_t len;
+	be16 mss;
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct net_tcp_opt_mss) == NET_TCPOPT_MSS_LEN, "TCP MSS option size");
+_Static_assert(offsetof(struct net_tcp_opt_mss, mss) == 2, "TCP MSS option value offset");
+
+/* Header length in 32-bit words. */
+static inline unsigned net_tcph_doff(const struct net_tcp_hdr *h)
+{
+	return ((unsigned)be16_get(h->off_flags) >> NET_TCPH_DOFF_SHIFT) & NET_TCPH_DOFF_MASK;
+}
+
+static inline unsigned net_tcph_flags(const struct net_tcp_hdr *h)
+{
+	return ((unsigned)be16_get(h->off_flags) >> NET_TCPH_FLAGS_SHIFT) & NET_TCPH_FLAGS_MASK;
+}
+
+static inline be16 net_tcph_off_flags(unsigned doff_words, unsigned flags)
+{
+	return be16_set((uint16_t)(((doff_words & NET_TCPH_DOFF_MASK) << NET_TCPH_DOFF_SHIFT) |
+				   ((flags & NET_TCPH_FLAGS_MASK) << NET_TCPH_FLAGS_SHIFT)));
+}
+
+/* The fixed part of every frame we build: Ethernet, IPv4 without options, and the transport. */
+#define NET_ETH_IP_HLEN   (sizeof(struct net_eth_hdr) + sizeof(struct net_ip_hdr))
+#define NET_ETH_IP_TCP_HLEN (NET_ETH_IP_HLEN + sizeof(struct net_tcp_hdr))
+
+#endif

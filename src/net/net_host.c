@@ -1,0 +1,129 @@
+/* An in-process host on the segment: the in-band stack on a switch port; see net_host.h. */
+#include "net/net_host.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/net_switch.h"
+#include "util/evloop.h"
+
+#define POLL_MS 20 /* the stack's timers (retransmission, TIME_WAIT) and deferred output */
+
+struct net_host {
+	struct evloop *loop;
+	struct net_switch *sw;
+	int port;
+	struct inet_host *inet;
+	struct ev_timer *timer;
+	struct inet_ops app;
+};
+
+/* The stack's ctx is the host; the application's open() gets its own. */
+static void *host_open(void *ctx)
+{
+	struct net_host *h = ctx;
+
+	return h->app.open(h->app.ctx);
+}
+
+static void send_frame(void *ctx, const uint8_t *frame, size_t len)
+{
+	struct net_host *h = ctx;
+
+	net_switch_input(h->sw, h->port, frame, len);
+}
+
+static bool port_wants(void *ctx, const uint8_t *frame, size_t len)
+{
+	struct net_host *h = ctx;
+
+	return inet_wants_frame(h->inet, frame, len);
+}
+
+static void port_deliver(void *ctx, const uint8_t *frame, size_t len)
+{
+	struct net_host *h = ctx;
+
+	inet_input(h->inet, frame, len, evloop_now_ms());
+}
+
+/* From the TAP: a super-frame is one large segment, a checksum the kernel vouched for is not redone. */
+static void port_deliver_offload(void *ctx, const uint8_t *frame, size_t len, const struct net_offload *off)
+{
+	struct net_host *h = ctx;
+	unsigned flags = off->csum_valid || off->tcp_csum_partial ? INET_TCP_RX_CSUM_OK : 0;
+
+	inet_input_flags(h->inet, frame, len, flags, evloop_now_ms());
+}
+
+static void on_tick(void *arg, uint32_t events)
+{
+	struct net_host *h = arg;
+
+	(void)events;
+	inet_poll(h->inet, evloop_now_ms());
+}
+
+struct net_host *net_host_new(const struct net_host_config *cfg, struct evloop *loop, struct net_switch *sw,
+			      char *err, size_t errlen)
+{
+	struct net_host *h = calloc(1, sizeof(*h));
+	struct inet_config ic = { .ip = cfg->ip, .port = cfg->port };
+	struct inet_ops ops = cfg->app;
+	struct net_port np = {
+		.name = cfg->name, .wants = port_wants, .deliver = port_deliver,
+		.deliver_offload = port_deliver_offload,
+	};
+
+	if (h == NULL) {
+		snprintf(err, errlen, "%s: out of memory", cfg->name);
+		return NULL;
+	}
+	h->loop = loop;
+	h->sw = sw;
+	h->port = -1;
+	memcpy(ic.mac, cfg->mac, sizeof(ic.mac));
+	h->app = cfg->app;
+	ops.ctx = h;
+	ops.send_frame = send_frame;
+	ops.open = cfg->app.open ? host_open : NULL;
+	h->inet = inet_new(&ic, &ops);
+	if (h->inet == NULL) {
+		snprintf(err, errlen, "%s: cannot create its TCP/IP stack", cfg->name);
+		goto fail;
+	}
+	np.ctx = h;
+	h->port = net_switch_attach(sw, &np);
+	if (h->port < 0) {
+		snprintf(err, errlen, "%s: cannot attach to the segment", cfg->name);
+		goto fail;
+	}
+	if (cfg->port != 0) {
+		h->timer = evloop_add_timer(loop, POLL_MS, on_tick, h);
+		if (h->timer == NULL) {
+			snprintf(err, errlen, "%s: cannot start its timers", cfg->name);
+			goto fail;
+		}
+	}
+	return h;
+fail:
+	net_host_free(h);
+	return NULL;
+}
+
+void net_host_free(struct net_host *h)
+{
+	if (h == NULL)
+		return;
+	evloop_del_timer(h->loop, h->timer);
+	if (h->port >= 0)
+		net_switch_detach(h->sw, h->port);
+	inet_free(h->inet);
+	free(h);
+}
+
+const struct inet_stats *net_host_stats(const struct net_host *h)
+{
+	return inet_stats(h->inet);
+}
