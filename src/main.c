@@ -74,7 +74,7 @@ static void usage(FILE *f)
 		"\n"
 		"s3 options:     bucket=NAME size=SIZE objects=N ip=A.B.C.D port=N maxpart=SIZE\n"
 		"nvmeof options: size=SIZE bs=512|1024|2048|4096 file=PATH nqn=NQN ip=A.B.C.D port=N\n"
-		"                queues=1..15 nsid=N model=TEXT serial=TEXT\n"
+		"                queues=1..64 nsid=N model=TEXT serial=TEXT\n"
 		"SIZE is a number of bytes with an optional K, M, G or T (or KiB..TiB) suffix.\n"
 		"Options are separated by commas: --backend s3:size=1G,bucket=bench\n"
 		"\n"

@@ -18,9 +18,9 @@
 #define IONIC_RDMA_NEQ       16
 #define IONIC_RDMA_NCQ       1024
 #define IONIC_RDMA_NQP       1024
-#define IONIC_RDMA_NMR       2048   /* the MR budget the NVMe-oF target's queues= is sized by */
+#define IONIC_RDMA_NMR       16384  /* nvme-rdma: 128 per queue, 65 queues at queues=64, twice over */
 #define IONIC_RDMA_NAH       1024
-#define IONIC_RDMA_NPTS      (1u << 20) /* page-table entries held at once, all MRs and queues */
+#define IONIC_RDMA_NPTS      (1u << 23) /* page-table entries held at once, all MRs and queues (nvme-rdma: 257 per MR) */
 #define IONIC_RDMA_MAX_STRIDE 8        /* log2 of the largest WQE */
 #define IONIC_RDMA_UDMA_SHIFT 6
 #define IONIC_RDMA_MAX_DEPTH_LOG2 16

@@ -8,7 +8,7 @@
 
 #include "nvmeof/nvmeof_target.h"
 
-#define NVMEOF_MAX_QID 15 /* queues= is 1..15 */
+#define NVMEOF_MAX_QID 64 /* queues= is 1..64 */
 
 struct nvmeof_ctrl;
 

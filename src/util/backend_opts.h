@@ -26,7 +26,7 @@ enum backend_kind {
 #define NVMEOF_NQN_MAX    223   /* NVMe base spec: NQNs are at most 223 bytes */
 #define NVMEOF_MODEL_MAX  40    /* Identify Controller MN */
 #define NVMEOF_SERIAL_MAX 20    /* Identify Controller SN */
-#define NVMEOF_QUEUES_MAX 15    /* the MR budget: 128 regions per queue out of 2048 */
+#define NVMEOF_QUEUES_MAX 64    /* the host pre-allocates 128 regions per queue: 65 x 128 of the device's 16384 */
 #define NVMEOF_PATH_MAX   4096
 
 struct s3_config {

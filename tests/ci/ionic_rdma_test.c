@@ -425,7 +425,7 @@ static void test_lif_identity(void **state)
 	assert_int_equal(id[394], 17); /* admin_opcodes: up to DESTROY_AH, no QP statistics */
 	assert_int_equal(id[395], 0);  /* minor_version */
 	assert_true(rg_get_le32(id + 396) > 0); /* npts_per_lif */
-	assert_true(rg_get_le32(id + 400) > 1); /* nmrs_per_lif (index 0 is reserved) */
+	assert_int_equal(rg_get_le32(id + 400), 16384); /* nmrs_per_lif (index 0 is reserved; 16384 is out of range below) */
 	assert_true(rg_get_le32(id + 404) > 0); /* nahs_per_lif */
 	assert_int_equal(id[408], 8);  /* max_stride */
 	assert_true(id[414] >= 1);     /* udma_shift */
@@ -928,7 +928,7 @@ static void test_admin_mr(void **state)
 	assert_int_equal(create_mr(&f, 3, 0x33, 0, 0, 0, 0, 0xa000, 12), RG_ASTS_OK);
 	/* Index 0 is reserved (lkey 0 is the privileged DMA key); indexes past the table; a duplicate. */
 	assert_int_equal(create_mr(&f, 0, 0x44, 0, 0x1000, 1, RG_SCRATCH, 0x1, 12), RG_ASTS_BAD_INDEX);
-	assert_int_equal(create_mr(&f, 2048, 0x44, 0, 0x1000, 1, RG_SCRATCH, 0x1, 12), RG_ASTS_BAD_INDEX);
+	assert_int_equal(create_mr(&f, 16384, 0x44, 0, 0x1000, 1, RG_SCRATCH, 0x1, 12), RG_ASTS_BAD_INDEX);
 	assert_int_equal(create_mr(&f, 0xffffff, 0x44, 0, 0x1000, 1, RG_SCRATCH, 0x1, 12), RG_ASTS_BAD_INDEX);
 	assert_int_equal(create_mr(&f, 2, 0x44, 0, 0x1000, 1, RG_SCRATCH, 0x1, 12), RG_ASTS_BAD_STATE);
 	/* Lists that do not cover [va, va + length): one byte over, and by the in-page offset of va. */
@@ -953,7 +953,7 @@ static void test_admin_mr(void **state)
 		assert_int_equal(destroy(&f, RG_OP_DESTROY_MR, i << 8 | i * 0x11), RG_ASTS_OK);
 	assert_int_equal(destroy(&f, RG_OP_DESTROY_MR, 2u << 8 | 0x22), RG_ASTS_BAD_STATE);
 	assert_int_equal(destroy(&f, RG_OP_DESTROY_MR, 0), RG_ASTS_BAD_INDEX);
-	assert_int_equal(destroy(&f, RG_OP_DESTROY_MR, 2048u << 8), RG_ASTS_BAD_INDEX);
+	assert_int_equal(destroy(&f, RG_OP_DESTROY_MR, 16384u << 8), RG_ASTS_BAD_INDEX);
 	assert_int_equal(create_mr(&f, 2, 0x23, 0x400100, 0x1000, 1, RG_SCRATCH, 0x1, 12), RG_ASTS_OK);
 	assert_int_equal(destroy(&f, RG_OP_DESTROY_MR, 2u << 8 | 0x23), RG_ASTS_OK);
 	fx_down(&f);

@@ -79,9 +79,9 @@ fi
 # The other options, reported on the namespace line.
 sock="$TMP/all.sock"
 if start_server nvmeof-all "$sock" -s "$sock" \
-	-b "nvmeof:nqn=nqn.2026-11.io.example:ns7,ip=10.0.0.9,port=4421,queues=15,nsid=7,model=Model X 1,serial=SN-42,bs=2048,size=4M"; then
+	-b "nvmeof:nqn=nqn.2026-11.io.example:ns7,ip=10.0.0.9,port=4421,queues=64,nsid=7,model=Model X 1,serial=SN-42,bs=2048,size=4M"; then
 	has_line "$TMP/nvmeof-all.log" "$(line nqn.2026-11.io.example:ns7 4194304 2048 10.0.0.9 4421)" &&
-	has_line "$TMP/nvmeof-all.log" "ionic_datapath: nvmeof namespace nsid=7 on RAM, queues=15, model 'Model X 1', serial 'SN-42'" &&
+	has_line "$TMP/nvmeof-all.log" "ionic_datapath: nvmeof namespace nsid=7 on RAM, queues=64, model 'Model X 1', serial 'SN-42'" &&
 		pass nvmeof-all-options || fail nvmeof-all-options "$(tr '\n' '|' < "$TMP/nvmeof-all.log")"
 	stop_server TERM || fail nvmeof-all-options-exit "status $?"
 else
@@ -106,7 +106,7 @@ bad nvmeof-bad-bs nvmeof:bs=8192 "bad bs '8192'"
 bad nvmeof-bad-bs-small nvmeof:bs=256 "bad bs '256'"
 bad nvmeof-bad-bs-suffix nvmeof:bs=4K "bad bs '4K'"
 bad nvmeof-bad-queues-0 nvmeof:queues=0 "bad queues '0'"
-bad nvmeof-bad-queues-16 nvmeof:queues=16 "bad queues '16'"
+bad nvmeof-bad-queues-65 nvmeof:queues=65 "bad queues '65'"
 bad nvmeof-bad-nsid-0 nvmeof:nsid=0 "bad nsid '0'"
 bad nvmeof-bad-nsid-bcast nvmeof:nsid=4294967295 "bad nsid '4294967295'"
 bad nvmeof-bad-model-empty nvmeof:model= "bad model ''"

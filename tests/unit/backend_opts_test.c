@@ -195,8 +195,8 @@ static void test_nvmeof_options(void **state)
 	parse_ok("nvmeof:queues=1,nsid=4294967294");
 	assert_int_equal(cfg.nvmeof.queues, 1);
 	assert_int_equal(cfg.nvmeof.nsid, 0xfffffffeu);
-	parse_ok("nvmeof:queues=15");
-	assert_int_equal(cfg.nvmeof.queues, 15);
+	parse_ok("nvmeof:queues=64");
+	assert_int_equal(cfg.nvmeof.queues, 64);
 
 	parse_ok("nvmeof:model=Model with spaces & ~ punctuation!,serial=S");
 	assert_string_equal(cfg.nvmeof.model, "Model with spaces & ~ punctuation!");
@@ -224,7 +224,7 @@ static void test_nvmeof_refusals(void **state)
 	parse_bad("nvmeof:bs=4K", "nvmeof backend: bad bs '4K'");
 	parse_bad("nvmeof:bs=", "nvmeof backend: bad bs ''");
 	parse_bad("nvmeof:queues=0", "nvmeof backend: bad queues '0'");
-	parse_bad("nvmeof:queues=16", "nvmeof backend: bad queues '16'");
+	parse_bad("nvmeof:queues=65", "nvmeof backend: bad queues '65'");
 	parse_bad("nvmeof:queues=-1", "nvmeof backend: bad queues '-1'");
 	parse_bad("nvmeof:nsid=0", "nvmeof backend: bad nsid '0'");
 	parse_bad("nvmeof:nsid=4294967295", "nvmeof backend: bad nsid '4294967295'");

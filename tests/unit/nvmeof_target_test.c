@@ -117,7 +117,7 @@ static void key_add(uint32_t key, uint64_t off, uint64_t len, int access)
 
 /* ---- fake transport ---------------------------------------------------------------------------- */
 
-#define MAX_RSP 64
+#define MAX_RSP 512
 struct rsp {
 	void *qp;
 	struct nvme_cpl cpl;
@@ -127,14 +127,14 @@ struct rsp {
 
 static struct rsp rsps[MAX_RSP];
 static int nrsp;
-static void *disconnects[64];
+static void *disconnects[2 * (NVMEOF_QUEUES_MAX + 2)];
 static int ndisconnect;
 static uint64_t clock_ms;
 static struct nvmeof_target *tgt;
 static bool destroy_on_disconnect;
 
 /* Transport handles: each fake connection is an index into qps[]. */
-static struct nvmeof_qpair *qps[20];
+static struct nvmeof_qpair *qps[NVMEOF_QUEUES_MAX + 2];
 
 static void on_rsp(void *ctx, void *qp, const struct nvme_cpl *cpl, uint32_t inv)
 {
@@ -146,6 +146,7 @@ static void on_rsp(void *ctx, void *qp, const struct nvme_cpl *cpl, uint32_t inv
 static void on_disconnect(void *ctx, void *qp)
 {
 	(void)ctx;
+	assert_true(ndisconnect < (int)(sizeof(disconnects) / sizeof(disconnects[0])));
 	disconnects[ndisconnect++] = qp;
 	if (destroy_on_disconnect) {
 		size_t i = (size_t)(uintptr_t)qp;
@@ -221,7 +222,7 @@ static int setup_file(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < 20; i++) {
+	for (size_t i = 0; i < sizeof(qps) / sizeof(qps[0]); i++) {
 		nvmeof_qpair_destroy(qps[i]);
 		qps[i] = NULL;
 	}
@@ -693,6 +694,43 @@ static void test_identify_file_vwc(void **state)
 	assert_int_equal(ns_id->lbaf[0].ds, 12);
 	c = feature(false, 12, NVME_FEAT_VOLATILE_WC, 0);
 	assert_int_equal(le32_get(expect(0, &c, 0)->cdw0), 1);
+}
+
+static int setup_ram_max_queues(void **state)
+{
+	(void)state;
+	return open_target("nvmeof:size=1M,bs=512,queues=64");
+}
+
+/* queues=64: a host asking for more is told 64; all 64 I/O queues connect and carry a write and a
+ * read of their own block; no queue pair exists for qid 65. */
+static void test_max_queues(void **state)
+{
+	struct nvme_cmd c;
+	uint16_t cntlid, qid;
+
+	(void)state;
+	cntlid = admin_up(5000);
+	c = feature(true, 20, NVME_FEAT_NUM_QUEUES, 127u << 16 | 127u);
+	assert_int_equal(le32_get(expect(0, &c, 0)->cdw0), 63u << 16 | 63u);
+	for (qid = 1; qid <= NVMEOF_QUEUES_MAX; qid++)
+		io_up(qid, qid, cntlid);
+	/* No queue pair past the ceiling (the CM answers such a REQ with a REJ). */
+	assert_null(nvmeof_qpair_create(tgt, NVMEOF_QUEUES_MAX + 1, 127, &dma, NULL));
+	for (qid = 1; qid <= NVMEOF_QUEUES_MAX; qid++) {
+		fill(guest + IO_OFF + qid * 512u, 512, qid);
+		c = rw(true, (uint16_t)(100 + qid), qid, 1, IO_OFF + qid * 512u);
+		expect(qid, &c, 0);
+	}
+	memset(guest + IO_OFF, 0, (NVMEOF_QUEUES_MAX + 1) * 512u);
+	for (qid = NVMEOF_QUEUES_MAX; qid >= 1; qid--) {
+		uint8_t want[512];
+
+		c = rw(false, (uint16_t)(200 + qid), qid, 1, IO_OFF + qid * 512u);
+		expect(qid, &c, 0);
+		fill(want, sizeof(want), qid);
+		assert_memory_equal(guest + IO_OFF + qid * 512u, want, sizeof(want));
+	}
 }
 
 /* ---- Features ------------------------------------------------------------------------------------------------ */
@@ -1429,6 +1467,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_identify, setup_ram, teardown),
 		cmocka_unit_test_setup_teardown(test_identify_file_vwc, setup_file, teardown),
 		cmocka_unit_test_setup_teardown(test_features, setup_ram, teardown),
+		cmocka_unit_test_setup_teardown(test_max_queues, setup_ram_max_queues, teardown),
 		cmocka_unit_test_setup_teardown(test_log_pages, setup_ram, teardown),
 		cmocka_unit_test_setup_teardown(test_discovery, setup_ram, teardown),
 		cmocka_unit_test_setup_teardown(test_read_after_write, setup_ram, teardown),
