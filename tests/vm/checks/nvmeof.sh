@@ -53,7 +53,14 @@ qc=$(cat "$ctrl/queue_count" 2>/dev/null)
 cpus=$(nproc)
 want=$(( (QUEUES < cpus ? QUEUES : cpus) + 1 ))
 echo "queue_count $qc (asked for $QUEUES I/O queues, $cpus CPUs)"
-[ "$qc" = "$want" ] && pass nvmeof-queue-count || fail nvmeof-queue-count "queue_count $qc, want $want"
+[ "$qc" = "$want" ] && pass nvmeof-queue-count "$((qc - 1)) I/O queues" || fail nvmeof-queue-count "queue_count $qc, want $want"
+# The hardware queues belong to the request-based disk of the path (nvme0c0n1 under native
+# multipath, where nvme0n1 is the head; the disk itself otherwise).
+MQ=$(ls /sys/block 2>/dev/null | grep -m1 '^nvme[0-9]*c[0-9]*n[0-9]*$')
+MQ=${MQ:-$NS}
+hctxs=$(ls "/sys/block/$MQ/mq" 2>/dev/null | wc -l)
+[ "$hctxs" = "$((want - 1))" ] && pass nvmeof-hw-queues "$hctxs on $MQ" ||
+	fail nvmeof-hw-queues "/sys/block/$MQ/mq has $hctxs entries, want $((want - 1))"
 
 # 16 MiB of random data through O_DIRECT, read back and compared by digest.
 head -c 16777216 /dev/urandom >/tmp/data
@@ -73,6 +80,26 @@ else
 	fail nvmeof-fio-verify "$(tail -5 /tmp/fio.txt | tr '\n' ';')"
 fi
 grep -E "IOPS|err=" /tmp/fio.txt | head -4
+
+# Every I/O queue carries verified I/O: one fio job pinned to each CPU (blk-mq sends a CPU's
+# requests to its own hardware queue), each writing and verifying its own 1 MiB, while the nvme
+# trace event records the queue of every command the host sets up.
+T=/sys/kernel/tracing
+mountpoint -q $T || mount -t tracefs nodev $T 2>/dev/null
+echo > $T/trace 2>/dev/null
+echo 1 > $T/events/nvme/nvme_setup_cmd/enable 2>/dev/null
+if timeout 600 fio --name=spread --filename="/dev/$NS" --direct=1 --rw=randwrite --bs=4k --size=1M \
+	--offset_increment=1M --numjobs="$cpus" --cpus_allowed="0-$((cpus - 1))" --cpus_allowed_policy=split \
+	--ioengine=psync --verify=crc32c --verify_fatal=1 --do_verify=1 --group_reporting --output=/tmp/fio-spread.txt; then
+	echo 0 > $T/events/nvme/nvme_setup_cmd/enable 2>/dev/null
+	used=$(grep -o 'qid=[0-9]*' $T/trace 2>/dev/null | sort -u | grep -vc '^qid=0$')
+	echo "I/O seen on $used of $hctxs queues"
+	[ "$used" = "$hctxs" ] && pass nvmeof-all-queues-io "$cpus jobs verified over $used queues" ||
+		fail nvmeof-all-queues-io "I/O on $used of $hctxs queues: $(grep -o 'qid=[0-9]*' $T/trace | sort | uniq -c | tr '\n' ' ')"
+else
+	echo 0 > $T/events/nvme/nvme_setup_cmd/enable 2>/dev/null
+	fail nvmeof-all-queues-io "$(tail -5 /tmp/fio-spread.txt | tr '\n' ';')"
+fi
 
 out=$(timeout 60 nvme disconnect -n "$NQN" 2>&1)
 echo "$out"
