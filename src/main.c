@@ -5,7 +5,7 @@
  * This file holds the command line, the signals and the event loop. Exit
  * status: 0 after SIGINT/SIGTERM, 2 for a malformed command line (nothing is
  * created), 1 for a failure to start. SIGUSR1 simulates a firmware reset of
- * the device.
+ * the device; SIGUSR2 logs its counters.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -78,7 +79,8 @@ static void usage(FILE *f)
 		"SIZE is a number of bytes with an optional K, M, G or T (or KiB..TiB) suffix.\n"
 		"Options are separated by commas: --backend s3:size=1G,bucket=bench\n"
 		"\n"
-		"SIGINT or SIGTERM stops the server; SIGUSR1 simulates a firmware reset of the device.\n");
+		"SIGINT or SIGTERM stops the server; SIGUSR1 simulates a firmware reset of the device;\n"
+		"SIGUSR2 logs the device's counters.\n");
 }
 
 /* Print "Error: ..." and exit 2: the command line was refused, nothing was created. */
@@ -245,6 +247,11 @@ static void on_signal(void *arg, uint32_t events)
 				ionic_pci_fw_reset(s->nic);
 			continue;
 		}
+		if (si.ssi_signo == SIGUSR2) {
+			if (s->nic)
+				ionic_pci_log_stats(s->nic);
+			continue;
+		}
 		LOG_INFO("received %s, shutting down", strsignal((int)si.ssi_signo));
 		evloop_stop(s->loop);
 	}
@@ -274,6 +281,7 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGUSR1);
+	sigaddset(&mask, SIGUSR2);
 	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
 	    (sig.fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
 		LOG_ERR("signals: %m");
@@ -336,6 +344,14 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	status = 0;
+	{
+		struct rusage ru;
+
+		if (getrusage(RUSAGE_SELF, &ru) == 0)
+			LOG_INFO("rocm-ernic: %.3f s user and %.3f s system CPU time",
+				 (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+				 (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+	}
 out:
 	vfu_server_stop(srv);
 	if (sig.loop)

@@ -66,6 +66,7 @@ static void intr_send(struct ionic_dev *dev, uint32_t idx)
 	struct ionic_intr_state *in = &dev->intr[idx];
 
 	in->pending = false;
+	dev->stats.interrupts++;
 	if (in->mask_on_assert)
 		in->mask = 1;
 	if (dev->env.raise_irq)

@@ -147,6 +147,12 @@ struct ionic_dev_stats {
 	uint64_t guest_errors;
 	uint64_t tx_frames, tx_bytes, tx_errors;
 	uint64_t rx_frames, rx_bytes, rx_no_buffer, rx_filtered, rx_too_long;
+	uint64_t interrupts;      /* MSI-X messages sent to the guest */
+	/* RDMA: commands on the RDMA admin queues; doorbells by queue type (CQ: consumer index
+	 * updates and arms apart); work requests taken; completion and event entries written. */
+	uint64_t rdma_admin_cmds, rdma_admin_errors;
+	uint64_t rdma_db_aq, rdma_db_sq, rdma_db_rq, rdma_db_cq, rdma_db_arm;
+	uint64_t rdma_wqes, rdma_cqes, rdma_eqes;
 };
 const struct ionic_dev_stats *ionic_dev_stats(const struct ionic_dev *dev);
 

@@ -211,23 +211,36 @@ fail:
 	return NULL;
 }
 
+void ionic_pci_log_stats(const struct ionic_pci *ip)
+{
+	const struct ionic_dev_stats *st = ionic_dev_stats(ip->dev);
+
+	LOG_INFO("ionic: %llu dev_cmds (%llu failed), %llu doorbells (%llu mapped), tx %llu frames (%llu bad), "
+		 "rx %llu frames (%llu without a buffer), %llu interrupts, %llu guest errors",
+		 (unsigned long long)st->dev_cmds, (unsigned long long)st->dev_cmd_errors,
+		 (unsigned long long)st->doorbells, (unsigned long long)st->db_mapped,
+		 (unsigned long long)st->tx_frames, (unsigned long long)st->tx_errors,
+		 (unsigned long long)st->rx_frames, (unsigned long long)st->rx_no_buffer,
+		 (unsigned long long)st->interrupts, (unsigned long long)st->guest_errors);
+	if (st->rdma_admin_cmds == 0)
+		return;
+	LOG_INFO("ionic rdma: %llu admin commands (%llu failed); doorbells: %llu admin, %llu send, %llu receive, "
+		 "%llu CQ consumer, %llu CQ arm; %llu work requests, %llu completions, %llu events",
+		 (unsigned long long)st->rdma_admin_cmds, (unsigned long long)st->rdma_admin_errors,
+		 (unsigned long long)st->rdma_db_aq, (unsigned long long)st->rdma_db_sq,
+		 (unsigned long long)st->rdma_db_rq, (unsigned long long)st->rdma_db_cq,
+		 (unsigned long long)st->rdma_db_arm, (unsigned long long)st->rdma_wqes,
+		 (unsigned long long)st->rdma_cqes, (unsigned long long)st->rdma_eqes);
+}
+
 void ionic_pci_free(struct ionic_pci *ip)
 {
 	if (ip == NULL)
 		return;
 	if (ip->sw)
 		net_switch_detach(ip->sw, ip->port);
-	if (ip->dev) {
-		const struct ionic_dev_stats *st = ionic_dev_stats(ip->dev);
-
-		LOG_INFO("ionic: %llu dev_cmds (%llu failed), %llu doorbells (%llu mapped), tx %llu frames (%llu bad), "
-			 "rx %llu frames (%llu without a buffer), %llu guest errors",
-			 (unsigned long long)st->dev_cmds, (unsigned long long)st->dev_cmd_errors,
-			 (unsigned long long)st->doorbells, (unsigned long long)st->db_mapped,
-			 (unsigned long long)st->tx_frames,
-			 (unsigned long long)st->tx_errors, (unsigned long long)st->rx_frames,
-			 (unsigned long long)st->rx_no_buffer, (unsigned long long)st->guest_errors);
-	}
+	if (ip->dev)
+		ionic_pci_log_stats(ip);
 	pci_dev_free(ip->pd);
 	ionic_dev_free(ip->dev);
 	db_pages_release(ip);

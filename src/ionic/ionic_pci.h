@@ -20,6 +20,8 @@ struct ionic_pci;
 /* mmap_doorbells: offer BAR2 for mapping (else every doorbell traps). NULL on failure. */
 struct ionic_pci *ionic_pci_new(const struct ionic_dev_config *cfg, bool mmap_doorbells);
 void ionic_pci_free(struct ionic_pci *ip);
+/* One log line of the device's counters (two with RDMA in use): at exit, and on SIGUSR2. */
+void ionic_pci_log_stats(const struct ionic_pci *ip);
 
 const struct vfu_device *ionic_pci_vfu(struct ionic_pci *ip);
 void ionic_pci_set_server(struct ionic_pci *ip, struct vfu_server *srv);

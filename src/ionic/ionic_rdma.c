@@ -203,7 +203,7 @@ void rdma_eq_post(struct ionic_dev *dev, uint32_t eq_id, uint8_t type, uint8_t c
 		ionic_guest_error(dev, "EQ %u entry at %#llx is not mapped", eq_id, (unsigned long long)addr);
 		return;
 	}
-	dev->rdma->eqes++;
+	dev->stats.rdma_eqes++;
 	eq->prod++;
 	if ((eq->prod & ((1u << eq->ring.depth_log2) - 1)) == 0)
 		eq->color ^= 1;
@@ -236,7 +236,7 @@ int rdma_cq_post(struct ionic_dev *dev, uint32_t cq_id, struct ionic_v1_cqe *cqe
 		ionic_guest_error(dev, "CQ %u entry at %#llx is not mapped", cq_id, (unsigned long long)addr);
 		return -EFAULT;
 	}
-	dev->rdma->cqes++;
+	dev->stats.rdma_cqes++;
 	cq->prod++;
 	if ((cq->prod & ((1u << cq->ring.depth_log2) - 1)) == 0)
 		cq->color ^= 1;
@@ -256,6 +256,10 @@ static void cq_doorbell(struct ionic_dev *dev, uint32_t page, uint32_t cq_id, ui
 		return;
 	}
 	mask = (1u << cq->ring.depth_log2) - 1;
+	if (ring == 0)
+		dev->stats.rdma_db_cq++;
+	else
+		dev->stats.rdma_db_arm++;
 	switch (ring) {
 	case 0:
 		cq->host_cons = index & mask;
@@ -385,7 +389,9 @@ bool ionic_rdma_doorbell(struct ionic_dev *dev, uint32_t page, uint32_t qtype, u
 			ionic_guest_error(dev, "doorbell for RDMA admin queue %u that does not exist", qid);
 			return true;
 		}
+		dev->stats.rdma_db_aq++;
 		r->aq[qid].prod = index & ((1u << r->aq[qid].ring.depth_log2) - 1);
+		LOG_DEBUG("ionic rdma: admin queue %u doorbell: producer %u", qid, r->aq[qid].prod);
 		rdma_aq_run(dev, qid);
 		return true;
 	case IONIC_RDMA_QTYPE_CQ:
@@ -407,6 +413,10 @@ bool ionic_rdma_doorbell(struct ionic_dev *dev, uint32_t page, uint32_t qtype, u
 				return true;
 			}
 			wq->prod = index & ((1u << wq->ring.depth_log2) - 1);
+			if (qtype == IONIC_RDMA_QTYPE_SQ)
+				dev->stats.rdma_db_sq++;
+			else
+				dev->stats.rdma_db_rq++;
 		}
 		if (qtype == IONIC_RDMA_QTYPE_SQ)
 			rdma_sq_run(dev, qid);

@@ -459,10 +459,10 @@ void rdma_aq_run(struct ionic_dev *dev, uint32_t aqid)
 			st = IONIC_V1_ASTS_MSG_TOO_BIG;
 		else
 			st = admin_exec(dev, hdr.op, payload, le16_get(hdr.len));
-		dev->rdma->admin_cmds++;
+		dev->stats.rdma_admin_cmds++;
 		if (st)
-			dev->rdma->admin_errors++;
-		LOG_DEBUG("ionic rdma: admin op %u (slot %u) -> status %u", hdr.op, first, st);
+			dev->stats.rdma_admin_errors++;
+		LOG_DEBUG("ionic rdma: admin queue %u op %u (slot %u) -> status %u", aqid, hdr.op, first, st);
 		aq->head += nslots;
 		aq_complete(dev, aqid, aq, first, hdr.op, st);
 	}

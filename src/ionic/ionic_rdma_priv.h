@@ -128,7 +128,6 @@ struct ionic_rdma {
 	uint64_t pts_used;      /* page-table entries held */
 	uint32_t rnr_waiters;   /* QPs whose send waits for the peer's receive */
 	struct ionic_rdma_peer_ops peer; /* in-process peers; all NULL without one */
-	uint64_t admin_cmds, admin_errors, cqes, eqes;
 };
 
 /* Queue memory: the bus address of entry idx; 0 and -EFAULT when the ring cannot hold it. */

@@ -954,6 +954,7 @@ void rdma_sq_run(struct ionic_dev *dev, uint32_t qpid)
 			qp->rnr_wait = true;
 			return;
 		}
+		dev->stats.rdma_wqes++;
 		qp->sq.head++;
 	}
 }
