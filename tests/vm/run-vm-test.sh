@@ -13,6 +13,8 @@
 #   in that order (server.log, server2.log, ... in the work directory).
 #   A guest check may ask the host to signal the server: it writes "signal USR1" into
 #   /mnt/job/host-request and waits for host-request.done (SIGUSR1 = a simulated firmware reset).
+#   "stats" makes the first server log its counters (SIGUSR2); host-request.done then holds the
+#   lines it logged and its CPU time so far ("cpu TICKS CLK_TCK"), for per-operation profiles.
 #   --qemu-args "ARGS": extra QEMU arguments (split at spaces), e.g. a virtio-net NIC for comparisons.
 #   --disk PATH (repeatable): attach the raw image PATH as a virtio-blk disk (host page cache,
 #   writeback) whose serial is the file's name without its extension, e.g. a comparison disk.
@@ -52,7 +54,7 @@
 #
 # Environment: ERNIC_VM_CACHE (cache dir), ERNIC_FW_VERSION (default of --fw-version),
 # ERNIC_VM_ACCEL/ERNIC_VM_CPU (default tcg,thread=multi / max), ERNIC_VM_SMP (4),
-# ERNIC_VM_MEM (2G), ERNIC_SKIP_VM=1 (skip).
+# ERNIC_VM_MEM (2G), ERNIC_SKIP_VM=1 (skip), ERNIC_VM_LPJ (see guest_lpj).
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/lib/common.sh
 . "$(dirname "$0")/lib/common.sh"
@@ -292,6 +294,19 @@ start_server() {
 	fail "$name" "$why: $(tail -n 3 "$log" | tr '\n' '|')"
 	finish
 }
+# server_stats PID LOG: SIGUSR2 to the server, then the counter lines it logged and its CPU time.
+server_stats() {
+	local pid=$1 log=$2 n t lines
+	n=$(grep -c 'dev_cmds' "$log") lines=$(wc -l <"$log")
+	kill -USR2 "$pid" || return 1
+	for ((t = 0; t < 50; t++)); do
+		[ "$(grep -c 'dev_cmds' "$log")" -gt "$n" ] && break
+		sleep 0.05
+	done
+	sleep 0.05 # the RDMA line follows the first one
+	tail -n +$((lines + 1)) "$log" | grep -E 'dev_cmds|ionic rdma: .* admin commands'
+	echo "cpu $(awk '{ print $14 + $15 }' "/proc/$pid/stat") $(getconf CLK_TCK)"
+}
 if [ -n "$BINARY" ]; then
 	for i in "${!SERVER_ARGS_LIST[@]}"; do start_server "$i"; done
 	# Requests from the guest to the host side: a check writes "signal USR1" into host-request in
@@ -302,6 +317,7 @@ if [ -n "$BINARY" ]; then
 			[ -f "$f" ] || continue
 			case $(cat "$f") in
 			"signal USR1") kill -USR1 "${SERVER_PIDS[0]}" && echo done >"$f.done" ;;
+			stats) server_stats "${SERVER_PIDS[0]}" "${SERVER_LOGS[0]}" >"$f.tmp" && mv "$f.tmp" "$f.done" ;;
 			*) echo refused >"$f.done" ;;
 			esac
 			rm -f "$f"
@@ -324,10 +340,29 @@ if [ $NETNS_TAP = 1 ]; then
 	HTTP_PID=$!
 fi
 
+# guest_lpj: the guest's delay-loop constant, for guests with more than four vCPUs. Under TCG
+# the kernel derives the boot CPU's from the TSC (which is the host's), but calibrates every
+# other CPU against the timer, and with many vCPUs sharing few host CPUs that comes out wrong by
+# large factors: a driver's 2 s busy-wait (mdelay) then lasted 60 ms and its admin commands
+# "timed out". The host's TSC rate over the guest kernel's HZ (250 in Debian's amd64 kernels)
+# gives the right value for every CPU. ERNIC_VM_LPJ overrides it (0: leave calibration alone).
+guest_lpj() {
+	local mhz
+	if [ -n "${ERNIC_VM_LPJ:-}" ]; then
+		[ "$ERNIC_VM_LPJ" != 0 ] && echo "$ERNIC_VM_LPJ"
+		return 0
+	fi
+	[ "${ERNIC_VM_SMP:-4}" != 4 ] && [ "${ERNIC_VM_SMP%%,*}" -gt 4 ] 2>/dev/null || return 0
+	grep -qw constant_tsc /proc/cpuinfo || return 0
+	mhz=$(awk -F: '/^cpu MHz/ { print $2; exit }' /proc/cpuinfo)
+	[ -n "$mhz" ] && awk -v m="$mhz" 'BEGIN { printf "%d\n", m * 1e6 / 250 }'
+}
 # qemu_args JOB BOOTS: the QEMU command line (paths as seen inside the chroot).
 qemu_args() {
-	local boots=$2 mem=${ERNIC_VM_MEM:-2G} append="console=ttyS0 quiet panic=-1"
+	local boots=$2 mem=${ERNIC_VM_MEM:-2G} append="console=ttyS0 quiet panic=-1" lpj
 	[ "${ERNIC_VM_VERBOSE:-0}" = 1 ] && append="console=ttyS0 earlyprintk=serial,ttyS0 panic=-1"
+	lpj=$(guest_lpj)
+	[ -n "$lpj" ] && append="$append lpj=$lpj"
 	# shellcheck disable=SC2054 # the commas belong to QEMU option values
 	QEMU=(qemu-system-x86_64 -name ernic-vm
 		-accel "${ERNIC_VM_ACCEL:-tcg,thread=multi}" -cpu "${ERNIC_VM_CPU:-max}"

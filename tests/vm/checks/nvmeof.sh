@@ -12,6 +12,9 @@ IP=192.168.200.2
 CTRL=192.168.200.1
 NQN=${ERNIC_NVMEOF_NQN:-nvmet-test}
 QUEUES=${ERNIC_NVMEOF_QUEUES:-8}
+# Write queues (nvme connect -W): a second set of I/O queues, one per CPU again, so a guest with
+# N vCPUs reaches 2N queues (the host caps each set at its online CPUs).
+WQUEUES=${ERNIC_NVMEOF_WRITE_QUEUES:-0}
 # The namespace's block device (the guest has no other NVMe devices; multipath heads are nvmeXnY).
 nsdev() { ls /sys/block 2>/dev/null | grep -m1 '^nvme[0-9]*n[0-9]*$'; }
 
@@ -34,7 +37,10 @@ else
 	fail nvmeof-discover "$(echo "$out" | tail -5 | tr '\n' ';') $(dmesg | grep -i nvme | tail -3 | tr '\n' ';')"
 fi
 
-out=$(timeout 180 nvme connect -t rdma -a $CTRL -s 4420 -n "$NQN" -i "$QUEUES" 2>&1)
+wq=""
+[ "$WQUEUES" -gt 0 ] && wq="-W $WQUEUES"
+# shellcheck disable=SC2086 # $wq is empty or two words
+out=$(timeout 180 nvme connect -t rdma -a $CTRL -s 4420 -n "$NQN" -i "$QUEUES" $wq 2>&1)
 echo "$out"
 if wait_for 60 nsdev; then
 	NS=$(nsdev)
@@ -47,12 +53,12 @@ nvme list
 size=$(cat "/sys/block/$NS/size")
 [ "$size" -gt 0 ] && pass nvmeof-namespace || fail nvmeof-namespace "/dev/$NS has $size sectors"
 # The connect asks for the controller's ceiling (queues=); the host takes at most one I/O queue
-# per online CPU, so that is what it can reach.
+# per online CPU in each set (I/O, write), so that is what it can reach.
 ctrl=$(ls -d /sys/class/nvme/nvme* | head -1)
 qc=$(cat "$ctrl/queue_count" 2>/dev/null)
 cpus=$(nproc)
-want=$(( (QUEUES < cpus ? QUEUES : cpus) + 1 ))
-echo "queue_count $qc (asked for $QUEUES I/O queues, $cpus CPUs)"
+want=$(( (QUEUES < cpus ? QUEUES : cpus) + (WQUEUES < cpus ? WQUEUES : cpus) + 1 ))
+echo "queue_count $qc (asked for $QUEUES I/O and $WQUEUES write queues, $cpus CPUs)"
 [ "$qc" = "$want" ] && pass nvmeof-queue-count "$((qc - 1)) I/O queues" || fail nvmeof-queue-count "queue_count $qc, want $want"
 # The hardware queues belong to the request-based disk of the path (nvme0c0n1 under native
 # multipath, where nvme0n1 is the head; the disk itself otherwise).
