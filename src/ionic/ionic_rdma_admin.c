@@ -285,7 +285,7 @@ static uint8_t admin_create_mr(struct ionic_dev *dev, const struct ionic_admin_c
 			return IONIC_V1_ASTS_BAD_ATTR;
 		if (rdma_pages_copy(dev, le64_get(c->dma_addr), map_count, &n.pages))
 			return IONIC_V1_ASTS_BAD_ATTR;
-		n.npages = map_count;
+		n.npages = n.pages_cap = map_count;
 		n.registered = true;
 	}
 	n.valid = true;

@@ -106,6 +106,7 @@ struct rdma_mr {
 	uint64_t base;          /* npages == 0: bus address of va */
 	uint64_t *pages;
 	uint32_t npages;
+	uint32_t pages_cap;     /* entries pages[] can hold: fast registrations reuse it */
 	uint8_t page_shift;
 	uint64_t first_page_off; /* offset of va inside the first page */
 };

@@ -838,6 +838,7 @@ static uint32_t exec_reg_mr(struct ionic_dev *dev, struct wqe_ctx *w)
 	uint32_t lkey = be32_get(w->h.imm_data_key), index = lkey >> 8, map_count;
 	struct rdma_mr *mr;
 	uint64_t *pages = NULL;
+	bool reused = false;
 	uint8_t shift;
 
 	memcpy(&b, w->wqe + sizeof(w->h), sizeof(b));
@@ -855,15 +856,29 @@ static uint32_t exec_reg_mr(struct ionic_dev *dev, struct wqe_ctx *w)
 
 		if (off >= (1ull << shift) || length > ((uint64_t)map_count << shift) - off)
 			return IONIC_STS_MEM_MGMT_OPER_ERR;
-		/* The driver's table stays mapped until the MR goes; its contents are read now. */
-		if (rdma_pages_copy(dev, be64_get(b.dma_addr), map_count, &pages))
+		/* The driver's table stays mapped until the MR goes; its contents are read now, into the
+		 * MR's own array when it is large enough (no allocation per registration). */
+		if (mr->pages && mr->pages_cap >= map_count) {
+			if (map_count > mr->npages &&
+			    map_count - mr->npages > IONIC_RDMA_NPTS - dev->rdma->pts_used)
+				return IONIC_STS_MEM_MGMT_OPER_ERR;
+			if (ionic_dma_read(dev, be64_get(b.dma_addr), mr->pages, (size_t)map_count * sizeof(uint64_t)))
+				return IONIC_STS_MEM_MGMT_OPER_ERR;
+			for (uint32_t i = 0; i < map_count; i++)
+				mr->pages[i] = le64toh(mr->pages[i]);
+			reused = true;
+		} else if (rdma_pages_copy(dev, be64_get(b.dma_addr), map_count, &pages)) {
 			return IONIC_STS_MEM_MGMT_OPER_ERR;
+		}
 	}
-	if (mr->pages) {
-		dev->rdma->pts_used -= mr->npages;
+	dev->rdma->pts_used -= mr->npages; /* the previous registration's entries */
+	if (reused) {
+		dev->rdma->pts_used += map_count;
+	} else if (pages) {                /* a new array, already counted */
 		free(mr->pages);
+		mr->pages = pages;
+		mr->pages_cap = map_count;
 	}
-	mr->pages = pages;
 	mr->npages = map_count > 1 ? map_count : 0;
 	mr->base = map_count > 1 ? 0 : be64_get(b.dma_addr);
 	mr->page_shift = shift;

@@ -47,7 +47,8 @@ struct vfu_conn {
 	int fd;
 	struct ev_watch *watch;
 	struct vfu_hdr hdr;
-	uint8_t *buf;      /* the message being read, header included */
+	uint8_t *buf;      /* the message being read, header included: small[] or allocated */
+	_Alignas(16) uint8_t small[512]; /* every doorbell, register access and most others: no allocation each */
 	size_t have;       /* bytes of it read so far */
 	int fds[VFU_MAX_MSG_FDS];
 	unsigned nfds;
@@ -692,7 +693,8 @@ static void conn_reset_msg(struct vfu_conn *c)
 			close(c->fds[i]);
 	c->nfds = 0;
 	c->fds_overflow = false;
-	free(c->buf);
+	if (c->buf != c->small)
+		free(c->buf);
 	c->buf = NULL;
 	c->have = 0;
 }
@@ -812,7 +814,7 @@ static int read_chunk(struct vfu_conn *c, const char **why)
 			*why = "bad message size";
 			return -1;
 		}
-		c->buf = malloc(c->hdr.size);
+		c->buf = c->hdr.size <= sizeof(c->small) ? c->small : malloc(c->hdr.size);
 		if (c->buf == NULL) {
 			*why = "out of memory";
 			return -1;

@@ -2283,19 +2283,40 @@ static void test_dp_fast_reg(void **state)
 	expect_qp_events(&d, 2, (const uint32_t[]){ a->id, b->id },
 			 (const uint8_t[]){ RG_EQE_QP_ERR, RG_EQE_QP_ERR_ACCESS });
 
-	/* REG_MR of an MR that is registered: MEM_MGMT_OPER on B's SEND_NPG CQE, B to ERR. */
+	/* Invalidated and registered with two other pages (key 0x84): the device reuses its copy of
+	 * the first list for the new one, and a WRITE across the boundary lands in the new pages. */
 	dp_connect(&d, 0);
 	dp_connect(&d, 1);
+	rg_post_local_inv(&d.f.g, b, 5, 0, RG_KEY(8, 0x82));
+	rg_sq_ring(&d.f.g, b);
+	expect_npg(&d, scq(&d, 1), b->id, 5, 0);
+	f.key = 0x84;
+	f.pages[0] = DP_BUF + 0x3000;
+	f.pages[1] = DP_BUF + 0x5000;
+	rg_le64(gp(&d, list), f.pages[0]);
+	rg_le64(gp(&d, list + 8), f.pages[1]);
+	rg_post_reg_mr(&d.f.g, b, 6, 0, RG_KEY(8, 0x84), 0x84, f.va, f.len, 0x80, list, 2, f.flags, 12);
+	rg_sq_ring(&d.f.g, b);
+	expect_npg(&d, scq(&d, 1), b->id, 6, 0);
+	s = sge_of(&src, 0x900, 0x100);
+	rg_post_rdma(&d.f.g, a, 2, RG_WR_RDMA_WRITE, RG_WQE_SIG, 0, f.va + 0xf40, tkey(&f), &s, 1);
+	rg_sq_ring(&d.f.g, a);
+	expect_msn(&d, scq(&d, 0), a->id, 1, 0);
+	gather(&d, sm, &s, 1, msg);
+	tmr_copy(&d, &f, 0xf40, msg, 0x100, im);
+	image_check(&d, im);
+
+	/* REG_MR of an MR that is registered: MEM_MGMT_OPER on B's SEND_NPG CQE, B to ERR. */
 	rg_post_reg_mr(&d.f.g, b, 4, 0, RG_KEY(8, 0x83), 0x83, 0x4000, 0x100, 0, DP_BUF + 0x9000, 1,
 		       RG_MRF_REMOTE_WRITE, 12);
 	rg_sq_ring(&d.f.g, b);
 	expect_npg(&d, scq(&d, 1), b->id, 4, RG_STS_MEM_MGMT_OPER);
 	expect_flushed(&d, 1);
 	expect_qp_event(&d, b->id, RG_EQE_QP_ERR);
-	/* A SEND to a peer in ERR: nobody answers. */
+	/* A SEND to a peer in ERR: nobody answers (A's second message since it was connected). */
 	rg_post_send(&d.f.g, a, 0, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, &s, 1);
 	rg_sq_ring(&d.f.g, a);
-	expect_msn(&d, scq(&d, 0), a->id, 1, RG_STS_RETRY_EXCEEDED);
+	expect_msn(&d, scq(&d, 0), a->id, 2, RG_STS_RETRY_EXCEEDED);
 	expect_flushed(&d, 0);
 	expect_qp_event(&d, a->id, RG_EQE_QP_ERR);
 	expect_quiet(&d);
