@@ -602,8 +602,20 @@ static void test_irqs(void **state)
 	assert_int_equal(set_irqs(VFU_IRQ_SET_DATA_BOOL | VFU_IRQ_SET_ACTION_TRIGGER, 2, 0, 3, bools, 1, NULL, 0), EINVAL);
 	assert_int_equal(set_irqs(TRIG, 2, 0, 1, NULL, 0, fds, 1), EINVAL);               /* fds without EVENTFD */
 
-	/* Assign vectors 0..2 and trigger them. */
+	/*
+	 * Assign vectors 0..2. An MSI-X message is a memory write: while Bus
+	 * Master Enable is clear (as after reset) a raised vector waits in the
+	 * PBA; setting the bit, as pci_set_master() does, sends it.
+	 */
 	assert_int_equal(set_irqs(EFD, 2, 0, 3, NULL, 0, fds, 3), 0);
+	assert_int_equal(vfc_read32(&cl, CFG, 0x04) & 0x4, 0);
+	assert_int_equal(set_irqs(TRIG, 2, 1, 1, NULL, 0, NULL, 0), 0);
+	assert_int_equal(efd_count(fds[1]), 0);
+	assert_true(pba_bit(1));
+	vfc_write32(&cl, CFG, 0x04, 0x0006, false);
+	assert_int_equal(efd_count(fds[1]), 1);
+	assert_false(pba_bit(1));
+	/* And it goes out at once while the bit is set. */
 	assert_int_equal(set_irqs(TRIG, 2, 1, 1, NULL, 0, NULL, 0), 0);
 	assert_int_equal(efd_count(fds[1]), 1);
 	assert_int_equal(efd_count(fds[0]), 0);
