@@ -130,6 +130,12 @@ struct ionic_rdma_peer_ops {
 	uint32_t (*rc_send)(void *ctx, uint32_t guest_qpn, uint32_t peer_qpn, const void *payload, size_t len);
 	/* The guest posted receives on guest_qpn: messages that waited for one may go. May be NULL. */
 	void (*rq_posted)(void *ctx, uint32_t guest_qpn);
+	/*
+	 * The guest destroyed QP guest_qpn or took it back to RESET (an admin
+	 * command, never from inside a peer call): a connection on it is dead,
+	 * and the number may be connected anew. May be NULL.
+	 */
+	void (*qp_gone)(void *ctx, uint32_t guest_qpn);
 	/* The guest's RDMA state is gone (reset): drop every connection. May be NULL. */
 	void (*reset)(void *ctx);
 };

@@ -972,6 +972,12 @@ void rdma_rq_posted(struct ionic_dev *dev, uint32_t qpid)
 
 /* ---- in-process peers ----------------------------------------------------------------------------------- */
 
+void rdma_peer_qp_gone(struct ionic_dev *dev, uint32_t qpid)
+{
+	if (dev->rdma->peer.qp_gone)
+		dev->rdma->peer.qp_gone(dev->rdma->peer.ctx, qpid);
+}
+
 void ionic_rdma_bus_master_on(struct ionic_dev *dev)
 {
 	struct ionic_rdma *r = dev->rdma;
