@@ -246,6 +246,36 @@ static void peer_rq_posted(void *ctx, uint32_t guest_qpn)
 			conn_flush(c);
 }
 
+/*
+ * The guest destroyed (or reset) a QP a connection runs on. On a wire the
+ * controller would learn it from its next SEND failing, or from keep-alive:
+ * with keep-alive off, never, and the connection would hold its place in the
+ * CM and the controller for good. The device tells us at once, so the
+ * connection ends now, as the controller ends one (a DREQ to the guest);
+ * responses it held for that QP are dropped with it, and nothing reaches a
+ * new QP the guest makes under the same number.
+ */
+static void peer_qp_gone(void *ctx, uint32_t guest_qpn)
+{
+	struct nvmeof_glue *g = ctx;
+
+	for (;;) {
+		struct glue_conn *c = g->conns;
+
+		while (c && c->guest_qpn != guest_qpn)
+			c = c->next;
+		if (!c)
+			return;
+		LOG_DEBUG("nvmeof: guest QP %u is gone; ending its connection (controller QP %#x)", guest_qpn,
+			  c->ctrl_qpn);
+		/* Destroys the queue (frees c): the list changed, so look again from its head. */
+		if (nvmeof_cm_disconnect(g->cm, c->ctrl_qpn, evloop_now_ms())) {
+			LOG_ERR("nvmeof: connection of guest QP %u unknown to the CM", guest_qpn);
+			return; /* cannot happen: a queue exists only while its CM connection is live */
+		}
+	}
+}
+
 static struct nvmeof_cm *cm_new(struct nvmeof_glue *g)
 {
 	struct nvmeof_cm_config cc = {
@@ -317,7 +347,7 @@ void nvmeof_glue_attach(struct nvmeof_glue *g, struct ionic_dev *dev)
 {
 	struct ionic_rdma_peer_ops ops = {
 		.ctx = g, .ud_send = peer_ud_send, .rc_owns = peer_rc_owns, .rc_send = peer_rc_send,
-		.rq_posted = peer_rq_posted, .reset = peer_reset,
+		.rq_posted = peer_rq_posted, .reset = peer_reset, .qp_gone = peer_qp_gone,
 	};
 
 	if (g->dev)

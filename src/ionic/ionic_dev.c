@@ -38,23 +38,36 @@ void ionic_guest_error(struct ionic_dev *dev, const char *fmt, ...)
 	LOG_DEBUG("ionic: guest error: %s", msg);
 }
 
+/*
+ * The one way the device reaches guest memory. Without bus mastering the
+ * function issues no memory requests: every access fails as if unmapped.
+ */
+static struct dma_map *guest_mem(struct ionic_dev *dev)
+{
+	if (!dev->bus_master) {
+		dev->stats.dma_refused++;
+		return NULL;
+	}
+	return dev->env.dma ? dev->env.dma(dev->env.ctx) : NULL;
+}
+
 int ionic_dma_read(struct ionic_dev *dev, uint64_t addr, void *buf, size_t len)
 {
-	struct dma_map *dm = dev->env.dma ? dev->env.dma(dev->env.ctx) : NULL;
+	struct dma_map *dm = guest_mem(dev);
 
 	return dm ? dma_map_read(dm, addr, buf, len) : -EFAULT;
 }
 
 int ionic_dma_write(struct ionic_dev *dev, uint64_t addr, const void *buf, size_t len)
 {
-	struct dma_map *dm = dev->env.dma ? dev->env.dma(dev->env.ctx) : NULL;
+	struct dma_map *dm = guest_mem(dev);
 
 	return dm ? dma_map_write(dm, addr, buf, len) : -EFAULT;
 }
 
 int ionic_dma_copy(struct ionic_dev *dev, uint64_t dst, uint64_t src, size_t len)
 {
-	struct dma_map *dm = dev->env.dma ? dev->env.dma(dev->env.ctx) : NULL;
+	struct dma_map *dm = guest_mem(dev);
 
 	return dm ? dma_map_copy(dm, dst, src, len) : -EFAULT;
 }
@@ -284,14 +297,13 @@ int ionic_dev_bar0_access(void *opaque, uint64_t off, void *buf, size_t len, boo
 	return 0;
 }
 
-/* A doorbell: value val stored in word `slot` (the hw_type or RDMA qtype) of doorbell page `page`. */
-static void doorbell(struct ionic_dev *dev, uint32_t page, uint32_t slot, uint64_t val)
+/* Run a doorbell: value val stored in word `slot` (the hw_type or RDMA qtype) of doorbell page `page`. */
+static void doorbell_run(struct ionic_dev *dev, uint32_t page, uint32_t slot, uint64_t val)
 {
 	uint32_t qid = (uint32_t)(val >> IONIC_DBELL_QID_SHIFT) & IONIC_DBELL_QID_MASK;
 	uint32_t ring = (uint32_t)(val >> IONIC_DBELL_RING_SHIFT) & IONIC_DBELL_RING_MASK;
 	uint32_t index = (uint32_t)val & IONIC_DBELL_INDEX_MASK;
 
-	dev->stats.doorbells++;
 	if (page == 0) {
 		ionic_queue_doorbell(dev, slot, qid, ring, index);
 		return;
@@ -299,6 +311,66 @@ static void doorbell(struct ionic_dev *dev, uint32_t page, uint32_t slot, uint64
 	/* Pages 1.. belong to RDMA user contexts: only their RDMA queues ring there. */
 	if (page >= IONIC_NDBPGS_PER_LIF || !ionic_rdma_doorbell(dev, page, slot, qid, ring, index))
 		ionic_guest_error(dev, "doorbell on page %u word %u", page, slot);
+}
+
+/*
+ * A doorbell while bus mastering is off: the device can fetch nothing, so
+ * it keeps the doorbell for later, as hardware keeps a queue's producer
+ * index. One entry per word, queue and ring: the index is absolute, so a
+ * later doorbell for the same ring replaces the earlier one (in its place:
+ * receives a driver posted before a send still run before it).
+ */
+static void doorbell_latch(struct ionic_dev *dev, uint32_t page, uint32_t slot, uint64_t val)
+{
+	const uint64_t ring_qid = val & ~(uint64_t)IONIC_DBELL_INDEX_MASK;
+
+	dev->stats.db_latched++;
+	for (uint32_t i = 0; i < dev->nlatched; i++) {
+		struct ionic_db_latch *l = &dev->latched[i];
+
+		if (l->page == page && l->slot == slot && (l->val & ~(uint64_t)IONIC_DBELL_INDEX_MASK) == ring_qid) {
+			l->val = val;
+			return;
+		}
+	}
+	if (dev->nlatched == IONIC_DB_LATCH_MAX) {
+		/* More rings than the device has queues for: some name none. */
+		ionic_guest_error(dev, "doorbell %#llx on page %u word %u while bus mastering is off: latch full",
+				  (unsigned long long)val, page, slot);
+		return;
+	}
+	dev->latched[dev->nlatched++] = (struct ionic_db_latch){ page, slot, val };
+}
+
+static void doorbell(struct ionic_dev *dev, uint32_t page, uint32_t slot, uint64_t val)
+{
+	dev->stats.doorbells++;
+	if (!dev->bus_master)
+		doorbell_latch(dev, page, slot, val);
+	else
+		doorbell_run(dev, page, slot, val);
+}
+
+void ionic_dev_set_bus_master(struct ionic_dev *dev, bool on)
+{
+	if (dev->bus_master == on)
+		return;
+	dev->bus_master = on;
+	LOG_DEBUG("ionic: bus mastering %s, %u doorbells latched", on ? "on" : "off", dev->nlatched);
+	if (!on)
+		return;
+	/*
+	 * In the order they first came. A latched command may reset the LIF,
+	 * which drops the rest (nlatched becomes 0): they were for its queues.
+	 */
+	for (uint32_t i = 0; i < dev->nlatched; i++) {
+		struct ionic_db_latch l = dev->latched[i];
+
+		doorbell_run(dev, l.page, l.slot, l.val);
+	}
+	dev->nlatched = 0;
+	ionic_dev_doorbell_poll(dev);
+	ionic_rdma_bus_master_on(dev);
 }
 
 int ionic_dev_bar2_access(void *opaque, uint64_t off, void *buf, size_t len, bool is_write)
@@ -376,6 +448,7 @@ void ionic_db_pages_reset(struct ionic_dev *dev)
 	if (pages)
 		ionic_db_pages_clear(pages);
 	dev->db_pages_used = 1; /* the kernel's page always */
+	dev->nlatched = 0;
 }
 
 /*
@@ -429,7 +502,8 @@ bool ionic_dev_doorbell_poll(struct ionic_dev *dev)
 	uint64_t *pages = ionic_db_pages(dev);
 	bool found;
 
-	if (pages == NULL)
+	/* Without bus mastering the stores wait in their words: they are taken once it is back. */
+	if (pages == NULL || !dev->bus_master)
 		return false;
 	found = take_pass(dev, pages, 0);
 	found |= take_pass(dev, pages, 1); /* after pass 0: sequenced, not one expression */

@@ -52,8 +52,31 @@ struct ionic_dev;
 struct ionic_dev *ionic_dev_new(const struct ionic_dev_config *cfg, const struct ionic_dev_env *env);
 void ionic_dev_free(struct ionic_dev *dev);
 
-/* Power-on state: what a PCI reset or a new client sees. */
+/* Power-on state: what a PCI reset or a new client sees. Bus mastering is left as it is (see below). */
 void ionic_dev_reset(struct ionic_dev *dev);
+
+/*
+ * Bus mastering, as the PCI command register's Bus Master Enable grants it
+ * (the PCI glue owns the register and calls this on every change, a reset
+ * clearing it included). Off after ionic_dev_new.
+ *
+ * While it is off the device reaches no guest memory: every access fails
+ * (ionic_dma_* is the one way in; counted in dma_refused), and so that no
+ * work fails for that reason the device starts none. Registers keep working:
+ * dev_cmd runs (a command that would write guest memory, such as LIF_INIT's
+ * lif_info, leaves it unwritten). A doorbell is latched, not run: the device
+ * keeps the last value per doorbell word, queue and ring (the index is
+ * absolute, so the last one covers the earlier ones), at most
+ * IONIC_DB_LATCH_MAX of them; mapped doorbell pages are not looked at (the
+ * words keep what is stored). Frames for the guest are dropped
+ * (rx_no_master). In-process RDMA peers find no receive to deliver into.
+ *
+ * Turning it on runs the latched doorbells in the order they first came,
+ * then looks at the mapped pages, then tells the RDMA peers receives may be
+ * there. Resets drop what was latched, with the queues it was for.
+ */
+#define IONIC_DB_LATCH_MAX 8192
+void ionic_dev_set_bus_master(struct ionic_dev *dev, bool on);
 
 /* Register accesses inside BAR0 (below the MSI-X table) and BAR2. Always 0: MMIO never fails. */
 int ionic_dev_bar0_access(void *dev, uint64_t offset, void *buf, size_t len, bool is_write);
@@ -107,6 +130,12 @@ struct ionic_rdma_peer_ops {
 	uint32_t (*rc_send)(void *ctx, uint32_t guest_qpn, uint32_t peer_qpn, const void *payload, size_t len);
 	/* The guest posted receives on guest_qpn: messages that waited for one may go. May be NULL. */
 	void (*rq_posted)(void *ctx, uint32_t guest_qpn);
+	/*
+	 * The guest destroyed QP guest_qpn or took it back to RESET (an admin
+	 * command, never from inside a peer call): a connection on it is dead,
+	 * and the number may be connected anew. May be NULL.
+	 */
+	void (*qp_gone)(void *ctx, uint32_t guest_qpn);
 	/* The guest's RDMA state is gone (reset): drop every connection. May be NULL. */
 	void (*reset)(void *ctx);
 };
@@ -144,6 +173,8 @@ struct ionic_dev_stats {
 	uint64_t dev_cmd_errors;
 	uint64_t doorbells;       /* trapped and mapped */
 	uint64_t db_mapped;       /* of which taken from the mapped pages */
+	uint64_t db_latched;      /* of which rung while bus mastering was off (run when it came back) */
+	uint64_t dma_refused;     /* guest-memory accesses refused: bus mastering off */
 	uint64_t guest_errors;
 	uint64_t tx_frames, tx_bytes, tx_errors;
 	uint64_t rx_frames, rx_bytes, rx_no_buffer, rx_filtered, rx_too_long;
@@ -153,6 +184,7 @@ struct ionic_dev_stats {
 	uint64_t rdma_admin_cmds, rdma_admin_errors;
 	uint64_t rdma_db_aq, rdma_db_sq, rdma_db_rq, rdma_db_cq, rdma_db_arm;
 	uint64_t rdma_wqes, rdma_cqes, rdma_eqes;
+	uint64_t rx_no_master;    /* frames dropped: bus mastering off */
 };
 const struct ionic_dev_stats *ionic_dev_stats(const struct ionic_dev *dev);
 

@@ -155,6 +155,13 @@ static void reset(void *opaque)
 	ionic_dev_reset(ip->dev);
 }
 
+static void bus_master(void *opaque, bool enabled)
+{
+	struct ionic_pci *ip = opaque;
+
+	ionic_dev_set_bus_master(ip->dev, enabled);
+}
+
 static void sync_mapped(void *opaque)
 {
 	struct ionic_pci *ip = opaque;
@@ -188,6 +195,7 @@ struct ionic_pci *ionic_pci_new(const struct ionic_dev_config *cfg, bool mmap_do
 		.reset = reset,
 		.sync = sync_mapped,
 		.disconnected = disconnected,
+		.bus_master = bus_master,
 	};
 
 	if (ip == NULL)
@@ -215,11 +223,11 @@ void ionic_pci_log_stats(const struct ionic_pci *ip)
 {
 	const struct ionic_dev_stats *st = ionic_dev_stats(ip->dev);
 
-	LOG_INFO("ionic: %llu dev_cmds (%llu failed), %llu doorbells (%llu mapped), tx %llu frames (%llu bad), "
-		 "rx %llu frames (%llu without a buffer), %llu interrupts, %llu guest errors",
+	LOG_INFO("ionic: %llu dev_cmds (%llu failed), %llu doorbells (%llu mapped), %llu held for bus mastering, "
+		 "tx %llu frames (%llu bad), rx %llu frames (%llu without a buffer), %llu interrupts, %llu guest errors",
 		 (unsigned long long)st->dev_cmds, (unsigned long long)st->dev_cmd_errors,
 		 (unsigned long long)st->doorbells, (unsigned long long)st->db_mapped,
-		 (unsigned long long)st->tx_frames, (unsigned long long)st->tx_errors,
+		 (unsigned long long)st->db_latched, (unsigned long long)st->tx_frames, (unsigned long long)st->tx_errors,
 		 (unsigned long long)st->rx_frames, (unsigned long long)st->rx_no_buffer,
 		 (unsigned long long)st->interrupts, (unsigned long long)st->guest_errors);
 	if (st->rdma_admin_cmds == 0)

@@ -84,6 +84,12 @@ struct ionic_intr_state {
 	bool pending;             /* raised while masked */
 };
 
+/* A doorbell rung while bus mastering was off: the value last stored to (page, word) for its queue and ring. */
+struct ionic_db_latch {
+	uint32_t page, slot;
+	uint64_t val;
+};
+
 struct ionic_dev {
 	struct ionic_dev_config cfg;
 	struct ionic_dev_env env;
@@ -106,6 +112,9 @@ struct ionic_dev {
 	struct ionic_rdma *rdma;    /* the RDMA side of the LIF (ionic_rdma.c) */
 	bool rdma_mapped_warned;    /* the RDMA-over-mapped-doorbells warning was logged */
 	uint64_t db_pages_used;     /* doorbell pages a queue was created on since reset (bit 0: the kernel's) */
+	bool bus_master;            /* the PCI command register's Bus Master Enable (ionic_dev_set_bus_master) */
+	uint32_t nlatched;          /* doorbells waiting for bus mastering, in the order they first came */
+	struct ionic_db_latch latched[IONIC_DB_LATCH_MAX];
 };
 
 /* A guest mistake: logged at debug and counted, never fatal. */
@@ -115,7 +124,7 @@ void ionic_guest_error(struct ionic_dev *dev, const char *fmt, ...) __attribute_
 void ionic_intr_raise(struct ionic_dev *dev, uint32_t idx);
 void ionic_intr_raise_n(struct ionic_dev *dev, uint32_t idx, uint32_t events);
 
-/* Guest memory; -EFAULT when the range is not mapped for the device. */
+/* Guest memory; -EFAULT when the range is not mapped for the device, or bus mastering is off. */
 int ionic_dma_read(struct ionic_dev *dev, uint64_t addr, void *buf, size_t len);
 int ionic_dma_write(struct ionic_dev *dev, uint64_t addr, const void *buf, size_t len);
 /* Guest to guest, both ranges inside one mapping each (else -EFAULT, nothing moved). */
@@ -151,7 +160,7 @@ uint64_t *ionic_db_pages(struct ionic_dev *dev);
  * there before is dropped: no queue could be rung by it then.
  */
 void ionic_db_page_used(struct ionic_dev *dev, uint32_t page);
-/* Empty every word and forget the pages used (resets). */
+/* Empty every word and forget the pages used; drop the doorbells latched while bus mastering was off (resets). */
 void ionic_db_pages_reset(struct ionic_dev *dev);
 
 /* Write a 16-byte completion into q's completion ring (body first, color last). 0 or -errno. */
@@ -171,5 +180,7 @@ uint8_t ionic_rdma_queue_cmd(struct ionic_dev *dev, const uint8_t *cmd);
 /* A doorbell for an RDMA queue type: handled (true), or not an RDMA qtype (false). */
 bool ionic_rdma_doorbell(struct ionic_dev *dev, uint32_t page, uint32_t qtype, uint32_t qid, uint32_t ring,
 			 uint32_t index);
+/* Bus mastering is back: tell the RDMA peers that receives may be there for what they hold. */
+void ionic_rdma_bus_master_on(struct ionic_dev *dev);
 
 #endif

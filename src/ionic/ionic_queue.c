@@ -266,6 +266,11 @@ void ionic_dev_rx_frame(struct ionic_dev *dev, const uint8_t *frame, size_t len)
 	unsigned nbufs = 1;
 	uint32_t idx;
 
+	if (!dev->bus_master) {
+		/* No descriptor can be fetched nor buffer written: the frame is lost, as on the wire. */
+		dev->stats.rx_no_master++;
+		return;
+	}
 	if (len < 14 || !lif->inited || !q->inited || !q->enabled || !rx_accept(lif, frame)) {
 		dev->stats.rx_filtered++;
 		return;

@@ -178,6 +178,8 @@ static uint8_t admin_modify_qp(struct ionic_dev *dev, const struct ionic_admin_m
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
 		qp->rsq_depth = c->rsq_depth;
 	if (mask & IB_QP_STATE) {
+		bool to_reset = state == IONIC_QPS_RESET && qp->state != IONIC_QPS_RESET;
+
 		if (state == IONIC_QPS_RESET)
 			qp_to_reset(qp);
 		LOG_DEBUG("ionic rdma: QP %u state %u -> %u", id, qp->state, state);
@@ -191,6 +193,8 @@ static uint8_t admin_modify_qp(struct ionic_dev *dev, const struct ionic_admin_m
 		qp->rnr_wait = false;
 		if (state == IONIC_QPS_RTS)
 			rdma_sq_run(dev, id); /* WQEs posted before RTS go now */
+		if (to_reset)
+			rdma_peer_qp_gone(dev, id); /* whatever it was connected to is no longer */
 	}
 	return IONIC_V1_ASTS_OK;
 }
@@ -246,6 +250,8 @@ static uint8_t admin_destroy_qp(struct ionic_dev *dev, uint32_t id)
 	if (!dev->rdma->qp[id].valid)
 		return IONIC_V1_ASTS_BAD_STATE;
 	qp_free(dev, &dev->rdma->qp[id]);
+	/* After the free: a peer that answers (a DREQ on the GSI QP) finds this QP gone. */
+	rdma_peer_qp_gone(dev, id);
 	return IONIC_V1_ASTS_OK;
 }
 

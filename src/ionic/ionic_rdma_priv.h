@@ -158,6 +158,8 @@ void rdma_qp_flush(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp);
 void rdma_sq_run(struct ionic_dev *dev, uint32_t qpid);
 /* Receives were posted on qpid: senders waiting for one go on. */
 void rdma_rq_posted(struct ionic_dev *dev, uint32_t qpid);
+/* qpid was destroyed or went back to RESET: tell the in-process peers. */
+void rdma_peer_qp_gone(struct ionic_dev *dev, uint32_t qpid);
 
 /* The RDMA admin queue aqid's doorbell. */
 void rdma_aq_run(struct ionic_dev *dev, uint32_t aqid);

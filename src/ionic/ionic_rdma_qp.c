@@ -988,6 +988,25 @@ void rdma_rq_posted(struct ionic_dev *dev, uint32_t qpid)
 
 /* ---- in-process peers ----------------------------------------------------------------------------------- */
 
+void rdma_peer_qp_gone(struct ionic_dev *dev, uint32_t qpid)
+{
+	if (dev->rdma->peer.qp_gone)
+		dev->rdma->peer.qp_gone(dev->rdma->peer.ctx, qpid);
+}
+
+void ionic_rdma_bus_master_on(struct ionic_dev *dev)
+{
+	struct ionic_rdma *r = dev->rdma;
+
+	if (!r->peer.rq_posted)
+		return;
+	/* A peer held what it could not deliver meanwhile; it looks again as after a receive doorbell. */
+	for (uint32_t i = 1; i < IONIC_RDMA_NQP && dev->bus_master; i++)
+		if (r->qp[i].valid && r->qp[i].rq.present &&
+		    (r->qp[i].state == IONIC_QPS_RTR || r->qp[i].state == IONIC_QPS_RTS))
+			r->peer.rq_posted(r->peer.ctx, i);
+}
+
 void ionic_dev_set_rdma_peer(struct ionic_dev *dev, const struct ionic_rdma_peer_ops *ops)
 {
 	if (ops)
@@ -1024,6 +1043,9 @@ int ionic_rdma_peer_deliver(struct ionic_dev *dev, uint32_t guest_qpn, uint32_t 
 
 	if (!qp || !qp->rq.present)
 		return -ENOTCONN;
+	/* Without bus mastering no receive can be fetched: as if none were posted (ionic_rdma_bus_master_on). */
+	if (!dev->bus_master)
+		return -EAGAIN;
 	rc = rq_take(dev, qp, &rid, &rsgl);
 	if (rc == -EAGAIN)
 		return -EAGAIN;

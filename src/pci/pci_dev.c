@@ -94,6 +94,11 @@ static void build_config(struct pci_dev *pd)
 	/* 0x100: an all-zero extended capability header ends the (empty) extended list. */
 }
 
+bool pci_dev_bus_master(const struct pci_dev *pd)
+{
+	return (get16(pd->cfg + PCI_COMMAND) & PCI_COMMAND_MASTER) != 0;
+}
+
 static uint16_t msix_ctrl(const struct pci_dev *pd)
 {
 	return get16(pd->cfg + CAP_MSIX + PCI_MSIX_FLAGS);
@@ -120,7 +125,9 @@ void pci_msix_notify(struct pci_dev *pd, uint32_t vec)
 		LOG_WARN("pci: MSI-X vector %u does not exist", vec);
 		return;
 	}
-	if (!vector_masked(pd, vec) && pd->srv && vfu_irq_signal(pd->srv, VFU_IRQ_MSIX, vec)) {
+	/* The message is a memory write: without bus mastering it waits, like a masked one. */
+	if (pci_dev_bus_master(pd) && !vector_masked(pd, vec) && pd->srv &&
+	    vfu_irq_signal(pd->srv, VFU_IRQ_MSIX, vec)) {
 		pd->msix_pba[vec / 8] &= (uint8_t)~(1u << (vec % 8));
 		return;
 	}
@@ -140,6 +147,7 @@ static int config_access(void *opaque, uint64_t off, void *buf, size_t len, bool
 	struct pci_dev *pd = opaque;
 	const uint8_t *src = buf;
 	uint16_t old_ctrl = msix_ctrl(pd);
+	bool old_master = pci_dev_bus_master(pd);
 
 	if (!is_write) {
 		memcpy(buf, pd->cfg + off, len);
@@ -150,6 +158,14 @@ static int config_access(void *opaque, uint64_t off, void *buf, size_t len, bool
 		uint8_t v = (uint8_t)((pd->cfg[a] & ~pd->wmask[a]) | (src[i] & pd->wmask[a]));
 
 		pd->cfg[a] = (uint8_t)(v & ~(src[i] & pd->w1cmask[a]));
+	}
+	if (pci_dev_bus_master(pd) != old_master) {
+		LOG_DEBUG("pci: bus mastering %s", old_master ? "off" : "on");
+		/* The device first: work it held back may raise vectors, which now go out at once. */
+		if (pd->fn.bus_master)
+			pd->fn.bus_master(pd->fn.opaque, !old_master);
+		if (!old_master)
+			msix_retry_pending(pd);
 	}
 	if (msix_ctrl(pd) != old_ctrl) {
 		LOG_DEBUG("pci: MSI-X control %#06x", msix_ctrl(pd));
@@ -240,7 +256,11 @@ static void reset_state(struct pci_dev *pd)
 
 void pci_dev_reset(struct pci_dev *pd)
 {
+	bool was_master = pci_dev_bus_master(pd);
+
 	reset_state(pd);
+	if (was_master && pd->fn.bus_master)
+		pd->fn.bus_master(pd->fn.opaque, false);
 	if (pd->fn.reset)
 		pd->fn.reset(pd->fn.opaque);
 }

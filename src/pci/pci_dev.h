@@ -13,6 +13,13 @@
  * then its PBA bit is set, and it is delivered as soon as that changes.
  * QEMU keeps its own copy of the table and masks in front of the server, so
  * for QEMU the server mostly sees unmasked vectors.
+ *
+ * Bus mastering: an MSI-X message is a memory write by the function, so
+ * none is sent while Bus Master Enable (PCI_COMMAND bit 2) is clear; the
+ * vector stays pending in the PBA and goes out when the bit is set again.
+ * The device is told of every change of the bit (pci_function.bus_master)
+ * and must itself stop touching guest memory while it is clear. The bit is
+ * clear after reset, as on real PCI: drivers set it (pci_set_master).
  */
 #ifndef ERNIC_PCI_PCI_DEV_H
 #define ERNIC_PCI_PCI_DEV_H
@@ -43,6 +50,11 @@ struct pci_function {
 	void (*sync)(void *opaque);
 	/* The client is gone (after reset): hand out fresh mapped memory (pci_dev_set_bar_mmap). May be NULL. */
 	void (*disconnected)(void *opaque);
+	/*
+	 * Bus Master Enable changed: set or cleared by a configuration write, or
+	 * cleared by a reset (called before `reset`). May be NULL.
+	 */
+	void (*bus_master)(void *opaque, bool enabled);
 };
 
 struct pci_dev;
@@ -56,9 +68,12 @@ const struct vfu_device *pci_dev_vfu(struct pci_dev *pd);
 /* Connect to the server that delivers interrupts (NULL to detach). */
 void pci_dev_set_server(struct pci_dev *pd, struct vfu_server *srv);
 
-/* Raise MSI-X vector vec: delivered now, or left pending in the PBA. */
+/* Raise MSI-X vector vec: delivered now, or left pending in the PBA (masked, no eventfd, no bus mastering). */
 void pci_msix_notify(struct pci_dev *pd, uint32_t vec);
 bool pci_msix_pending(const struct pci_dev *pd, uint32_t vec);
+
+/* Whether Bus Master Enable is set in the command register. */
+bool pci_dev_bus_master(const struct pci_dev *pd);
 
 /*
  * Let the client map areas of BAR `bar` (offsets inside the BAR) backed by

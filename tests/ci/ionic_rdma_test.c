@@ -3888,6 +3888,71 @@ static void test_dp_fuzz(void **state)
 	fx_down(&d.f);
 }
 
+/* ---- bus mastering ---- */
+
+/*
+ * The PCI command register's Bus Master Enable clear: the device fetches
+ * and writes nothing. An RDMA admin command, a receive and an RDMA
+ * WRITE_IMM into the peer's registration are rung; every byte of guest
+ * memory stays as it was and no interrupt fires. Set again: the doorbells
+ * the device latched run, in the order they came (the receive before the
+ * WRITE_IMM that consumes it), and everything lands.
+ */
+static void test_dp_bus_master(void **state)
+{
+	struct dp d;
+	const struct tmr src = { .index = 1, .key = 0x11, .pd = 1, .flags = RG_MRF_LOCAL_WRITE, .va = 0x10000,
+				 .len = 0x2000, .base = DP_BUF };
+	const struct tmr w = { .index = 5, .key = 0x55, .pd = 1, .va = 0x7700000000ull, .len = 0x1000,
+			       .flags = RG_MRF_LOCAL_WRITE | RG_MRF_REMOTE_WRITE, .base = DP_BUF + 0x4000 };
+	const struct tmr rbuf = { .index = 2, .key = 0x22, .pd = 1, .flags = RG_MRF_LOCAL_WRITE, .va = 0x20000,
+				  .len = 0x1000, .base = DP_BUF + 0x8000 };
+	const struct tmr *sm[1] = { &src };
+	static uint8_t before[GUEST_SIZE]; /* static: a failing test longjmps past any free() */
+	const struct rg_sge r = sge_of(&rbuf, 0, 0x100), sg = sge_of(&src, 0x300, 0x180);
+	uint8_t cqe[RG_CQE_SIZE], msg[0x200], *im, color;
+	uint32_t first;
+	size_t len;
+
+	(void)state;
+	dp_up(&d, RG_QPT_RC);
+	assert_int_equal(tmr_create(&d, &src), RG_ASTS_OK);
+	assert_int_equal(tmr_create(&d, &w), RG_ASTS_OK);
+	assert_int_equal(tmr_create(&d, &rbuf), RG_ASTS_OK);
+	pattern(&d, DP_BUF, 0x2000, 9);
+	memset(gp(&d, DP_BUF + 0x4000), 0xa5, 0x1000);
+
+	vfc_write32(&cl, CFG, 0x04, 0x0002, false); /* memory space on, bus mastering off */
+	color = d.f.acq.color;
+	first = rg_aq_put(&d.f.g, &d.f.aq, RG_OP_NOOP, 0, NULL, 0);
+	rg_post_recv(&d.f.g, &d.qp[1], 0xb005, 0, &r, 1);
+	rg_post_rdma(&d.f.g, &d.qp[0], 0, RG_WR_RDMA_WRITE_IMM, RG_WQE_SIG, 0x0badcafe, w.va + 0x40, tkey(&w),
+		     &sg, 1);
+	memcpy(before, d.f.g.mem, GUEST_SIZE);
+	rg_aq_ring(&d.f.g, &d.f.aq);
+	rg_rq_ring(&d.f.g, &d.qp[1]);
+	rg_sq_ring(&d.f.g, &d.qp[0]);
+	rg_sync(&d.f.g);
+	usleep(50000);
+	for (size_t i = 0; i < GUEST_SIZE; i++)
+		if (d.f.g.mem[i] != before[i])
+			fail_msg("bus mastering off, yet guest byte %#llx changed", (unsigned long long)(GUEST_IOVA + i));
+	assert_int_equal(rg_eq_wait_irq(&d.f.eq, 100), 0);
+
+	im = image_take(&d);
+	vfc_write32(&cl, CFG, 0x04, 0x0006, false);
+	assert_true(rg_cq_wait(&d.f.g, &d.f.acq, cqe, 2000));
+	check_cqe(cqe, first, RG_OP_NOOP, d.f.aq.id, 0, color);
+	rg_cq_ack(&d.f.g, &d.f.acq);
+	expect_recv(&d, rcq(&d, 1), d.qp[1].id, 0xb005, d.qp[0].id | RG_RECV_RDMA_IMM << 24, 0x0badcafe, 0x180);
+	expect_msn(&d, scq(&d, 0), d.qp[0].id, 1, 0);
+	len = gather(&d, sm, &sg, 1, msg);
+	tmr_copy(&d, &w, 0x40, msg, len, im);
+	image_check(&d, im); /* the bytes in w, nothing else; the receive buffer untouched (WRITE_IMM) */
+	expect_quiet(&d);
+	fx_down(&d.f);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -3918,6 +3983,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_dp_doorbells, connect_negotiated, disconnect),
 		cmocka_unit_test_setup_teardown(test_dp_states, connect_negotiated, disconnect),
 		cmocka_unit_test_setup_teardown(test_dp_fuzz, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_dp_bus_master, connect_negotiated, disconnect),
 	};
 
 	int failed;

@@ -602,8 +602,20 @@ static void test_irqs(void **state)
 	assert_int_equal(set_irqs(VFU_IRQ_SET_DATA_BOOL | VFU_IRQ_SET_ACTION_TRIGGER, 2, 0, 3, bools, 1, NULL, 0), EINVAL);
 	assert_int_equal(set_irqs(TRIG, 2, 0, 1, NULL, 0, fds, 1), EINVAL);               /* fds without EVENTFD */
 
-	/* Assign vectors 0..2 and trigger them. */
+	/*
+	 * Assign vectors 0..2. An MSI-X message is a memory write: while Bus
+	 * Master Enable is clear (as after reset) a raised vector waits in the
+	 * PBA; setting the bit, as pci_set_master() does, sends it.
+	 */
 	assert_int_equal(set_irqs(EFD, 2, 0, 3, NULL, 0, fds, 3), 0);
+	assert_int_equal(vfc_read32(&cl, CFG, 0x04) & 0x4, 0);
+	assert_int_equal(set_irqs(TRIG, 2, 1, 1, NULL, 0, NULL, 0), 0);
+	assert_int_equal(efd_count(fds[1]), 0);
+	assert_true(pba_bit(1));
+	vfc_write32(&cl, CFG, 0x04, 0x0006, false);
+	assert_int_equal(efd_count(fds[1]), 1);
+	assert_false(pba_bit(1));
+	/* And it goes out at once while the bit is set. */
 	assert_int_equal(set_irqs(TRIG, 2, 1, 1, NULL, 0, NULL, 0), 0);
 	assert_int_equal(efd_count(fds[1]), 1);
 	assert_int_equal(efd_count(fds[0]), 0);
@@ -962,6 +974,49 @@ static size_t icmp_echo(uint8_t *f, uint16_t seq, size_t payload)
 	return 14 + 20 + 8 + payload;
 }
 
+/* A TCP segment without options from 192.168.200.2:40000 to the endpoint's S3 port (9000). */
+static size_t tcp_segment(uint8_t *f, uint8_t flags, uint32_t seq, uint32_t ack)
+{
+	uint8_t pseudo[12 + 20];
+	uint16_t c;
+
+	memcpy(f, ep_mac, 6);
+	memcpy(f + 6, guest_mac, 6);
+	f[12] = 0x08;
+	f[13] = 0x00;
+	uint8_t *ip = f + 14, *tcp = ip + 20;
+	memset(ip, 0, 40);
+	ip[0] = 0x45;
+	ip[3] = 40;
+	ip[8] = 64;
+	ip[9] = 6;
+	ip[12] = 192; ip[13] = 168; ip[14] = 200; ip[15] = 2;
+	ip[16] = 192; ip[17] = 168; ip[18] = 200; ip[19] = 1;
+	c = csum(ip, 20);
+	ip[10] = (uint8_t)(c >> 8);
+	ip[11] = (uint8_t)c;
+	tcp[0] = 40000 >> 8; tcp[1] = 40000 & 0xff;
+	tcp[2] = 9000 >> 8; tcp[3] = 9000 & 0xff;
+	for (int i = 0; i < 4; i++) {
+		tcp[4 + i] = (uint8_t)(seq >> (24 - 8 * i));
+		tcp[8 + i] = (uint8_t)(ack >> (24 - 8 * i));
+	}
+	tcp[12] = 5 << 4;
+	tcp[13] = flags;
+	tcp[14] = 0xff;
+	tcp[15] = 0xff;
+	memcpy(pseudo, ip + 12, 8);
+	pseudo[8] = 0;
+	pseudo[9] = 6;
+	pseudo[10] = 0;
+	pseudo[11] = 20;
+	memcpy(pseudo + 12, tcp, 20);
+	c = csum(pseudo, sizeof(pseudo));
+	tcp[16] = (uint8_t)(c >> 8);
+	tcp[17] = (uint8_t)c;
+	return 14 + 40;
+}
+
 static void test_eth_to_s3_endpoint(void **state)
 {
 	struct ionic_guest g;
@@ -1224,6 +1279,204 @@ static void test_mmap_reconnect(void **state)
 	assert_int_equal(vfc_connect(&cl, sock, 5000), 0);
 }
 
+/* ---- bus mastering: the command register's Bus Master Enable ---- */
+
+static void set_bus_master(bool on)
+{
+	vfc_write32(&cl, CFG, 0x04, on ? 0x0006 : 0x0002, false); /* memory space stays on */
+}
+
+/* Every posted doorbell sent before this has reached the device; then a moment for anything it would do. */
+static void settle(void)
+{
+	assert_int_equal(vfc_read32(&cl, CFG, 0), 0x10021dd8);
+	usleep(50000);
+}
+
+static void test_bus_master(void **state)
+{
+	struct ionic_guest g;
+	uint8_t cmd[64] = { 0 }, comp[16], cq[GUEST_AQ_DEPTH * 16];
+	uint8_t port_info[0x1000], junk[0x1000];
+	uint32_t i0, i1;
+
+	(void)state;
+	assert_int_equal(ionic_guest_setup(&g, &cl), 0); /* sets Bus Master Enable, as pci_set_master() */
+	assert_int_equal(vfc_read32(&cl, CFG, 0x04) & 0x4, 0x4);
+	nop(&g, comp);
+
+	/*
+	 * Off: the doorbells are taken but nothing is fetched or written. Two
+	 * commands, two doorbells of the same ring: the device keeps the later
+	 * index, which covers both.
+	 */
+	set_bus_master(false);
+	memcpy(cq, guest_ptr(&g, GUEST_AQ_CQ), sizeof(cq));
+	i0 = ionic_guest_aq_post(&g, cmd);
+	i1 = ionic_guest_aq_post(&g, cmd);
+	settle();
+	assert_memory_equal(guest_ptr(&g, GUEST_AQ_CQ), cq, sizeof(cq));
+	assert_false(ionic_guest_wait_irq(&g, 100));
+	/* Registers keep working: dev_cmd answers, but PORT_INIT's port_info stays as the guest left it. */
+	memset(junk, 0xee, sizeof(junk));
+	memcpy(guest_ptr(&g, GUEST_PORT_INFO), junk, sizeof(junk));
+	memset(cmd, 0, sizeof(cmd));
+	cmd[0] = 11; /* PORT_INIT, index 0 */
+	uint64_t pa = GUEST_PORT_INFO;
+	memcpy(cmd + 8, &pa, 8);
+	assert_int_equal(ionic_guest_dev_cmd(&g, cmd, comp), 0);
+	assert_int_equal(comp[0], 0);
+	assert_memory_equal(guest_ptr(&g, GUEST_PORT_INFO), junk, sizeof(junk));
+	memset(cmd, 0, sizeof(cmd));
+
+	/* On again: both commands run, in order, and the vector fires. */
+	set_bus_master(true);
+	assert_true(ionic_guest_wait_irq(&g, 5000));
+	assert_true(ionic_guest_aq_comp(&g, comp));
+	assert_int_equal(comp[0], 0);
+	assert_int_equal(comp[2] | comp[3] << 8, i0);
+	assert_true(ionic_guest_aq_comp(&g, comp));
+	assert_int_equal(comp[0], 0);
+	assert_int_equal(comp[2] | comp[3] << 8, i1);
+	assert_false(ionic_guest_aq_comp(&g, comp));
+	ionic_guest_irq_rearm(&g, 2);
+	/* Nothing was written for the dev_cmd afterwards either. */
+	memcpy(port_info, guest_ptr(&g, GUEST_PORT_INFO), sizeof(port_info));
+	assert_memory_equal(port_info, junk, sizeof(junk));
+
+	/*
+	 * An interrupt the device raises while the bit is clear waits in the
+	 * PBA: masked at the device, a NOP completes (credit outstanding); with
+	 * bus mastering off the unmask raises it, and it goes out only when the
+	 * bit is set again.
+	 */
+	vfc_write32(&cl, BAR0, 0x2000 + 4, 1, false);
+	ionic_guest_aq_post(&g, cmd);
+	for (int t = 0; t < 500 && !ionic_guest_aq_comp(&g, comp); t++)
+		usleep(1000);
+	assert_int_equal(comp[0], 0);
+	assert_false(ionic_guest_wait_irq(&g, 100));
+	set_bus_master(false);
+	vfc_write32(&cl, BAR0, 0x2000 + 4, 0, false);
+	assert_false(ionic_guest_wait_irq(&g, 100));
+	assert_true(pba_bit(0));
+	set_bus_master(true);
+	assert_true(ionic_guest_wait_irq(&g, 5000));
+	assert_false(pba_bit(0));
+	ionic_guest_irq_rearm(&g, 1);
+
+	/* A reset while doorbells wait drops them with the queues they were for. */
+	set_bus_master(false);
+	memcpy(cq, guest_ptr(&g, GUEST_AQ_CQ), sizeof(cq));
+	ionic_guest_aq_post(&g, cmd);
+	cmd[0] = 3; /* RESET, by dev_cmd: it needs no bus mastering */
+	assert_int_equal(ionic_guest_dev_cmd(&g, cmd, comp), 0);
+	assert_int_equal(comp[0], 0);
+	memset(cmd, 0, sizeof(cmd));
+	set_bus_master(true);
+	settle();
+	assert_memory_equal(guest_ptr(&g, GUEST_AQ_CQ), cq, sizeof(cq));
+	assert_false(ionic_guest_wait_irq(&g, 100));
+	/* The driver sets the device up again and it works. */
+	assert_int_equal(ionic_guest_init_device(&g), 0);
+	nop(&g, comp);
+	assert_int_equal(comp[2] | comp[3] << 8, 0);
+
+	/* DEVICE_RESET clears the bit: a doorbell rung before the driver sets it again waits. */
+	assert_int_equal(call_err(VFU_CMD_DEVICE_RESET, NULL, 0, NULL, 0), 0);
+	assert_int_equal(vfc_read32(&cl, CFG, 0x04) & 0x4, 0);
+	ionic_guest_teardown(&g);
+}
+
+static void test_eth_bus_master(void **state)
+{
+	struct ionic_guest g;
+	uint8_t f[2048], r[2048], txcq[GUEST_Q_DEPTH * 16], rxcq[GUEST_Q_DEPTH * 16];
+	static uint8_t rxbuf[GUEST_Q_DEPTH * GUEST_BUF_SIZE];
+	int n;
+
+	(void)state;
+	assert_int_equal(ionic_guest_setup(&g, &cl), 0);
+	assert_int_equal(ionic_guest_queues_up(&g), 0);
+	ionic_guest_tx(&g, f, arp_request(f)); /* the endpoint learns us */
+	assert_true(ionic_guest_rx(&g, r, sizeof(r), 5000) >= 42);
+
+	/* TX while off: the frame stays in guest memory, no completion, so nothing comes back either. */
+	set_bus_master(false);
+	memcpy(txcq, guest_ptr(&g, GUEST_TX_CQ), sizeof(txcq));
+	memcpy(rxcq, guest_ptr(&g, GUEST_RX_CQ), sizeof(rxcq));
+	size_t len = icmp_echo(f, 7, 200);
+	ionic_guest_tx(&g, f, len);
+	settle();
+	assert_memory_equal(guest_ptr(&g, GUEST_TX_CQ), txcq, sizeof(txcq));
+	assert_memory_equal(guest_ptr(&g, GUEST_RX_CQ), rxcq, sizeof(rxcq));
+	/* On: the frame goes, its completion is written, and the reply arrives. */
+	set_bus_master(true);
+	n = ionic_guest_rx(&g, r, sizeof(r), 5000);
+	assert_int_equal(n, (int)len);
+	assert_int_equal(r[34], 0); /* echo reply */
+	assert_memory_equal(r + 42, f + 42, len - 42);
+	assert_memory_not_equal(guest_ptr(&g, GUEST_TX_CQ), txcq, sizeof(txcq));
+
+	/*
+	 * RX while off: a SYN to the S3 port is answered; the endpoint then
+	 * retransmits its SYN-ACK (after 200 ms, then 400 ms more) while the bit
+	 * is clear: those frames are lost, no buffer is taken, nothing is written.
+	 */
+	ionic_guest_tx(&g, f, tcp_segment(f, 0x02, 1000, 0));
+	n = ionic_guest_rx(&g, r, sizeof(r), 5000);
+	assert_true(n >= 54);
+	assert_int_equal(r[47], 0x12); /* SYN-ACK */
+	uint32_t isn = (uint32_t)r[38] << 24 | (uint32_t)r[39] << 16 | (uint32_t)r[40] << 8 | r[41];
+	set_bus_master(false);
+	memcpy(rxcq, guest_ptr(&g, GUEST_RX_CQ), sizeof(rxcq));
+	memcpy(rxbuf, guest_ptr(&g, GUEST_RX_BUF), sizeof(rxbuf));
+	usleep(1000000);
+	assert_memory_equal(guest_ptr(&g, GUEST_RX_CQ), rxcq, sizeof(rxcq));
+	assert_memory_equal(guest_ptr(&g, GUEST_RX_BUF), rxbuf, sizeof(rxbuf));
+	/* On: the next retransmission lands in the next buffer, as the first would have. */
+	set_bus_master(true);
+	n = ionic_guest_rx(&g, r, sizeof(r), 5000);
+	assert_true(n >= 54);
+	assert_int_equal(r[47], 0x12);
+	assert_int_equal((uint32_t)r[38] << 24 | (uint32_t)r[39] << 16 | (uint32_t)r[40] << 8 | r[41], isn);
+	ionic_guest_tx(&g, f, tcp_segment(f, 0x04, 1001, 0)); /* RST: leave nothing half-open */
+	settle();
+	ionic_guest_teardown(&g);
+}
+
+static void test_mmap_bus_master(void **state)
+{
+	struct ionic_guest g;
+	volatile uint64_t *aq_word;
+	uint8_t cmd[64] = { 0 }, comp[16], cq[GUEST_AQ_DEPTH * 16];
+	uint32_t idx;
+
+	(void)state;
+	assert_int_equal(ionic_guest_setup(&g, &cl), 0);
+	assert_non_null(g.bar2.base);
+	aq_word = (volatile uint64_t *)g.bar2.base;
+	g.db_wait = false;
+	nop(&g, comp);
+	/* Off: the store stays in its word, untaken; the completion ring is untouched. */
+	set_bus_master(false);
+	memcpy(cq, guest_ptr(&g, GUEST_AQ_CQ), sizeof(cq));
+	idx = ionic_guest_aq_post(&g, cmd);
+	settle();
+	assert_true(*aq_word == g.aq_head);
+	assert_memory_equal(guest_ptr(&g, GUEST_AQ_CQ), cq, sizeof(cq));
+	assert_false(ionic_guest_wait_irq(&g, 100));
+	/* On: the device takes the word and runs the command. */
+	set_bus_master(true);
+	assert_true(ionic_guest_wait_irq(&g, 5000));
+	assert_true(*aq_word == UINT64_MAX);
+	assert_true(ionic_guest_aq_comp(&g, comp));
+	assert_int_equal(comp[0], 0);
+	assert_int_equal(comp[2] | comp[3] << 8, idx);
+	ionic_guest_irq_rearm(&g, 1);
+	ionic_guest_teardown(&g);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1244,6 +1497,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_vanish_mid_message),
 		cmocka_unit_test(test_too_many_fds),
 		cmocka_unit_test(test_second_client),
+		cmocka_unit_test_setup_teardown(test_bus_master, connect_negotiated, disconnect),
 	};
 
 	if (argc != 2) {
@@ -1253,11 +1507,13 @@ int main(int argc, char **argv)
 	binary = argv[1];
 	const struct CMUnitTest eth_tests[] = {
 		cmocka_unit_test_setup_teardown(test_eth_to_s3_endpoint, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_eth_bus_master, connect_negotiated, disconnect),
 	};
 	const struct CMUnitTest mmap_tests[] = {
 		cmocka_unit_test_setup_teardown(test_mmap_region_info, connect_negotiated, disconnect),
 		cmocka_unit_test_setup_teardown(test_mmap_doorbells, connect_negotiated, disconnect),
 		cmocka_unit_test_setup_teardown(test_mmap_reconnect, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_mmap_bus_master, connect_negotiated, disconnect),
 	};
 	int failed;
 

@@ -273,7 +273,10 @@ static int region(uint32_t r, uint64_t off, void *buf, uint32_t len, bool is_wri
 		return ionic_dev_bar0_access(fg.dev, off, buf, len, is_write);
 	if (r == 2 && off < IONIC_BAR2_SIZE && len <= IONIC_BAR2_SIZE - off)
 		return ionic_dev_bar2_access(fg.dev, off, buf, len, is_write);
-	/* Configuration space and the MSI-X table: nothing the device model needs. */
+	/* The command register's Bus Master Enable, as the PCI glue passes it on (pci_set_master). */
+	if (r == VFU_PCI_CONFIG_REGION && is_write && off <= 4 && len > 4 - off)
+		ionic_dev_set_bus_master(fg.dev, (((const uint8_t *)buf)[4 - off] & 0x4) != 0);
+	/* The rest of configuration space and the MSI-X table: nothing the device model needs. */
 	if (!is_write)
 		memset(buf, 0, len);
 	return 0;

@@ -4,7 +4,8 @@
  * it takes each store once (the same value
  * twice is two doorbells), that resets (power-on, firmware) drop what was
  * stored and not yet taken, that garbage anywhere is a counted guest error,
- * and the trapped BAR2 path beside it.
+ * the trapped BAR2 path beside it, and doorbells while bus mastering is off
+ * (latched, bounded, run once it is back, dropped by resets).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -33,10 +34,14 @@ static struct ionic_dev *dev_new(void)
 {
 	const struct ionic_dev_config cfg = { .mac = { 2, 0, 0, 0, 0, 1 } };
 	const struct ionic_dev_env env = { .db_pages = db_pages };
+	struct ionic_dev *dev;
 
 	mapped = true;
 	ionic_db_pages_clear(pages);
-	return ionic_dev_new(&cfg, &env);
+	dev = ionic_dev_new(&cfg, &env);
+	if (dev)
+		ionic_dev_set_bus_master(dev, true); /* as the driver's pci_set_master() */
+	return dev;
 }
 
 static uint64_t db(uint32_t qid, uint32_t ring, uint32_t index)
@@ -197,6 +202,89 @@ static void test_trapped_path(void **state)
 	ionic_dev_free(dev);
 }
 
+/*
+ * Bus mastering off: doorbells are latched, one per word, queue and ring,
+ * and run (here: each a guest error, no queue exists) when it comes back.
+ */
+static void test_bus_master_latch(void **state)
+{
+	struct ionic_dev *dev = dev_new();
+	const struct ionic_dev_stats *st = ionic_dev_stats(dev);
+	uint64_t v;
+
+	(void)state;
+	mapped = false;
+	ionic_dev_set_bus_master(dev, false);
+	v = db(3, 0, 1);
+	assert_int_equal(ionic_dev_bar2_access(dev, 8 * 16, &v, 8, true), 0);
+	v = db(3, 0, 2); /* the same word, queue and ring: replaces the first */
+	assert_int_equal(ionic_dev_bar2_access(dev, 8 * 16, &v, 8, true), 0);
+	v = db(3, 1, 2); /* another ring */
+	assert_int_equal(ionic_dev_bar2_access(dev, 8 * 16, &v, 8, true), 0);
+	v = db(4, 0, 2); /* another queue */
+	assert_int_equal(ionic_dev_bar2_access(dev, 8 * 16, &v, 8, true), 0);
+	v = db(3, 0, 2); /* another page */
+	assert_int_equal(ionic_dev_bar2_access(dev, 4096 + 8 * 5, &v, 8, true), 0);
+	assert_true(st->doorbells == 5);
+	assert_true(st->db_latched == 5);
+	assert_true(st->guest_errors == 0); /* nothing has run */
+	ionic_dev_set_bus_master(dev, false); /* no change, nothing runs */
+	assert_true(st->guest_errors == 0);
+	ionic_dev_set_bus_master(dev, true);
+	assert_true(st->guest_errors == 4); /* four distinct ones ran */
+	ionic_dev_set_bus_master(dev, true);
+	assert_true(st->guest_errors == 4); /* and only once */
+
+	/* A reset drops what was latched (the queues it was for are gone); so does a firmware reset. */
+	ionic_dev_set_bus_master(dev, false);
+	assert_int_equal(ionic_dev_bar2_access(dev, 8 * 16, &v, 8, true), 0);
+	ionic_dev_reset(dev);
+	ionic_dev_set_bus_master(dev, true);
+	ionic_dev_set_bus_master(dev, false);
+	assert_int_equal(ionic_dev_bar2_access(dev, 8 * 16, &v, 8, true), 0);
+	ionic_dev_fw_reset(dev, 0);
+	ionic_dev_set_bus_master(dev, true);
+	assert_true(st->guest_errors == 4);
+
+	/* Bounded: past IONIC_DB_LATCH_MAX distinct ones, the rest are dropped as guest errors. */
+	ionic_dev_set_bus_master(dev, false);
+	for (uint32_t i = 0; i < IONIC_DB_LATCH_MAX + 10; i++) {
+		v = db(i & 0xffffff, 0, 1);
+		assert_int_equal(ionic_dev_bar2_access(dev, 8 * 5, &v, 8, true), 0);
+	}
+	assert_true(st->guest_errors == 4 + 10);
+	ionic_dev_set_bus_master(dev, true);
+	assert_true(st->guest_errors == 4 + 10 + IONIC_DB_LATCH_MAX);
+	ionic_dev_free(dev);
+}
+
+/* Bus mastering off: the mapped pages are not looked at; the stores wait in their words. */
+static void test_bus_master_mapped(void **state)
+{
+	struct ionic_dev *dev = dev_new();
+	const struct ionic_dev_stats *st = ionic_dev_stats(dev);
+
+	(void)state;
+	ionic_dev_set_bus_master(dev, false);
+	pages[0] = db(0, 0, 1);
+	pages[16] = db(0, 0, 2);
+	assert_false(ionic_dev_doorbell_poll(dev));
+	assert_true(pages[0] == db(0, 0, 1) && pages[16] == db(0, 0, 2));
+	assert_true(st->doorbells == 0);
+	/* Back on: taken at once, each once. */
+	ionic_dev_set_bus_master(dev, true);
+	assert_true(pages[0] == IONIC_DB_EMPTY && pages[16] == IONIC_DB_EMPTY);
+	assert_true(st->db_mapped == 2);
+	assert_false(ionic_dev_doorbell_poll(dev));
+	/* A reset while off empties the words: nothing rings afterwards. */
+	ionic_dev_set_bus_master(dev, false);
+	pages[0] = db(0, 0, 3);
+	ionic_dev_reset(dev);
+	ionic_dev_set_bus_master(dev, true);
+	assert_true(st->db_mapped == 2);
+	ionic_dev_free(dev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -206,6 +294,8 @@ int main(void)
 		cmocka_unit_test(test_resets_drop_stored),
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_trapped_path),
+		cmocka_unit_test(test_bus_master_latch),
+		cmocka_unit_test(test_bus_master_mapped),
 	};
 
 	return cmocka_run_group_tests_name("ionic-doorbell-unit", tests, NULL, NULL);
