@@ -54,7 +54,8 @@
 #
 # Environment: ERNIC_VM_CACHE (cache dir), ERNIC_FW_VERSION (default of --fw-version),
 # ERNIC_VM_ACCEL/ERNIC_VM_CPU (default tcg,thread=multi / max), ERNIC_VM_SMP (4),
-# ERNIC_VM_MEM (2G), ERNIC_SKIP_VM=1 (skip), ERNIC_VM_LPJ (see guest_lpj).
+# ERNIC_VM_MEM (2G), ERNIC_SKIP_VM=1 (skip), ERNIC_VM_LPJ (see guest_lpj), ERNIC_VM_APPEND (more
+# kernel parameters, e.g. iomem=relaxed for a test that maps BARs a driver holds).
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/lib/common.sh
 . "$(dirname "$0")/lib/common.sh"
@@ -363,6 +364,7 @@ qemu_args() {
 	[ "${ERNIC_VM_VERBOSE:-0}" = 1 ] && append="console=ttyS0 earlyprintk=serial,ttyS0 panic=-1"
 	lpj=$(guest_lpj)
 	[ -n "$lpj" ] && append="$append lpj=$lpj"
+	[ -n "${ERNIC_VM_APPEND:-}" ] && append="$append $ERNIC_VM_APPEND"
 	# shellcheck disable=SC2054 # the commas belong to QEMU option values
 	QEMU=(qemu-system-x86_64 -name ernic-vm
 		-accel "${ERNIC_VM_ACCEL:-tcg,thread=multi}" -cpu "${ERNIC_VM_CPU:-max}"
