@@ -5,7 +5,9 @@
  * at the configured size; an existing image is never shrunk: a larger size=
  * grows it, a smaller one is refused, and without size= the image keeps its
  * own size, which must be a whole number of blocks. The image is locked
- * (flock) so two servers never share it.
+ * (flock) so two servers never share it. An image created here is synced
+ * with its directory before it is served, so it survives a crash of the host
+ * (fdatasync of the file never covers its name).
  *
  * File-backed namespaces go through pread/pwrite rather than a mapping, so a
  * full disk is an error status, never a SIGBUS. They have a volatile write
