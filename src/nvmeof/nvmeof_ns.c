@@ -202,9 +202,7 @@ int nvmeof_ns_write(struct nvmeof_ns *ns, uint64_t off, const void *buf, size_t 
 		off += (uint64_t)n;
 		len -= (size_t)n;
 	}
-	if (fua && fdatasync(ns->fd) < 0)
-		return -errno;
-	return 0;
+	return fua ? nvmeof_ns_flush(ns) : 0;
 }
 
 /* RAM: zero [off, off + len); whole pages go back to the kernel and read as zeroes again. */
@@ -264,9 +262,13 @@ int nvmeof_ns_flush(struct nvmeof_ns *ns)
 {
 	if (ns->fd < 0)
 		return 0;
-	if (fdatasync(ns->fd) < 0)
-		return -errno;
-	return 0;
+	/* Still attempted after a failure (it may write back more), but the failure stands. */
+	if (fdatasync(ns->fd) < 0 && ns->wb_err == 0) {
+		ns->wb_err = -errno;
+		LOG_ERR("nvmeof backend: writeback of %s failed (%s): from now on every Flush and FUA write fails",
+			ns->path, strerror(-ns->wb_err));
+	}
+	return ns->wb_err;
 }
 
 void nvmeof_ns_close(struct nvmeof_ns *ns)

@@ -1204,6 +1204,63 @@ static void test_file_durability(void **state)
 }
 
 /*
+ * Regression (a durability hole): after fdatasync failed, the kernel may have
+ * dropped the dirty pages it could not write and reports the next fdatasync
+ * of the image as a success. A Flush after a failed one must not complete
+ * successfully, or it would promise durable writes that may be lost: every
+ * later Flush, FUA write and Write Zeroes with FUA fails with Write Fault
+ * until the server restarts. Plain writes and reads go on.
+ */
+static void test_file_writeback_error_sticks(void **state)
+{
+	struct nvme_cmd c;
+	uint16_t cntlid;
+	uint8_t back[4096];
+
+	(void)state;
+	cntlid = admin_up(0);
+	io_up(1, 1, cntlid);
+	fill(guest + IO_OFF, 4096, 21);
+	c = rw(true, 10, 3, 1, IO_OFF);
+	expect(1, &c, 0);
+	fdatasync_fail = EIO;
+	c = cmd_new(NVME_IO_FLUSH, 11);
+	c.nsid = le32_set(1);
+	expect(1, &c, DNR(NVME_SC_WRITE_FAULT));
+	/* The storage answers again: the earlier failure still stands. */
+	fdatasync_fail = 0;
+	c.cid = 12;
+	expect(1, &c, DNR(NVME_SC_WRITE_FAULT));
+	c = rw(true, 13, 4, 1, IO_OFF);
+	c.cdw12 = le32_set(1u << 30);
+	expect(1, &c, DNR(NVME_SC_WRITE_FAULT));
+	c = cmd_new(NVME_IO_WRITE_ZEROES, 14);
+	c.nsid = le32_set(1);
+	c.cdw10 = le32_set(5);
+	c.cdw12 = le32_set(1u << 30);
+	expect(1, &c, DNR(NVME_SC_WRITE_FAULT));
+	/* With the write cache off, every write would be a promise: refused too. */
+	c = feature(true, 15, NVME_FEAT_VOLATILE_WC, 0);
+	expect(0, &c, 0);
+	c = rw(true, 16, 6, 1, IO_OFF);
+	expect(1, &c, DNR(NVME_SC_WRITE_FAULT));
+	c = feature(true, 17, NVME_FEAT_VOLATILE_WC, 1);
+	expect(0, &c, 0);
+	/* Plain writes still land and read back. */
+	c = rw(true, 18, 7, 1, IO_OFF);
+	expect(1, &c, 0);
+	memset(guest + IO_OFF, 0, 4096);
+	c = rw(false, 19, 7, 1, IO_OFF);
+	expect(1, &c, 0);
+	read_image(7 * 4096, back, sizeof(back));
+	assert_memory_equal(back, guest + IO_OFF, sizeof(back));
+	/* A shutdown still completes (the host cannot do better), with the failure logged. */
+	c = prop_cmd(20, true, NVME_REG_CC, 0, CC_ENABLE | 1u << 14);
+	expect(0, &c, 0);
+	assert_int_equal(prop_get(0, NVME_REG_CSTS, 0) & NVME_CSTS_SHST_MASK, NVME_CSTS_SHST_CMPLT);
+}
+
+/*
  * A crash of the host OS, simulated: what the image held at its last
  * successful fdatasync is all that is sure to survive one (later writes may
  * or may not). The model takes a copy of the image at every fdatasync and,
@@ -1697,6 +1754,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_write_zeroes_dsm, setup_ram, teardown),
 		cmocka_unit_test_setup_teardown(test_file_durability, setup_file, teardown),
 		cmocka_unit_test_setup_teardown(test_file_crash_model, setup_file, teardown),
+		cmocka_unit_test_setup_teardown(test_file_writeback_error_sticks, setup_file, teardown),
 		cmocka_unit_test_setup_teardown(test_keep_alive_timeout, setup_ram, teardown),
 		cmocka_unit_test_setup_teardown(test_keep_alive_deferred_destroy, setup_ram, teardown),
 		cmocka_unit_test_setup_teardown(test_admin_queue_teardown, setup_ram, teardown),
