@@ -320,6 +320,7 @@ static uint8_t create_cq(struct ionic_dev *dev, const struct ionic_rdma_queue_cm
 	n.eq_id = eq;
 	n.valid = true;
 	dev->rdma->cq[id] = n;
+	rdma_hw_note(&dev->rdma->cq_hw, id);
 	return IONIC_RC_SUCCESS;
 }
 

@@ -36,6 +36,7 @@ static uint8_t admin_create_cq(struct ionic_dev *dev, const struct ionic_admin_c
 	n.dbid = le16_get(c->dbid_flags);
 	n.valid = true;
 	r->cq[id] = n;
+	rdma_hw_note(&r->cq_hw, id);
 	ionic_db_page_used(dev, n.dbid);
 	return IONIC_V1_ASTS_OK;
 }
@@ -51,7 +52,7 @@ static uint8_t admin_destroy_cq(struct ionic_dev *dev, uint32_t id)
 	for (unsigned int i = 0; i < IONIC_RDMA_NAQ; i++)
 		if (r->aq[i].valid && r->aq[i].cq_id == id)
 			return IONIC_V1_ASTS_BAD_STATE; /* an admin queue still completes there */
-	for (unsigned int i = 1; i < IONIC_RDMA_NQP; i++) {
+	for (unsigned int i = 1; i < r->qp_hw; i++) {
 		const struct rdma_qp *qp = &r->qp[i];
 
 		if (qp->valid && ((qp->sq.present && qp->sq.cq_id == id) || (qp->rq.present && qp->rq.cq_id == id)))
@@ -112,6 +113,7 @@ static uint8_t admin_create_qp(struct ionic_dev *dev, const struct ionic_admin_c
 	n.dbid = le16_get(c->dbid_flags);
 	n.valid = true;
 	r->qp[id] = n;
+	rdma_hw_note(&r->qp_hw, id);
 	ionic_db_page_used(dev, n.dbid);
 	return IONIC_V1_ASTS_OK;
 }
@@ -296,6 +298,7 @@ static uint8_t admin_create_mr(struct ionic_dev *dev, const struct ionic_admin_c
 	}
 	n.valid = true;
 	r->mr[index] = n;
+	rdma_hw_note(&r->mr_hw, index);
 	return IONIC_V1_ASTS_OK;
 }
 
@@ -328,6 +331,7 @@ static uint8_t admin_create_ah(struct ionic_dev *dev, const struct ionic_admin_c
 	if (id >= IONIC_RDMA_NAH)
 		return IONIC_V1_ASTS_BAD_INDEX;
 	ah = &dev->rdma->ah[id];
+	rdma_hw_note(&dev->rdma->ah_hw, id);
 	if (ah->valid)
 		return IONIC_V1_ASTS_BAD_STATE;
 	if (len > IONIC_RDMA_HDR_MAX || ionic_dma_read(dev, le64_get(c->dma_addr), ah->hdr, len))
@@ -352,16 +356,17 @@ void rdma_admin_free_all(struct ionic_dev *dev)
 {
 	struct ionic_rdma *r = dev->rdma;
 
-	for (unsigned int i = 0; i < IONIC_RDMA_NQP; i++)
+	for (unsigned int i = 0; i < r->qp_hw; i++)
 		if (r->qp[i].valid)
 			qp_free(dev, &r->qp[i]);
-	for (unsigned int i = 0; i < IONIC_RDMA_NMR; i++)
-		if (r->mr[i].valid)
+	for (unsigned int i = 0; i < r->mr_hw; i++)
+		if (r->mr[i].valid || r->mr[i].pages)
 			mr_free(dev, &r->mr[i]);
-	for (unsigned int i = 0; i < IONIC_RDMA_NCQ; i++)
+	for (unsigned int i = 0; i < r->cq_hw; i++)
 		rdma_ring_free(dev, &r->cq[i].ring);
-	memset(r->cq, 0, IONIC_RDMA_NCQ * sizeof(*r->cq));
-	memset(r->ah, 0, IONIC_RDMA_NAH * sizeof(*r->ah));
+	memset(r->cq, 0, r->cq_hw * sizeof(*r->cq));
+	memset(r->ah, 0, r->ah_hw * sizeof(*r->ah));
+	r->qp_hw = r->mr_hw = r->cq_hw = r->ah_hw = 0;
 }
 
 /* ---- the queue ----------------------------------------------------------------------------------------- */

@@ -129,7 +129,16 @@ struct ionic_rdma {
 	uint64_t pts_used;      /* page-table entries held */
 	uint32_t rnr_waiters;   /* QPs whose send waits for the peer's receive */
 	struct ionic_rdma_peer_ops peer; /* in-process peers; all NULL without one */
+	/* One past the highest index created since the last reset: a reset walks no further (the
+	 * tables are large, resets frequent in tests and fuzzing, most entries never used). */
+	uint32_t qp_hw, cq_hw, mr_hw, ah_hw;
 };
+
+static inline void rdma_hw_note(uint32_t *hw, uint32_t index)
+{
+	if (index >= *hw)
+		*hw = index + 1;
+}
 
 /* Queue memory: the bus address of entry idx; 0 and -EFAULT when the ring cannot hold it. */
 int rdma_ring_addr(const struct rdma_ring *r, uint32_t idx, uint64_t *addr);

@@ -981,7 +981,7 @@ void rdma_rq_posted(struct ionic_dev *dev, uint32_t qpid)
 		dev->rdma->peer.rq_posted(dev->rdma->peer.ctx, qpid);
 	if (dev->rdma->rnr_waiters == 0)
 		return; /* the common case: nobody waits for a receive */
-	for (uint32_t i = 1; i < IONIC_RDMA_NQP; i++)
+	for (uint32_t i = 1; i < dev->rdma->qp_hw; i++)
 		if (dev->rdma->qp[i].valid && dev->rdma->qp[i].rnr_wait)
 			rdma_sq_run(dev, i);
 }
@@ -1001,7 +1001,7 @@ void ionic_rdma_bus_master_on(struct ionic_dev *dev)
 	if (!r->peer.rq_posted)
 		return;
 	/* A peer held what it could not deliver meanwhile; it looks again as after a receive doorbell. */
-	for (uint32_t i = 1; i < IONIC_RDMA_NQP && dev->bus_master; i++)
+	for (uint32_t i = 1; i < r->qp_hw && dev->bus_master; i++)
 		if (r->qp[i].valid && r->qp[i].rq.present &&
 		    (r->qp[i].state == IONIC_QPS_RTR || r->qp[i].state == IONIC_QPS_RTS))
 			r->peer.rq_posted(r->peer.ctx, i);

@@ -59,11 +59,47 @@ static int size_image(struct nvmeof_ns *ns, const struct nvmeof_config *cfg, uin
 	return 0;
 }
 
+/*
+ * A new image's inode and its name in the directory reach storage now:
+ * fdatasync of the file (Flush, FUA) covers its data and size, never the
+ * directory entry, without which a crash of the host would lose the image and
+ * everything acknowledged in it. A directory that cannot be synced (EINVAL:
+ * the file system has nothing to do) is no error.
+ */
+static int sync_created(const struct nvmeof_ns *ns, const char *file, char *err, size_t errlen)
+{
+	char parent[NVMEOF_PATH_MAX];
+	const char *slash = strrchr(file, '/');
+	int dfd, rc = 0;
+
+	if (!slash)
+		snprintf(parent, sizeof(parent), ".");
+	else if (slash == file)
+		snprintf(parent, sizeof(parent), "/");
+	else
+		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - file), file);
+	if (fsync(ns->fd) < 0)
+		return err_set(err, errlen, "nvmeof backend: cannot sync %s: %s", file, strerror(errno));
+	dfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return err_set(err, errlen, "nvmeof backend: cannot open %s to sync it: %s", parent, strerror(errno));
+	if (fsync(dfd) < 0 && errno != EINVAL)
+		rc = err_set(err, errlen, "nvmeof backend: cannot sync %s: %s", parent, strerror(errno));
+	close(dfd);
+	return rc;
+}
+
 static int open_file(struct nvmeof_ns *ns, const struct nvmeof_config *cfg, char *err, size_t errlen)
 {
 	struct stat st;
+	bool created = true;
 
-	ns->fd = open(cfg->file, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	/* Created here (and then synced whole), or opened as it is. */
+	ns->fd = open(cfg->file, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (ns->fd < 0 && errno == EEXIST) {
+		created = false;
+		ns->fd = open(cfg->file, O_RDWR | O_CLOEXEC);
+	}
 	if (ns->fd < 0)
 		return err_set(err, errlen, "nvmeof backend: cannot open %s: %s", cfg->file, strerror(errno));
 	if (fstat(ns->fd, &st) < 0) {
@@ -82,6 +118,8 @@ static int open_file(struct nvmeof_ns *ns, const struct nvmeof_config *cfg, char
 		goto out_close;
 	}
 	if (size_image(ns, cfg, (uint64_t)st.st_size, err, errlen))
+		goto out_close;
+	if (created && sync_created(ns, cfg->file, err, errlen))
 		goto out_close;
 	ns->path = cfg->file;
 	return 0;
@@ -164,9 +202,7 @@ int nvmeof_ns_write(struct nvmeof_ns *ns, uint64_t off, const void *buf, size_t 
 		off += (uint64_t)n;
 		len -= (size_t)n;
 	}
-	if (fua && fdatasync(ns->fd) < 0)
-		return -errno;
-	return 0;
+	return fua ? nvmeof_ns_flush(ns) : 0;
 }
 
 /* RAM: zero [off, off + len); whole pages go back to the kernel and read as zeroes again. */
@@ -226,9 +262,13 @@ int nvmeof_ns_flush(struct nvmeof_ns *ns)
 {
 	if (ns->fd < 0)
 		return 0;
-	if (fdatasync(ns->fd) < 0)
-		return -errno;
-	return 0;
+	/* Still attempted after a failure (it may write back more), but the failure stands. */
+	if (fdatasync(ns->fd) < 0 && ns->wb_err == 0) {
+		ns->wb_err = -errno;
+		LOG_ERR("nvmeof backend: writeback of %s failed (%s): from now on every Flush and FUA write fails",
+			ns->path, strerror(-ns->wb_err));
+	}
+	return ns->wb_err;
 }
 
 void nvmeof_ns_close(struct nvmeof_ns *ns)

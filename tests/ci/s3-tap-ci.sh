@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # s3-tap-ci: the S3 endpoint as a host on a real segment. Inside a network namespace this test
 # creates, the server joins a TAP device and the Linux kernel's own TCP stack is the peer:
-# ping, curl, boto3 (Debian's python3-boto3), parallel clients, a reader that stalls, and packet
-# loss, with the TAP's receive offloads on (the kernel sends TCPv4 super-frames with partial
-# checksums). Nothing leaves the namespace.
+# ping, curl, boto3 (Debian's python3-boto3), parallel clients, a reader that stalls, readers of
+# an object being replaced, and packet loss, with the TAP's receive offloads on (the kernel sends
+# TCPv4 super-frames with partial checksums). Nothing leaves the namespace.
 . "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
@@ -113,6 +113,54 @@ if nsx "$PY" "$HERE/s3_slow_reader.py" $EP 9000 /ernic/slow "$(md5sum <"$TMP/slo
 else
 	fail s3-slow-reader "$(cat "$TMP/slowout")"
 fi
+
+# A PUT replaces an object whole or not at all. GETs (each on a connection of its own) while a
+# replacing PUT arrives slowly get the old object or the new one, each whole and with its own ETag;
+# a PUT cut off mid-body (its curl killed) or with a wrong Content-MD5 leaves the object as it was.
+for v in a b c; do head -c $((16 << 20)) /dev/urandom >"$TMP/at-$v"; done
+md5a=$(md5sum <"$TMP/at-a" | cut -d' ' -f1)
+md5b=$(md5sum <"$TMP/at-b" | cut -d' ' -f1)
+# at_get: the object's ETag and the MD5 of the body that came with it, or "failed".
+at_get() {
+	if nsx curl -s -f --max-time 30 -D "$TMP/at-h" -o "$TMP/at-got" "$URL/ernic/atomic"; then
+		echo "$(tr -d '\r"' <"$TMP/at-h" | awk 'tolower($1) == "etag:" { print $2 }')" \
+			"$(md5sum <"$TMP/at-got" | cut -d' ' -f1)"
+	else
+		echo failed
+	fi
+}
+nsx curl -s -f --max-time 60 -T "$TMP/at-a" "$URL/ernic/atomic" >/dev/null
+ip netns exec "$NS" curl -s -f --max-time 60 --limit-rate 4M -T "$TMP/at-b" "$URL/ernic/atomic" >/dev/null &
+putpid=$!
+olds=0 news=0 bad=""
+while kill -0 $putpid 2>/dev/null; do
+	got=$(at_get)
+	case $got in
+	"$md5a $md5a") olds=$((olds + 1)) ;;
+	"$md5b $md5b") news=$((news + 1)) ;;
+	*) bad="$bad ${got:0:80};" ;;
+	esac
+done
+wait $putpid && put=ok || put=failed
+echo "# while the PUT arrived: $olds GETs of the old object, $news of the new"
+[ "$(at_get)" = "$md5b $md5b" ] || bad="$bad not the new object after the PUT;"
+[ -z "$bad" ] && [ $put = ok ] && [ $olds -gt 0 ] && pass s3-put-atomic-readers ||
+	fail s3-put-atomic-readers "PUT $put, $olds GETs of the old object, $news of the new, wrong:$bad"
+ip netns exec "$NS" curl -s --max-time 60 --limit-rate 2M -T "$TMP/at-c" "$URL/ernic/atomic" >/dev/null 2>&1 &
+putpid=$!
+sleep 1
+kill -KILL $putpid 2>/dev/null
+wait $putpid 2>/dev/null
+sleep 0.5
+got=$(at_get)
+[ "$got" = "$md5b $md5b" ] && pass s3-put-cut-off-keeps-old || fail s3-put-cut-off-keeps-old "$got"
+wrong=$("$PY" -c 'import base64, hashlib, sys
+print(base64.b64encode(hashlib.md5(open(sys.argv[1], "rb").read()).digest()).decode())' "$TMP/at-a")
+code=$(nsx curl -s -o "$TMP/at-err" -w '%{http_code}' --max-time 60 -H "Content-MD5: $wrong" -T "$TMP/at-c" \
+	"$URL/ernic/atomic")
+got=$(at_get)
+[ "$code" = 400 ] && grep -q "<Code>BadDigest</Code>" "$TMP/at-err" && [ "$got" = "$md5b $md5b" ] &&
+	pass s3-put-bad-md5-keeps-old || fail s3-put-bad-md5-keeps-old "HTTP $code, then $got"
 
 # Packet loss on the TAP, both ways: retransmission carries the transfers through.
 loss=""

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "nvmeof/nvmeof_ns.h"
@@ -18,6 +19,36 @@
 
 static char dir[64];
 static char err[512];
+
+/* ---- seam: fsync is interposed to see which files and directories were made durable ---- */
+
+struct synced {
+	dev_t dev;
+	ino_t ino;
+};
+static struct synced fsynced[16];
+static unsigned nfsynced;
+
+int fsync(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == 0 && nfsynced < sizeof(fsynced) / sizeof(fsynced[0]))
+		fsynced[nfsynced++] = (struct synced){ st.st_dev, st.st_ino };
+	return (int)syscall(SYS_fsync, fd);
+}
+
+/* path was fsynced since the count was reset. */
+static bool was_fsynced(const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(stat(path, &st), 0);
+	for (unsigned i = 0; i < nfsynced; i++)
+		if (fsynced[i].dev == st.st_dev && fsynced[i].ino == st.st_ino)
+			return true;
+	return false;
+}
 
 static int setup(void **state)
 {
@@ -124,6 +155,47 @@ static void test_file_created_at_size(void **state)
 	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), 0);
 	assert_int_equal(file_size(path), 1 << 20);
 	nvmeof_ns_close(&ns);
+}
+
+/*
+ * An image the server creates survives a crash of the host OS once a Flush
+ * completed: its data is written back by fdatasync, but its name is in the
+ * directory, which fdatasync of the file does not cover. Creating the image
+ * syncs the file and its directory; opening an existing one syncs nothing.
+ */
+static void test_file_created_durably(void **state)
+{
+	char spec[256], path[128];
+	struct nvmeof_config c;
+	struct nvmeof_ns ns;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/fresh.img", dir);
+	snprintf(spec, sizeof(spec), "nvmeof:file=%s,size=1M", path);
+	c = config(spec);
+	nfsynced = 0;
+	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), 0);
+	assert_true(was_fsynced(path));
+	assert_true(was_fsynced(dir));
+	nvmeof_ns_close(&ns);
+	nfsynced = 0;
+	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), 0);
+	assert_int_equal(nfsynced, 0);
+	nvmeof_ns_close(&ns);
+	/* A relative path: the directory is the working directory. */
+	{
+		char cwd[256];
+
+		assert_non_null(getcwd(cwd, sizeof(cwd)));
+		assert_int_equal(chdir(dir), 0);
+		c = config("nvmeof:file=rel.img,size=1M");
+		nfsynced = 0;
+		assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), 0);
+		assert_true(was_fsynced("rel.img"));
+		assert_true(was_fsynced("."));
+		nvmeof_ns_close(&ns);
+		assert_int_equal(chdir(cwd), 0);
+	}
 }
 
 static void test_file_keeps_grows_refuses(void **state)
@@ -314,6 +386,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ram),
 		cmocka_unit_test(test_file_created_at_size),
+		cmocka_unit_test(test_file_created_durably),
 		cmocka_unit_test(test_file_keeps_grows_refuses),
 		cmocka_unit_test(test_file_partial_block),
 		cmocka_unit_test(test_file_not_regular_and_locked),

@@ -26,15 +26,22 @@
 
 static int fdatasync_calls;
 static int fdatasync_fail; /* errno to fail with, 0 = succeed */
+static int crash_fd = -1;  /* the image whose writebacks test_file_crash_model watches */
+static void crash_snapshot(void);
 
 int fdatasync(int fd)
 {
+	int rc;
+
 	fdatasync_calls++;
 	if (fdatasync_fail) {
 		errno = fdatasync_fail;
 		return -1;
 	}
-	return (int)syscall(SYS_fdatasync, fd);
+	rc = (int)syscall(SYS_fdatasync, fd);
+	if (rc == 0 && fd == crash_fd)
+		crash_snapshot();
+	return rc;
 }
 
 /* ---- fake guest memory -------------------------------------------------------------------- */
@@ -1196,6 +1203,277 @@ static void test_file_durability(void **state)
 	fdatasync_fail = 0;
 }
 
+/*
+ * Regression (a durability hole): after fdatasync failed, the kernel may have
+ * dropped the dirty pages it could not write and reports the next fdatasync
+ * of the image as a success. A Flush after a failed one must not complete
+ * successfully, or it would promise durable writes that may be lost: every
+ * later Flush, FUA write and Write Zeroes with FUA fails with Write Fault
+ * until the server restarts. Plain writes and reads go on.
+ */
+static void test_file_writeback_error_sticks(void **state)
+{
+	struct nvme_cmd c;
+	uint16_t cntlid;
+	uint8_t back[4096];
+
+	(void)state;
+	cntlid = admin_up(0);
+	io_up(1, 1, cntlid);
+	fill(guest + IO_OFF, 4096, 21);
+	c = rw(true, 10, 3, 1, IO_OFF);
+	expect(1, &c, 0);
+	fdatasync_fail = EIO;
+	c = cmd_new(NVME_IO_FLUSH, 11);
+	c.nsid = le32_set(1);
+	expect(1, &c, DNR(NVME_SC_WRITE_FAULT));
+	/* The storage answers again: the earlier failure still stands. */
+	fdatasync_fail = 0;
+	c.cid = 12;
+	expect(1, &c, DNR(NVME_SC_WRITE_FAULT));
+	c = rw(true, 13, 4, 1, IO_OFF);
+	c.cdw12 = le32_set(1u << 30);
+	expect(1, &c, DNR(NVME_SC_WRITE_FAULT));
+	c = cmd_new(NVME_IO_WRITE_ZEROES, 14);
+	c.nsid = le32_set(1);
+	c.cdw10 = le32_set(5);
+	c.cdw12 = le32_set(1u << 30);
+	expect(1, &c, DNR(NVME_SC_WRITE_FAULT));
+	/* With the write cache off, every write would be a promise: refused too. */
+	c = feature(true, 15, NVME_FEAT_VOLATILE_WC, 0);
+	expect(0, &c, 0);
+	c = rw(true, 16, 6, 1, IO_OFF);
+	expect(1, &c, DNR(NVME_SC_WRITE_FAULT));
+	c = feature(true, 17, NVME_FEAT_VOLATILE_WC, 1);
+	expect(0, &c, 0);
+	/* Plain writes still land and read back. */
+	c = rw(true, 18, 7, 1, IO_OFF);
+	expect(1, &c, 0);
+	memset(guest + IO_OFF, 0, 4096);
+	c = rw(false, 19, 7, 1, IO_OFF);
+	expect(1, &c, 0);
+	read_image(7 * 4096, back, sizeof(back));
+	assert_memory_equal(back, guest + IO_OFF, sizeof(back));
+	/* A shutdown still completes (the host cannot do better), with the failure logged. */
+	c = prop_cmd(20, true, NVME_REG_CC, 0, CC_ENABLE | 1u << 14);
+	expect(0, &c, 0);
+	assert_int_equal(prop_get(0, NVME_REG_CSTS, 0) & NVME_CSTS_SHST_MASK, NVME_CSTS_SHST_CMPLT);
+}
+
+/*
+ * A crash of the host OS, simulated: what the image held at its last
+ * successful fdatasync is all that is sure to survive one (later writes may
+ * or may not). The model takes a copy of the image at every fdatasync and,
+ * after every command completes (a crash may come right then), checks that
+ * each block promised durable is in that copy: the promised write, or a later
+ * write of the same block, never an older one. Promises: a completed FUA
+ * Write or Write Zeroes, any Write or Write Zeroes completed while the
+ * volatile write cache is disabled, and for every block the last write
+ * completed before a Flush that completed. Random traffic: writes, Write
+ * Zeroes (with and without deallocate and FUA), deallocating DSM, Flush,
+ * reads checked against the last completed write, and the write cache
+ * switched off and on.
+ */
+#define CM_BLOCKS 256u     /* the 1 MiB image of setup_file, 4 KiB blocks */
+
+static uint64_t cm_seq;                    /* the last operation sent */
+static uint64_t cm_durable[CM_BLOCKS];     /* the operation promised durable (0: none) */
+static uint64_t cm_acked[CM_BLOCKS];       /* the last operation that completed on the block */
+static bool cm_acked_zero[CM_BLOCKS];      /* ... and it zeroed the block */
+static uint64_t cm_last_zero[CM_BLOCKS];   /* the last zeroing operation sent */
+static int64_t cm_snap[CM_BLOCKS];         /* the copy: the write a block holds, 0 zeroes, -1 neither */
+static uint64_t cm_snap_zero[CM_BLOCKS];   /* cm_last_zero when the copy was taken */
+static unsigned cm_snapshots;
+
+static void cm_fill(uint8_t *p, uint64_t lba, uint64_t seq)
+{
+	uint64_t x = (lba + 1) * 0x9e3779b97f4a7c15ull ^ seq * 0xbf58476d1ce4e5b9ull;
+
+	for (size_t i = 0; i < 4096; i += 8) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		memcpy(p + i, &x, 8);
+	}
+	memcpy(p, &lba, 8);
+	memcpy(p + 8, &seq, 8);
+}
+
+/* The write a block came from (its stamp, checked byte for byte), 0 for zeroes, -1 otherwise. */
+static int64_t cm_version(const uint8_t *p, uint64_t lba)
+{
+	static const uint8_t zero[4096];
+	uint8_t want[4096];
+	uint64_t l, seq;
+
+	if (memcmp(p, zero, sizeof(zero)) == 0)
+		return 0;
+	memcpy(&l, p, 8);
+	memcpy(&seq, p + 8, 8);
+	if (l != lba || seq == 0 || seq > cm_seq)
+		return -1;
+	cm_fill(want, lba, seq);
+	return memcmp(p, want, sizeof(want)) == 0 ? (int64_t)seq : -1;
+}
+
+static void crash_snapshot(void)
+{
+	static uint8_t img_copy[CM_BLOCKS * 4096];
+	size_t got = 0;
+
+	while (got < sizeof(img_copy)) {
+		ssize_t n = pread(crash_fd, img_copy + got, sizeof(img_copy) - got, (off_t)got);
+
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+	for (uint64_t b = 0; b < CM_BLOCKS; b++) {
+		cm_snap[b] = cm_version(img_copy + b * 4096, b);
+		cm_snap_zero[b] = cm_last_zero[b];
+	}
+	cm_snapshots++;
+}
+
+/* A crash now: every promise is kept by the last copy. */
+static void cm_check(const char *after)
+{
+	for (uint64_t b = 0; b < CM_BLOCKS; b++) {
+		int64_t v = cm_snap[b];
+		uint64_t d = cm_durable[b];
+
+		if (v < 0)
+			fail_msg("after %s: block %llu of the synced image is neither zeroes nor one whole write", after,
+				 (unsigned long long)b);
+		/* Zeroes satisfy a promise if a zeroing no older than it had been sent when the copy was taken. */
+		if (d && (v > 0 ? (uint64_t)v < d : cm_snap_zero[b] < d))
+			fail_msg("after %s: a crash would lose block %llu: operation %llu was promised durable, "
+				 "the synced image holds %s %lld", after, (unsigned long long)b, (unsigned long long)d,
+				 v ? "write" : "zeroes of at most", v ? (long long)v : (long long)cm_snap_zero[b]);
+	}
+}
+
+static uint32_t cm_rng = 0x6d2b79f5u;
+
+static uint32_t cm_rnd(uint32_t n)
+{
+	cm_rng ^= cm_rng << 13;
+	cm_rng ^= cm_rng >> 17;
+	cm_rng ^= cm_rng << 5;
+	return cm_rng % n;
+}
+
+/* The blocks of [slba, slba + nlb) completed with operation seq; promised durable too if durable. */
+static void cm_complete(uint64_t slba, uint32_t nlb, uint64_t seq, bool zero, bool durable)
+{
+	for (uint64_t b = slba; b < slba + nlb; b++) {
+		cm_acked[b] = seq;
+		cm_acked_zero[b] = zero;
+		if (durable)
+			cm_durable[b] = seq;
+	}
+}
+
+static void test_file_crash_model(void **state)
+{
+	static const char *const names[] = { "write", "FUA write", "Write Zeroes", "Write Zeroes with FUA",
+					     "deallocate", "Flush", "read", "write cache off", "write cache on" };
+	struct nvme_cmd c;
+	uint16_t cntlid, cid = 0;
+	bool wce = true;
+	unsigned counts[9] = { 0 };
+
+	(void)state;
+	assert_int_equal(ns.size, CM_BLOCKS * 4096ull);
+	cntlid = admin_up(0);
+	io_up(1, 1, cntlid);
+	memset(cm_durable, 0, sizeof(cm_durable));
+	memset(cm_acked, 0, sizeof(cm_acked));
+	memset(cm_acked_zero, 1, sizeof(cm_acked_zero));
+	memset(cm_last_zero, 0, sizeof(cm_last_zero));
+	memset(cm_snap, 0, sizeof(cm_snap)); /* the new image: zeroes */
+	memset(cm_snap_zero, 0, sizeof(cm_snap_zero));
+	cm_seq = 0;
+	cm_snapshots = 0;
+	crash_fd = ns.fd;
+	for (int i = 0; i < 4000; i++) {
+		uint32_t kind = cm_rnd(100), nlb = 1 + cm_rnd(8);
+		uint64_t slba = cm_rnd(CM_BLOCKS - nlb + 1), seq = ++cm_seq;
+		unsigned k;
+
+		cid++;
+		nrsp = 0;
+		if (kind < 50) { /* writes, plain and FUA */
+			bool fua = kind >= 35;
+
+			k = fua ? 1 : 0;
+			for (uint32_t j = 0; j < nlb; j++)
+				cm_fill(guest + IO_OFF + j * 4096, slba + j, seq);
+			c = rw(true, cid, slba, nlb, IO_OFF);
+			c.cdw12 = le32_set((nlb - 1) | (fua ? 1u << 30 : 0));
+			expect(1, &c, 0);
+			cm_complete(slba, nlb, seq, false, fua || !wce);
+		} else if (kind < 62) { /* Write Zeroes: deallocate or not, FUA or not */
+			bool fua = cm_rnd(2), deac = cm_rnd(2);
+
+			k = fua ? 3 : 2;
+			for (uint64_t b = slba; b < slba + nlb; b++)
+				cm_last_zero[b] = seq;
+			c = cmd_new(NVME_IO_WRITE_ZEROES, cid);
+			c.nsid = le32_set(1);
+			c.cdw10 = le32_set((uint32_t)slba);
+			c.cdw12 = le32_set((nlb - 1) | (deac ? 1u << 25 : 0) | (fua ? 1u << 30 : 0));
+			expect(1, &c, 0);
+			cm_complete(slba, nlb, seq, true, fua || !wce);
+		} else if (kind < 67) { /* DSM deallocate of one range: zeroes, promised nothing */
+			struct nvme_dsm_range *r = (struct nvme_dsm_range *)(guest + BUF_OFF);
+
+			k = 4;
+			for (uint64_t b = slba; b < slba + nlb; b++)
+				cm_last_zero[b] = seq;
+			memset(r, 0, sizeof(*r));
+			r->slba = le64_set(slba);
+			r->nlb = le32_set(nlb);
+			c = cmd_new(NVME_IO_DSM, cid);
+			c.nsid = le32_set(1);
+			c.cdw11 = le32_set(1u << 2);
+			sgl_keyed(&c, K_DATA, BUF_OFF, sizeof(*r), NVME_SGL_SUBTYPE_ADDRESS);
+			expect(1, &c, 0);
+			cm_complete(slba, nlb, seq, true, false);
+		} else if (kind < 80) { /* Flush: everything completed before it */
+			k = 5;
+			c = cmd_new(NVME_IO_FLUSH, cid);
+			c.nsid = le32_set(kind & 1 ? 0xffffffffu : 1);
+			expect(1, &c, 0);
+			for (uint64_t b = 0; b < CM_BLOCKS; b++)
+				cm_durable[b] = cm_acked[b];
+		} else if (kind < 96) { /* a read sees the last completed operation */
+			k = 6;
+			memset(guest + IO_OFF, 0xee, nlb * 4096);
+			c = rw(false, cid, slba, nlb, IO_OFF);
+			expect(1, &c, 0);
+			for (uint32_t j = 0; j < nlb; j++) {
+				int64_t v = cm_version(guest + IO_OFF + j * 4096, slba + j);
+
+				if (v != (cm_acked_zero[slba + j] ? 0 : (int64_t)cm_acked[slba + j]))
+					fail_msg("read of block %llu: version %lld, want %llu", (unsigned long long)(slba + j),
+						 (long long)v, (unsigned long long)cm_acked[slba + j]);
+			}
+		} else { /* the volatile write cache off or on */
+			wce = !wce;
+			k = wce ? 8 : 7;
+			c = feature(true, cid, NVME_FEAT_VOLATILE_WC, wce);
+			expect(0, &c, 0);
+		}
+		counts[k]++;
+		cm_check(names[k]);
+	}
+	crash_fd = -1;
+	/* Every kind of operation ran, and the image was written back many times. */
+	for (unsigned k = 0; k < 9; k++)
+		assert_true(counts[k] > 10);
+	assert_true(cm_snapshots > 500);
+}
+
 /* ---- keep-alive, teardown, AER ----------------------------------------------------------------------------- */
 
 static void test_keep_alive_timeout(void **state)
@@ -1475,6 +1753,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_io_errors, setup_ram, teardown),
 		cmocka_unit_test_setup_teardown(test_write_zeroes_dsm, setup_ram, teardown),
 		cmocka_unit_test_setup_teardown(test_file_durability, setup_file, teardown),
+		cmocka_unit_test_setup_teardown(test_file_crash_model, setup_file, teardown),
+		cmocka_unit_test_setup_teardown(test_file_writeback_error_sticks, setup_file, teardown),
 		cmocka_unit_test_setup_teardown(test_keep_alive_timeout, setup_ram, teardown),
 		cmocka_unit_test_setup_teardown(test_keep_alive_deferred_destroy, setup_ram, teardown),
 		cmocka_unit_test_setup_teardown(test_admin_queue_teardown, setup_ram, teardown),
