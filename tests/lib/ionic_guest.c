@@ -62,6 +62,17 @@ void ionic_guest_trap_doorbells(struct ionic_guest *g)
 	vfc_unmap_region(&g->bar2);
 }
 
+static struct {
+	bool on;
+	int memfd;
+	uint8_t *mem;
+} kept = { .memfd = -1 };
+
+void ionic_guest_keep_memory(void)
+{
+	kept.on = true;
+}
+
 int ionic_guest_setup(struct ionic_guest *g, struct vfc *c)
 {
 	struct vfu_dma_map m = { .argsz = sizeof(m), .flags = VFU_DMA_READ | VFU_DMA_WRITE,
@@ -80,12 +91,22 @@ int ionic_guest_setup(struct ionic_guest *g, struct vfc *c)
 	rc = vfc_map_region(c, BAR2, &g->bar2);
 	if (rc && rc != -ENODEV)
 		return -8; /* offered, and it would not map */
-	g->memfd = memfd_create("ionic-guest", MFD_CLOEXEC);
-	if (g->memfd < 0 || ftruncate(g->memfd, GUEST_SIZE) < 0)
-		return -1;
-	g->mem = mmap(NULL, GUEST_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, g->memfd, 0);
-	if (g->mem == MAP_FAILED)
-		return -2;
+	if (kept.on && kept.mem) {
+		g->memfd = kept.memfd;
+		g->mem = kept.mem;
+		memset(g->mem, 0, GUEST_SIZE);
+	} else {
+		g->memfd = memfd_create("ionic-guest", MFD_CLOEXEC);
+		if (g->memfd < 0 || ftruncate(g->memfd, GUEST_SIZE) < 0)
+			return -1;
+		g->mem = mmap(NULL, GUEST_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, g->memfd, 0);
+		if (g->mem == MAP_FAILED)
+			return -2;
+		if (kept.on) {
+			kept.memfd = g->memfd;
+			kept.mem = g->mem;
+		}
+	}
 	if (vfc_call(c, VFU_CMD_DMA_MAP, &m, sizeof(m), &g->memfd, 1, rep, sizeof(rep), &rlen, &err) || err)
 		return -3;
 	g->irq_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -131,9 +152,9 @@ int ionic_guest_init_device(struct ionic_guest *g)
 void ionic_guest_teardown(struct ionic_guest *g)
 {
 	vfc_unmap_region(&g->bar2);
-	if (g->mem && g->mem != MAP_FAILED)
+	if (g->mem && g->mem != MAP_FAILED && g->mem != kept.mem)
 		munmap(g->mem, GUEST_SIZE);
-	if (g->memfd > 0)
+	if (g->memfd > 0 && g->memfd != kept.memfd)
 		close(g->memfd);
 	if (g->irq_fd > 0)
 		close(g->irq_fd);
