@@ -12,6 +12,11 @@
 # bench/results/guest-boot.txt (what the guest printed).
 # Without BINARY it builds the Release server in build-bench/. Needs root (the guest lane).
 # --report: no guest; the medians, ratios and chart again from bench/results/guest-raw.csv.
+# --profile [BINARY]: instead, where a small NVMe-oF read goes, beside virtio-blk in one boot: the
+# guest (bench/guest/nvmeof-profile.sh) runs fio 4 KiB randread QD32 x 4 on each device between
+# two snapshots of its CPU time by kind, the device's interrupts and context switches, and for
+# NVMe-oF of the server's counters and CPU time (the runner's "stats" request, SIGUSR2); every
+# difference per I/O goes to bench/results/nvmeof-profile.csv and a table on the terminal.
 # ERNIC_BENCH_RUNTIME: seconds per fio run (10).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,6 +24,11 @@ cd "$ROOT"
 scripts/install-deps.sh --bench
 RES=$ROOT/bench/results
 mkdir -p "$RES"
+PROFILE=0
+if [ "${1:-}" = --profile ]; then
+	PROFILE=1
+	shift
+fi
 if [ "${1:-}" != --report ]; then
 	if [ $# -ge 1 ]; then
 		BIN=$(readlink -f "$1")
@@ -31,16 +41,28 @@ if [ "${1:-}" != --report ]; then
 	trap 'rm -rf "$DISKDIR"' EXIT
 	truncate -s 256M "$DISKDIR/ernic-bench.img"
 
-	out=$(tests/vm/run-vm-test.sh --binary "$BIN" --netns --keep \
-		--server-args "--backend nvmeof:size=256M" \
-		--server-args "--backend s3:ip=192.168.201.1,size=512M --mac 02:45:52:4e:49:44" \
-		--server-args "--backend s3:ip=192.168.202.1 --mac 02:45:52:4e:49:45 --mmap-doorbells" \
+	if [ $PROFILE = 1 ]; then
+		servers=(--server-args "--backend nvmeof:size=256M")
+		check=bench/guest/nvmeof-profile.sh result=profile.csv
+	else
+		servers=(--server-args "--backend nvmeof:size=256M"
+			--server-args "--backend s3:ip=192.168.201.1,size=512M --mac 02:45:52:4e:49:44"
+			--server-args "--backend s3:ip=192.168.202.1 --mac 02:45:52:4e:49:45 --mmap-doorbells")
+		check=bench/guest/guest-bench.sh result=guest-bench.csv
+	fi
+	out=$(tests/vm/run-vm-test.sh --binary "$BIN" --netns --keep "${servers[@]}" \
 		--disk "$DISKDIR/ernic-bench.img" --env "ERNIC_BENCH_RUNTIME=${ERNIC_BENCH_RUNTIME:-10}" \
-		--check bench/guest/guest-bench.sh --check-timeout 3000 --timeout 3600) || true
+		--check "$check" --check-timeout 3000 --timeout 3600) || true
 	echo "$out" | grep -E '^(ok|not ok)' || true
 	job=$(echo "$out" | sed -n 's/^# job files kept in //p')
-	raw=$job/run1/guest-bench.csv
+	raw=$job/run1/$result
 	[ -n "$job" ] && [ -s "$raw" ] || { echo "bench/guest.sh: the guest wrote no results" >&2; exit 1; }
+	if [ $PROFILE = 1 ]; then
+		cp "$raw" "$RES/nvmeof-profile-raw.csv"
+		rm -rf "$job"
+		bench/guest/profile-report.py "$RES/nvmeof-profile-raw.csv" "$RES/nvmeof-profile.csv" "$(getconf CLK_TCK)"
+		exit 0
+	fi
 	cp "$raw" "$RES/guest-raw.csv"
 	tr -d '\r' <"$job/run1/boot-1.out" >"$RES/guest-boot.txt"
 	rm -rf "$job"

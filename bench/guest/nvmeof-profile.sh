@@ -1,5 +1,5 @@
 #!/bin/sh
-# Guest side of bench/nvmeof-profile.sh: where the time of a small random read goes, NVMe-oF over
+# Guest side of bench/guest.sh --profile: where the time of a small random read goes, NVMe-oF over
 # ionic beside virtio-blk in the same boot. For each device, one fio run (4 KiB randread, QD32 x 4
 # jobs) between two snapshots of
 #   - the guest: CPU time by kind (/proc/stat), interrupts of the device's vectors, context switches;
