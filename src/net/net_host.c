@@ -69,7 +69,7 @@ struct net_host *net_host_new(const struct net_host_config *cfg, struct evloop *
 			      char *err, size_t errlen)
 {
 	struct net_host *h = calloc(1, sizeof(*h));
-	struct inet_config ic = { .ip = cfg->ip, .port = cfg->port };
+	struct inet_config ic = { .ip = cfg->ip, .port = cfg->port, .window = cfg->window };
 	struct inet_ops ops = cfg->app;
 	struct net_port np = {
 		.name = cfg->name, .wants = port_wants, .deliver = port_deliver,
