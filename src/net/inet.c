@@ -301,11 +301,16 @@ void inet_pcb_service(struct inet_host *t, struct inet_pcb *pcb)
 	if (pcb->app != NULL) {
 		inet_rx_drain(t, pcb);
 		if (receiving(pcb) && !pcb->fin_rcvd) {
-			/* Window update: the window the peer knows is small, and opened by an MSS or fully. */
+			/*
+			 * Window update: the window the peer knows is small (under half
+			 * of 64 KiB, whatever the scale: every ACK carries the window, so
+			 * this is for a flow a full buffer stopped), and opened by an MSS
+			 * or fully.
+			 */
 			uint32_t adv = SEQ_GT(pcb->rcv_adv, pcb->rcv_nxt) ? pcb->rcv_adv - pcb->rcv_nxt : 0;
 			uint32_t now = inet_rcv_wnd(pcb);
 
-			if (adv < pcb->rcv_cap / 2 && now > adv &&
+			if (adv < INET_TCP_WINDOW / 2 && now > adv &&
 			    (now - adv >= pcb->mss || now == pcb->rcv_cap))
 				pcb->ack_now = true;
 		}

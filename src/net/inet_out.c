@@ -120,7 +120,14 @@ static size_t put_sack(struct inet_host *t, struct inet_pcb *pcb, uint8_t *o, si
 	return 4 + k * NET_TCPOPT_SACK_BLOCK_LEN;
 }
 
-/* The window field for an ACK now: the right edge never moves left, scaled windows round up to keep it. */
+/*
+ * The window field for an ACK now. The right edge never moves left: when the
+ * buffer's room, rounded down to the scale, falls short of the edge already
+ * announced, that edge is announced again, rounded up. The rounding is not
+ * recorded: rcv_adv never passes the buffer's end (or a window of a few bytes
+ * would be announced again and again, never closing), and what a peer sends
+ * into those last bytes is trimmed.
+ */
 static uint16_t adv_window(struct inet_pcb *pcb, bool syn)
 {
 	unsigned shift = syn ? 0 : pcb->rcv_shift;
@@ -135,8 +142,6 @@ static uint16_t adv_window(struct inet_pcb *pcb, bool syn)
 		field = (wnd + (1u << shift) - 1) >> shift;
 		if (field > INET_TCP_WINDOW)
 			field = INET_TCP_WINDOW;
-		if (SEQ_GT(pcb->rcv_nxt + (field << shift), pcb->rcv_adv))
-			pcb->rcv_adv = pcb->rcv_nxt + (field << shift);
 	}
 	return (uint16_t)field;
 }
