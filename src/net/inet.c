@@ -315,6 +315,7 @@ void inet_pcb_service(struct inet_host *t, struct inet_pcb *pcb)
 				pcb->ack_now = true;
 		}
 		inet_output(t, pcb, false);
+		inet_cc_tlp_arm(t, pcb);
 	}
 	if (pcb->ack_now && pcb->state != TCPS_CLOSED && pcb->state != TCPS_SYN_RCVD)
 		inet_send_ack(t, pcb);
@@ -411,6 +412,8 @@ void inet_poll(struct inet_host *t, uint64_t now_ms)
 			inet_rto_expired(t, pcb);
 			if (pcb->state == TCPS_CLOSED)
 				continue;
+		} else if (pcb->tlp_on && now_ms >= pcb->tlp_at) {
+			inet_tlp_expired(t, pcb);
 		}
 		if ((pcb->state == TCPS_ESTABLISHED || pcb->state == TCPS_CLOSE_WAIT) && !pcb->rto_on &&
 		    now_ms >= pcb->last_rx + INET_TCP_KEEPALIVE_IDLE_MS +

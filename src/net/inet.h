@@ -120,6 +120,7 @@ struct inet_stats {
 	uint64_t ooo_held;          /* out-of-order segments kept (SACK connections) */
 	uint64_t fast_retransmits;  /* recoveries entered on duplicate ACKs or SACK blocks */
 	uint64_t timeouts;          /* retransmission timer expiries with data outstanding */
+	uint64_t tlp_probes;        /* tail loss probes sent */
 	uint64_t sack_blocks_in;    /* valid SACK blocks received */
 	uint64_t sack_blocks_out;   /* SACK blocks sent */
 	uint64_t opts_ws, opts_sack, opts_ts;  /* connections that agreed on each option */

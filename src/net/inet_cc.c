@@ -252,8 +252,9 @@ void inet_cc_dupack(struct inet_host *t, struct inet_pcb *pcb)
 	/* After a timeout, duplicates of what went before it start nothing (RFC 6582 §4.1). */
 	if (SEQ_LT(pcb->snd_una, pcb->recover) || SEQ_LT(pcb->snd_nxt, pcb->snd_max))
 		return;
+	/* Three duplicates, three segments' worth SACKed (RFC 6675 §4), or the SACK a tail probe drew. */
 	if (pcb->dupacks < INET_TCP_DUPTHRESH &&
-	    !(pcb->sack_ok && pcb->sacked >= INET_TCP_DUPTHRESH * smss))
+	    !(pcb->sack_ok && (pcb->sacked >= INET_TCP_DUPTHRESH * smss || pcb->tlp_out)))
 		return;
 	t->stats.fast_retransmits++;
 	pcb->ssthresh = max32(flight / 2, 2 * smss);
@@ -264,6 +265,23 @@ void inet_cc_dupack(struct inet_host *t, struct inet_pcb *pcb)
 	pcb->rtx_force = true;
 	pcb->bytes_acked = 0;
 	pcb->cwnd = pcb->sack_ok ? pcb->ssthresh : pcb->ssthresh + INET_TCP_DUPTHRESH * smss;
+	pcb->tlp_on = false;
+	pcb->tlp_out = false;
+}
+
+void inet_cc_tlp_arm(struct inet_host *t, struct inet_pcb *pcb)
+{
+	uint32_t pto;
+
+	if (pcb->tlp_on || pcb->tlp_out || !pcb->sack_ok || !pcb->ts_ok || !pcb->rtt_valid ||
+	    pcb->snd_una == pcb->snd_max || pcb->fin_sent || pcb->retries > 0 ||
+	    SEQ_LT(pcb->snd_nxt, pcb->snd_max))
+		return;
+	pto = max32(pcb->srtt8 / 4, INET_TCP_PTO_MIN_MS);       /* two smoothed RTTs */
+	if (pcb->rto_on && t->now + pto >= pcb->rto_at)
+		return;                         /* the RTO comes first anyway */
+	pcb->tlp_on = true;
+	pcb->tlp_at = t->now + pto;
 }
 
 void inet_cc_timeout(struct inet_pcb *pcb)
@@ -278,6 +296,8 @@ void inet_cc_timeout(struct inet_pcb *pcb)
 	pcb->dupacks = 0;
 	pcb->in_recovery = false;
 	pcb->rtx_force = false;
+	pcb->tlp_on = false;
+	pcb->tlp_out = false;
 	pcb->recover = pcb->snd_max;
 	/* Twice without progress: the peer may have dropped what it SACKed (RFC 2018 §8); forget it. */
 	if (pcb->retries >= 2) {

@@ -344,6 +344,8 @@ static bool ack_input(struct inet_host *t, struct inet_pcb *pcb, const struct in
 			pcb->snd_nxt = pcb->snd_una;
 		pcb->retries = 0;
 		pcb->backoff = 0;
+		pcb->tlp_on = false;                /* progress: a probe is due only after the next silence */
+		pcb->tlp_out = false;
 		if (pcb->ts_ok && s->opt.ts)
 			inet_cc_rtt(t, pcb, s->opt.tsecr);
 		inet_sb_trim(pcb);

@@ -401,6 +401,46 @@ void inet_output(struct inet_host *t, struct inet_pcb *pcb, bool probe)
 		inet_timer_restart(t, pcb);
 }
 
+void inet_tlp_expired(struct inet_host *t, struct inet_pcb *pcb)
+{
+	uint32_t smss = inet_cc_smss(pcb), rwnd_edge = pcb->snd_una + pcb->snd_wnd, seq, len;
+	bool data_state = pcb->state == TCPS_ESTABLISHED || pcb->state == TCPS_CLOSE_WAIT;
+	size_t n;
+
+	pcb->tlp_on = false;
+	if (!data_state || pcb->app == NULL || pcb->fin_sent || pcb->snd_una == pcb->snd_max ||
+	    SEQ_LT(pcb->snd_nxt, pcb->snd_max))
+		return;
+	if (pcb->in_recovery) {
+		/*
+		 * Silence in recovery: a retransmission was lost too (only a timeout
+		 * would tell otherwise). The gaps still not SACKed go again, paced by
+		 * the pipe, without the timeout's collapse of the window.
+		 */
+		t->stats.tlp_probes++;
+		pcb->rtx_nxt = pcb->snd_una;
+		pcb->rtx_force = true;
+		inet_output(t, pcb, false);
+		return;
+	}
+	/* New data if the peer's window has room (RFC 8985 §7.3), else the last segment again. */
+	seq = pcb->snd_max;
+	len = SEQ_GT(rwnd_edge, seq) ? min32(smss, rwnd_edge - seq) : 0;
+	n = len > 0 ? fill(t, pcb, seq, len) : 0;
+	if (n == 0) {
+		len = min32(smss, pcb->snd_max - pcb->snd_una);
+		seq = pcb->snd_max - len;
+		n = fill(t, pcb, seq, len);
+		if (n == 0)
+			return;
+	}
+	t->stats.tlp_probes++;
+	pcb->tlp_out = true;
+	send_seg(t, pcb, seq, n, NET_TCPF_ACK | NET_TCPF_PSH);
+	if (SEQ_GT(pcb->snd_max, pcb->snd_nxt))
+		pcb->snd_nxt = pcb->snd_max;
+}
+
 void inet_rto_expired(struct inet_host *t, struct inet_pcb *pcb)
 {
 	bool data_state = pcb->state == TCPS_ESTABLISHED || pcb->state == TCPS_CLOSE_WAIT;

@@ -39,6 +39,7 @@
 /* An empty receive buffer is given back after this long without input. */
 #define INET_TCP_RXBUF_IDLE_MS 1000
 #define INET_TCP_DUPTHRESH     3        /* duplicate ACKs that mean a loss (RFC 5681 §3.2) */
+#define INET_TCP_PTO_MIN_MS    10       /* a tail loss probe waits at least this (RFC 8985 §7.2) */
 #define INET_TCP_IW_SEGS       10       /* initial window in segments (RFC 6928) */
 /* Ranges of out-of-order data held (receiver) and of the peer's SACKed data (sender): bounded. */
 #define INET_TCP_OOO_RANGES    32
@@ -111,6 +112,13 @@ struct inet_pcb {
 	uint32_t rtx_nxt;       /* first byte not yet retransmitted in this recovery */
 	uint32_t rtx_end;       /* without SACK: the end of the one segment to retransmit */
 	bool rtx_force;         /* retransmit once even if the pipe is full (entering recovery) */
+	/*
+	 * Tail loss probe (RFC 8985 §7, with SACK and timestamps): when ACKs stop
+	 * before the RTO, one segment is sent to draw a SACK that shows the loss.
+	 */
+	bool tlp_on;
+	uint64_t tlp_at;
+	bool tlp_out;           /* a probe is out: SACK news then means loss at once */
 	/* The peer's SACK blocks, merged, sorted, all within (snd_una, snd_max]. */
 	struct inet_range sb[INET_TCP_SB_RANGES];
 	unsigned sb_n;
@@ -254,6 +262,8 @@ void inet_cc_ack(struct inet_host *t, struct inet_pcb *pcb, uint32_t acked);
 void inet_cc_dupack(struct inet_host *t, struct inet_pcb *pcb);
 /* The retransmission timer fired with data outstanding. */
 void inet_cc_timeout(struct inet_pcb *pcb);
+/* Arms the tail loss probe if it applies (data out, no recovery, RTT known) and is not armed. */
+void inet_cc_tlp_arm(struct inet_host *t, struct inet_pcb *pcb);
 /* In recovery: the next range to retransmit (at most max bytes); false when none is due. */
 bool inet_cc_next_rtx(const struct inet_pcb *pcb, uint32_t max, uint32_t *seq, uint32_t *len);
 
@@ -278,6 +288,8 @@ void inet_send_synack(struct inet_host *t, struct inet_pcb *pcb);
 void inet_send_keepalive(struct inet_host *t, struct inet_pcb *pcb);
 /* Retransmissions due in recovery, new data, retransmissions after a timeout, then our FIN when due. */
 void inet_output(struct inet_host *t, struct inet_pcb *pcb, bool probe);
+/* The tail loss probe's time came: one segment, new or the last one again. */
+void inet_tlp_expired(struct inet_host *t, struct inet_pcb *pcb);
 /* The retransmission (or persist) timer fired. */
 void inet_rto_expired(struct inet_host *t, struct inet_pcb *pcb);
 /* Sends an RST and releases the connection (the application's close() is called). */
