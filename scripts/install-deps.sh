@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian packages rocm-ernic needs to build and test, if any are missing; with
-# --bench also what the benchmarks need (gnuplot for bench/guest.sh's chart).
+# --bench also what the benchmarks need (gnuplot for bench/guest.sh's chart, nginx-light for
+# bench/tap_bench.sh's comparison).
 # Uses the machine's own apt configuration; runs apt-get update only when something is missing.
 set -euo pipefail
 
@@ -17,7 +18,8 @@ PACKAGES=(
 	debootstrap util-linux              # guest test lane (tests/vm): chroots, mount namespaces
 )
 case ${1:-} in
---bench) PACKAGES+=(gnuplot-nox) ;;      # bench/guest.sh: the chart of the ratios
+--bench) PACKAGES+=(gnuplot-nox         # bench/guest.sh: the chart of the ratios
+		  nginx-light) ;;       # bench/tap_bench.sh: the HTTP server to compare with
 "") ;;
 *) echo "usage: $0 [--bench]" >&2; exit 2 ;;
 esac

@@ -44,6 +44,8 @@ static void log_backend(const struct ionic_datapath *dp)
 			 m[0], m[1], m[2], m[3], m[4], m[5]);
 		LOG_INFO("ionic_datapath: s3 store limits: objects=%u maxpart=%llu",
 			 cfg->s3.objects, (unsigned long long)cfg->s3.maxpart);
+		LOG_INFO("ionic_datapath: s3 tcp window=%llu (per connection, for peers that scale)",
+			 (unsigned long long)cfg->s3.window);
 		break;
 	}
 	case BACKEND_NVMEOF: {

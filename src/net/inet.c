@@ -56,8 +56,8 @@ void inet_enter_time_wait(struct inet_host *t, struct inet_pcb *pcb)
 	pcb->app = NULL;
 	free(pcb->rxbuf);
 	pcb->rxbuf = NULL;
-	pcb->rx_off = 0;
 	pcb->rx_len = 0;
+	pcb->ooo_n = 0;
 	pcb->state = TCPS_TIME_WAIT;
 	inet_timer_stop(pcb);
 	pcb->tw_at = t->now + INET_TCP_TIME_WAIT_MS;
@@ -100,9 +100,10 @@ uint32_t inet_new_iss(struct inet_host *t)
 void inet_timer_restart(struct inet_host *t, struct inet_pcb *pcb)
 {
 	unsigned shift = pcb->backoff < INET_TCP_MAX_BACKOFF ? pcb->backoff : INET_TCP_MAX_BACKOFF;
+	uint64_t d = (uint64_t)(pcb->rto_ms ? pcb->rto_ms : INET_TCP_RTO_MS) << shift;
 
 	pcb->rto_on = true;
-	pcb->rto_at = t->now + ((uint64_t)INET_TCP_RTO_MS << shift);
+	pcb->rto_at = t->now + (d < INET_TCP_RTO_MAX_MS ? d : INET_TCP_RTO_MAX_MS);
 }
 
 void inet_timer_stop(struct inet_pcb *pcb)
@@ -111,11 +112,51 @@ void inet_timer_stop(struct inet_pcb *pcb)
 	pcb->rto_at = 0;
 }
 
+uint32_t inet_ts_now(const struct inet_host *t, const struct inet_pcb *pcb)
+{
+	return (uint32_t)t->now + pcb->ts_offset;
+}
+
 /* ---- receive buffer --------------------------------------------------------- */
+
+/*
+ * The ring holds stream offsets [rx_rd, rx_rd + rcv_cap): the oldest byte not
+ * taken is at sequence number rcv_nxt - rx_len, and every byte the stack
+ * keeps lies within rcv_cap of it (the window never reaches further).
+ */
+static size_t ring_idx(const struct inet_pcb *pcb, uint32_t seq)
+{
+	uint32_t rd_seq = pcb->rcv_nxt - (uint32_t)pcb->rx_len;
+
+	return (size_t)((pcb->rx_rd + (uint32_t)(seq - rd_seq)) % pcb->rcv_cap);
+}
+
+static void ring_write(struct inet_pcb *pcb, uint32_t seq, const uint8_t *data, size_t len)
+{
+	size_t idx = ring_idx(pcb, seq), first = pcb->rcv_cap - idx;
+
+	if (first > len)
+		first = len;
+	memcpy(pcb->rxbuf + idx, data, first);
+	memcpy(pcb->rxbuf, data + first, len - first);
+}
+
+static bool ring_alloc(struct inet_pcb *pcb)
+{
+	if (pcb->rxbuf == NULL)
+		pcb->rxbuf = malloc(pcb->rcv_cap);
+	return pcb->rxbuf != NULL;
+}
+
+/* The sequence number one past the last byte the buffer can hold. */
+static uint32_t ring_edge(const struct inet_pcb *pcb)
+{
+	return pcb->rcv_nxt - (uint32_t)pcb->rx_len + pcb->rcv_cap;
+}
 
 uint32_t inet_rcv_wnd(const struct inet_pcb *pcb)
 {
-	return pcb->rx_len >= INET_TCP_WINDOW ? 0 : (uint32_t)(INET_TCP_WINDOW - pcb->rx_len);
+	return pcb->rx_len >= pcb->rcv_cap ? 0 : (uint32_t)(pcb->rcv_cap - pcb->rx_len);
 }
 
 /* Gives data to the application; returns how much it took (never more than len). */
@@ -134,18 +175,40 @@ void inet_rx_drain(struct inet_host *t, struct inet_pcb *pcb)
 	if (pcb->app == NULL)
 		return;
 	while (pcb->rx_len > 0) {
-		size_t n = app_input(t, pcb, pcb->rxbuf + pcb->rx_off, pcb->rx_len);
+		size_t idx = (size_t)(pcb->rx_rd % pcb->rcv_cap), n = pcb->rcv_cap - idx, k;
 
-		if (n == 0)
+		if (n > pcb->rx_len)
+			n = pcb->rx_len;
+		k = app_input(t, pcb, pcb->rxbuf + idx, n);
+		pcb->rx_rd += k;
+		pcb->rx_len -= k;
+		if (k < n)
 			break;
-		pcb->rx_off += n;
-		pcb->rx_len -= n;
 	}
-	if (pcb->rx_len == 0)
-		pcb->rx_off = 0;
 	if (pcb->rx_len == 0 && pcb->fin_rcvd && !pcb->eof_delivered && pcb->app != NULL) {
 		pcb->eof_delivered = true;
 		t->ops.input_eof(pcb->app);
+	}
+}
+
+/* Out-of-order ranges that rcv_nxt reached become in-order bytes. */
+static void ooo_merge(struct inet_host *t, struct inet_pcb *pcb)
+{
+	unsigned k = 0;
+
+	while (k < pcb->ooo_n && SEQ_LEQ(pcb->ooo[k].start, pcb->rcv_nxt)) {
+		if (SEQ_GT(pcb->ooo[k].end, pcb->rcv_nxt)) {
+			uint32_t n = pcb->ooo[k].end - pcb->rcv_nxt;
+
+			pcb->rx_len += n;
+			pcb->rcv_nxt += n;
+			t->stats.bytes_in += n;
+		}
+		k++;
+	}
+	if (k > 0) {
+		memmove(pcb->ooo, pcb->ooo + k, (pcb->ooo_n - k) * sizeof(pcb->ooo[0]));
+		pcb->ooo_n -= k;
 	}
 }
 
@@ -161,28 +224,66 @@ size_t inet_rx_accept(struct inet_host *t, struct inet_pcb *pcb, const uint8_t *
 		len = room;
 	if (len == 0)
 		return 0;
-	if (pcb->rx_len == 0)
+	if (pcb->rx_len == 0) {
 		taken = app_input(t, pcb, data, len);
+		pcb->rx_rd += taken;            /* the ring's front moves with the bytes taken */
+		pcb->rcv_nxt += (uint32_t)taken;
+	}
 	rest = len - taken;
 	if (rest > 0) {
-		if (pcb->rxbuf == NULL)
-			pcb->rxbuf = malloc(INET_TCP_WINDOW);
-		if (pcb->rxbuf == NULL) {
+		if (!ring_alloc(pcb)) {
 			/* Nowhere to keep it: accept only what was taken, the peer retransmits the rest. */
 			len = taken;
-			rest = 0;
 		} else {
-			if (pcb->rx_off + pcb->rx_len + rest > INET_TCP_WINDOW) {
-				memmove(pcb->rxbuf, pcb->rxbuf + pcb->rx_off, pcb->rx_len);
-				pcb->rx_off = 0;
-			}
-			memcpy(pcb->rxbuf + pcb->rx_off + pcb->rx_len, data + taken, rest);
+			ring_write(pcb, pcb->rcv_nxt, data + taken, rest);
 			pcb->rx_len += rest;
+			pcb->rcv_nxt += (uint32_t)rest;
 		}
 	}
-	pcb->rcv_nxt += (uint32_t)len;
 	t->stats.bytes_in += len;
+	if (pcb->ooo_n > 0) {
+		ooo_merge(t, pcb);
+		inet_rx_drain(t, pcb);
+	}
 	return len;
+}
+
+bool inet_rx_hold(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, const uint8_t *data, size_t len)
+{
+	uint32_t end, edge = ring_edge(pcb);
+	unsigned i = 0, j;
+
+	if (!SEQ_GT(seq, pcb->rcv_nxt) || !SEQ_LT(seq, edge))
+		return false;
+	if (len > edge - seq)
+		len = edge - seq;               /* never past what the buffer holds */
+	if (len == 0 || !ring_alloc(pcb))
+		return false;
+	end = seq + (uint32_t)len;
+	/* Ranges i..j-1 touch [seq, end): they merge with it; none touch: it goes in at i. */
+	while (i < pcb->ooo_n && SEQ_LT(pcb->ooo[i].end, seq))
+		i++;
+	j = i;
+	while (j < pcb->ooo_n && SEQ_LEQ(pcb->ooo[j].start, end))
+		j++;
+	if (i == j) {
+		if (pcb->ooo_n == INET_TCP_OOO_RANGES)
+			return false;
+		memmove(pcb->ooo + i + 1, pcb->ooo + i, (pcb->ooo_n - i) * sizeof(pcb->ooo[0]));
+		pcb->ooo[i].start = seq;
+		pcb->ooo[i].end = end;
+		pcb->ooo_n++;
+	} else {
+		if (SEQ_LT(seq, pcb->ooo[i].start))
+			pcb->ooo[i].start = seq;
+		pcb->ooo[i].end = SEQ_GT(end, pcb->ooo[j - 1].end) ? end : pcb->ooo[j - 1].end;
+		memmove(pcb->ooo + i + 1, pcb->ooo + j, (pcb->ooo_n - j) * sizeof(pcb->ooo[0]));
+		pcb->ooo_n -= j - i - 1;
+	}
+	pcb->ooo[i].stamp = ++pcb->ooo_stamp;
+	ring_write(pcb, seq, data, len);
+	t->stats.ooo_held++;
+	return true;
 }
 
 /* ---- servicing a connection --------------------------------------------------- */
@@ -200,15 +301,21 @@ void inet_pcb_service(struct inet_host *t, struct inet_pcb *pcb)
 	if (pcb->app != NULL) {
 		inet_rx_drain(t, pcb);
 		if (receiving(pcb) && !pcb->fin_rcvd) {
-			/* Window update: the window the peer knows is small, and opened by an MSS or fully. */
+			/*
+			 * Window update: the window the peer knows is small (under half
+			 * of 64 KiB, whatever the scale: every ACK carries the window, so
+			 * this is for a flow a full buffer stopped), and opened by an MSS
+			 * or fully.
+			 */
 			uint32_t adv = SEQ_GT(pcb->rcv_adv, pcb->rcv_nxt) ? pcb->rcv_adv - pcb->rcv_nxt : 0;
 			uint32_t now = inet_rcv_wnd(pcb);
 
 			if (adv < INET_TCP_WINDOW / 2 && now > adv &&
-			    (now - adv >= pcb->mss || now == INET_TCP_WINDOW))
+			    (now - adv >= pcb->mss || now == pcb->rcv_cap))
 				pcb->ack_now = true;
 		}
 		inet_output(t, pcb, false);
+		inet_cc_tlp_arm(t, pcb);
 	}
 	if (pcb->ack_now && pcb->state != TCPS_CLOSED && pcb->state != TCPS_SYN_RCVD)
 		inet_send_ack(t, pcb);
@@ -257,6 +364,14 @@ struct inet_host *inet_new(const struct inet_config *cfg, const struct inet_ops 
 		return NULL;
 	t->cfg = *cfg;
 	t->ops = *ops;
+	if (t->cfg.window == 0)
+		t->cfg.window = INET_TCP_WINDOW_DEFAULT;
+	if (t->cfg.window < INET_TCP_WINDOW)
+		t->cfg.window = INET_TCP_WINDOW;
+	if (t->cfg.window > INET_TCP_WINDOW_MAX)
+		t->cfg.window = INET_TCP_WINDOW_MAX;
+	while ((t->cfg.window >> t->rcv_shift) > INET_TCP_WINDOW)
+		t->rcv_shift++;
 	t->ip_id = (uint16_t)inet_new_iss(t);
 	return t;
 }
@@ -297,6 +412,8 @@ void inet_poll(struct inet_host *t, uint64_t now_ms)
 			inet_rto_expired(t, pcb);
 			if (pcb->state == TCPS_CLOSED)
 				continue;
+		} else if (pcb->tlp_on && now_ms >= pcb->tlp_at) {
+			inet_tlp_expired(t, pcb);
 		}
 		if ((pcb->state == TCPS_ESTABLISHED || pcb->state == TCPS_CLOSE_WAIT) && !pcb->rto_on &&
 		    now_ms >= pcb->last_rx + INET_TCP_KEEPALIVE_IDLE_MS +
@@ -310,6 +427,12 @@ void inet_poll(struct inet_host *t, uint64_t now_ms)
 			inet_send_keepalive(t, pcb);
 		}
 		inet_pcb_service(t, pcb);
+		/* An idle connection gives its empty receive buffer back. */
+		if (pcb->state != TCPS_CLOSED && pcb->rxbuf != NULL && pcb->rx_len == 0 && pcb->ooo_n == 0 &&
+		    now_ms >= pcb->last_rx + INET_TCP_RXBUF_IDLE_MS) {
+			free(pcb->rxbuf);
+			pcb->rxbuf = NULL;
+		}
 	}
 }
 

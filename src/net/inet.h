@@ -8,27 +8,46 @@
  * with a fake clock).
  *
  * What it does: answers ARP requests for its address (and learns the
- * senders), ICMP echo, and TCP as a server: three-way handshake (MSS option
- * honoured down to 536; no window scaling, SACK or timestamps are offered),
- * in-order data with cumulative ACKs, segmentation at min(1460, peer MSS),
- * a 64 KiB receive window advertised truthfully (a slow application closes
- * it; a window update follows when it reopens), one retransmission timer
- * per connection (200 ms, go-back-N from the oldest unacknowledged byte),
- * orderly FIN in both directions, RST for segments of unknown connections or
- * to closed ports, TIME_WAIT that a new SYN from the same peer may reuse at
- * once, and at most INET_TCP_MAX_CONNS connections (another SYN gets RST).
+ * senders), ICMP echo, and TCP as a server: three-way handshake, in-order
+ * data with cumulative ACKs, segmentation at min(1460, peer MSS) (MSS option
+ * honoured down to 536), a receive window advertised truthfully (a slow
+ * application closes it; a window update follows when it reopens),
+ * congestion control (slow start from ten segments, congestion avoidance,
+ * fast retransmit and NewReno fast recovery after three duplicate ACKs),
+ * one retransmission timer per connection (200 ms, doubling while nothing
+ * progresses), orderly FIN in both directions, RST for segments of unknown
+ * connections or to closed ports, TIME_WAIT that a new SYN from the same
+ * peer may reuse at once, and at most INET_TCP_MAX_CONNS connections
+ * (another SYN gets RST).
+ *
+ * TCP options are used only when the peer's SYN offers them, each on its
+ * own (RFC 7323, RFC 2018):
+ * - window scaling: the peer's windows are scaled, so as much is in flight
+ *   as it and the congestion window allow; ours is cfg.window (the scale is
+ *   the least that carries it). Without it the window is 64 KiB.
+ * - timestamps on every segment: the RTO follows the measured RTT (never
+ *   below 200 ms), and old duplicates are refused (PAWS).
+ * - SACK: out-of-order data is held in the receive buffer and reported in
+ *   SACK blocks on our ACKs; the peer's blocks keep a scoreboard, and loss
+ *   recovery (and the go-back after a timeout) sends only what it lacks.
+ * A peer that offers none gets exactly the stack without them: a 64 KiB
+ * window, out-of-order segments dropped with an ACK of what is expected,
+ * a fixed 200 ms RTO.
+ *
+ * Memory per connection is bounded: the PCB, and a receive buffer of the
+ * connection's window (64 KiB, or cfg.window when scaled) allocated only
+ * while the application leaves bytes in it or out-of-order data is held.
+ * Output is never copied into the stack (see below).
  *
  * Everything on the wire is hostile: IPv4 and TCP checksums are verified,
- * fragments, IP options and malformed headers are dropped (counted), and
- * out-of-order segments are dropped with an ACK of what is expected; nothing
- * is buffered beyond the receive window.
+ * fragments, IP options and malformed headers or options are dropped
+ * (counted), and nothing is buffered beyond the receive window.
  *
  * A segment may carry more than the MSS we advertise: from the host TAP, the
- * kernel's segmentation offload hands over up to a window's worth of a
- * peer's in-order segments as one (see net/net_offload.h), and the stack
- * takes it whole, as a GRO receiver would, with one ACK. What the peer sees
- * is unchanged: MSS 1460 in the SYN-ACK, a window of at most 64 KiB, and
- * nothing past that window is taken.
+ * kernel's segmentation offload hands over up to 64 KiB of a peer's in-order
+ * segments as one (see net/net_offload.h), and the stack takes it whole, as
+ * a GRO receiver would, with one ACK. What the peer sees is unchanged: MSS
+ * 1460 in the SYN-ACK, and nothing past the window is taken.
  *
  * The application (for the S3 endpoint, an S3 connection) is reached through
  * struct inet_ops.
@@ -46,7 +65,9 @@
 #define INET_TCP_MAX_CONNS   8
 #define INET_TCP_MSS         1460
 #define INET_TCP_MIN_MSS     536
-#define INET_TCP_WINDOW      65535
+#define INET_TCP_WINDOW      65535   /* the window without scaling */
+#define INET_TCP_WINDOW_MAX  (64u << 20)   /* the largest cfg.window */
+#define INET_TCP_WINDOW_DEFAULT (4u << 20)
 #define INET_TCP_RTO_MS      200
 #define INET_TCP_MAX_RETRIES 12      /* then the connection is reset */
 #define INET_TCP_TIME_WAIT_MS 2000   /* short: the segment is one host away */
@@ -56,6 +77,12 @@ struct inet_config {
 	uint32_t ip;        /* host byte order */
 	uint8_t mac[6];
 	uint16_t port;
+	/*
+	 * The receive window offered to peers that scale: INET_TCP_WINDOW to
+	 * INET_TCP_WINDOW_MAX bytes (0: INET_TCP_WINDOW_DEFAULT; values outside
+	 * are clamped). It is also the most a connection buffers.
+	 */
+	uint32_t window;
 };
 
 struct inet_ops {
@@ -89,6 +116,14 @@ struct inet_stats {
 	uint64_t drop_not_mine, drop_bad_tcp, drop_out_of_order;
 	uint64_t segs_over_mss;     /* segments in with more payload than INET_TCP_MSS (offloaded super-frames) */
 	uint64_t csum_trusted;      /* TCP checksums not verified because the sender vouched (INET_TCP_RX_CSUM_OK) */
+	uint64_t drop_paws;         /* segments refused for an old timestamp (RFC 7323 §5) */
+	uint64_t ooo_held;          /* out-of-order segments kept (SACK connections) */
+	uint64_t fast_retransmits;  /* recoveries entered on duplicate ACKs or SACK blocks */
+	uint64_t timeouts;          /* retransmission timer expiries with data outstanding */
+	uint64_t tlp_probes;        /* tail loss probes sent */
+	uint64_t sack_blocks_in;    /* valid SACK blocks received */
+	uint64_t sack_blocks_out;   /* SACK blocks sent */
+	uint64_t opts_ws, opts_sack, opts_ts;  /* connections that agreed on each option */
 };
 
 struct inet_host;

@@ -99,13 +99,16 @@ static void icmp_input(struct inet_host *t, const uint8_t *smac, uint32_t sip, c
 
 /* ---- TCP options ---------------------------------------------------------------- */
 
-bool inet_parse_options(const uint8_t *opt, size_t len, int *mss)
+bool inet_parse_options(const uint8_t *opt, size_t len, struct inet_opts *o)
 {
 	size_t i = 0;
 
-	*mss = -1;
+	memset(o, 0, sizeof(*o));
+	o->mss = -1;
+	o->ws = -1;
 	while (i < len) {
 		uint8_t kind = opt[i], olen;
+		const uint8_t *v;
 
 		if (kind == NET_TCPOPT_EOL)
 			break;
@@ -118,10 +121,48 @@ bool inet_parse_options(const uint8_t *opt, size_t len, int *mss)
 		olen = opt[i + 1];
 		if (olen < 2 || olen > len - i)
 			return false;           /* runs past the header, or cannot advance */
-		if (kind == NET_TCPOPT_MSS) {
+		v = opt + i;
+		switch (kind) {
+		case NET_TCPOPT_MSS:
 			if (olen != NET_TCPOPT_MSS_LEN)
 				return false;
-			*mss = be16_get(((const struct net_tcp_opt_mss *)(opt + i))->mss);
+			o->mss = be16_get(((const struct net_tcp_opt_mss *)v)->mss);
+			break;
+		case NET_TCPOPT_WS:
+			if (olen != NET_TCPOPT_WS_LEN)
+				return false;
+			o->ws = v[2] > NET_TCPOPT_WS_MAX ? NET_TCPOPT_WS_MAX : v[2];
+			break;
+		case NET_TCPOPT_SACK_PERM:
+			if (olen != NET_TCPOPT_SACK_PERM_LEN)
+				return false;
+			o->sack_perm = true;
+			break;
+		case NET_TCPOPT_SACK: {
+			const struct net_tcp_sack_block *blk = (const struct net_tcp_sack_block *)(v + 2);
+
+			if (olen < 2 + NET_TCPOPT_SACK_BLOCK_LEN || (olen - 2) % NET_TCPOPT_SACK_BLOCK_LEN != 0)
+				return false;
+			/* 40 option bytes hold at most four blocks, so every one fits. */
+			o->nsack = (unsigned)(olen - 2) / NET_TCPOPT_SACK_BLOCK_LEN;
+			for (unsigned k = 0; k < o->nsack; k++) {
+				o->sack[k][0] = be32_get(blk[k].left);
+				o->sack[k][1] = be32_get(blk[k].right);
+			}
+			break;
+		}
+		case NET_TCPOPT_TS: {
+			const struct net_tcp_opt_ts *ts = (const struct net_tcp_opt_ts *)v;
+
+			if (olen != NET_TCPOPT_TS_LEN)
+				return false;
+			o->ts = true;
+			o->tsval = be32_get(ts->tsval);
+			o->tsecr = be32_get(ts->tsecr);
+			break;
+		}
+		default:
+			break;                  /* unknown kinds are skipped by their length */
 		}
 		i += olen;
 	}
@@ -134,7 +175,7 @@ bool inet_parse_options(const uint8_t *opt, size_t len, int *mss)
 static void listen_input(struct inet_host *t, const struct inet_seg *s)
 {
 	struct inet_pcb *pcb;
-	int mss = s->mss;
+	int mss = s->opt.mss;
 
 	if (s->flags & NET_TCPF_RST)
 		return;
@@ -164,6 +205,17 @@ static void listen_input(struct inet_host *t, const struct inet_seg *s)
 	pcb->rport = s->rport;
 	memcpy(pcb->rmac, s->rmac, NET_ETH_ALEN);
 	pcb->mss = (uint16_t)mss;
+	/* Each option only if the SYN offered it (RFC 7323 §1.3, RFC 2018 §2). */
+	pcb->ws_ok = s->opt.ws >= 0;
+	pcb->snd_shift = pcb->ws_ok ? (uint8_t)s->opt.ws : 0;
+	pcb->rcv_shift = pcb->ws_ok ? t->rcv_shift : 0;
+	pcb->rcv_cap = pcb->ws_ok ? t->cfg.window : INET_TCP_WINDOW;
+	pcb->sack_ok = s->opt.sack_perm;
+	pcb->ts_ok = s->opt.ts;
+	if (pcb->ts_ok) {
+		pcb->ts_recent = s->opt.tsval;
+		pcb->ts_offset = inet_new_iss(t);   /* a clock of its own per connection (RFC 7323 §5.4) */
+	}
 	pcb->irs = s->seq;
 	pcb->rcv_nxt = s->seq + 1;       /* data on the SYN is not taken: the peer sends it again */
 	pcb->rcv_adv = pcb->rcv_nxt;
@@ -171,10 +223,10 @@ static void listen_input(struct inet_host *t, const struct inet_seg *s)
 	pcb->snd_una = pcb->iss;
 	pcb->snd_nxt = pcb->iss;
 	pcb->snd_max = pcb->iss;
-	pcb->snd_wnd = s->wnd;
+	pcb->snd_wnd = s->wnd;                  /* never scaled in a SYN */
 	pcb->snd_wl1 = s->seq;
 	pcb->snd_wl2 = pcb->iss;
-	pcb->cwnd = INET_TCP_WINDOW;
+	inet_cc_init(pcb);
 	pcb->last_rx = t->now;
 	inet_send_synack(t, pcb);
 	inet_timer_restart(t, pcb);
@@ -214,7 +266,7 @@ static bool syn_rcvd_input(struct inet_host *t, struct inet_pcb *pcb, const stru
 	pcb->snd_una = s->ack;
 	if (SEQ_LT(pcb->snd_nxt, pcb->snd_una))
 		pcb->snd_nxt = pcb->snd_una;
-	pcb->snd_wnd = s->wnd;
+	pcb->snd_wnd = (uint32_t)s->wnd << pcb->snd_shift;
 	pcb->snd_wl1 = s->seq;
 	pcb->snd_wl2 = s->ack;
 	pcb->retries = 0;
@@ -229,6 +281,9 @@ static bool syn_rcvd_input(struct inet_host *t, struct inet_pcb *pcb, const stru
 	}
 	pcb->app = app;
 	t->stats.conns_accepted++;
+	t->stats.opts_ws += pcb->ws_ok;
+	t->stats.opts_sack += pcb->sack_ok;
+	t->stats.opts_ts += pcb->ts_ok;
 	return true;
 }
 
@@ -251,13 +306,93 @@ static bool fin_acked(struct inet_host *t, struct inet_pcb *pcb)
 	}
 }
 
+/* Out-of-order bytes at seq (SACK connections): held, with a FIN behind them remembered. */
+static void hold_ooo(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, const uint8_t *data, size_t dlen,
+		     bool fin)
+{
+	uint32_t adv = SEQ_GT(pcb->rcv_adv, seq) ? pcb->rcv_adv - seq : 0;
+	size_t len = dlen < adv ? dlen : adv;
+
+	if (len > 0 && !inet_rx_hold(t, pcb, seq, data, len)) {
+		t->stats.drop_out_of_order++;           /* no room for another range: the peer sends it again */
+		return;
+	}
+	if (fin && len == dlen && !pcb->fin_rcvd) {
+		pcb->ooo_fin = true;
+		pcb->ooo_fin_seq = seq + (uint32_t)len;
+	}
+}
+
+/* The ACK field of an acceptable segment: returns false if the PCB is gone or the segment is done with. */
+static bool ack_input(struct inet_host *t, struct inet_pcb *pcb, const struct inet_seg *s, uint32_t seq,
+		      size_t dlen, bool fin)
+{
+	uint32_t wnd = (uint32_t)s->wnd << pcb->snd_shift;
+
+	if (SEQ_GT(s->ack, pcb->snd_max)) {
+		inet_send_ack(t, pcb);            /* acknowledges what we never sent */
+		return false;
+	}
+	if (SEQ_GT(s->ack, pcb->snd_una)) {
+		uint32_t n = s->ack - pcb->snd_una;
+		bool our_fin = pcb->fin_sent && SEQ_GT(s->ack, pcb->fin_seq);
+
+		if (our_fin)
+			n--;
+		pcb->snd_una = s->ack;
+		if (SEQ_LT(pcb->snd_nxt, pcb->snd_una))
+			pcb->snd_nxt = pcb->snd_una;
+		pcb->retries = 0;
+		pcb->backoff = 0;
+		pcb->tlp_on = false;                /* progress: a probe is due only after the next silence */
+		pcb->tlp_out = false;
+		if (pcb->ts_ok && s->opt.ts)
+			inet_cc_rtt(t, pcb, s->opt.tsecr);
+		inet_sb_trim(pcb);
+		inet_sb_update(t, pcb, &s->opt);
+		inet_cc_ack(t, pcb, n);
+		if (pcb->snd_una == pcb->snd_max)
+			inet_timer_stop(pcb);
+		else
+			inet_timer_restart(t, pcb);
+		if (n > 0 && pcb->app != NULL)
+			t->ops.acked(pcb->app, n);
+		if (our_fin && !fin_acked(t, pcb))
+			return false;
+	} else if (s->ack == pcb->snd_una) {
+		uint32_t sacked = pcb->sacked;
+		bool dup;
+
+		inet_sb_update(t, pcb, &s->opt);
+		/*
+		 * A duplicate (RFC 5681 §2): data outstanding into an open window, an
+		 * ACK alone with the window unchanged; with SACK, one that SACKs more.
+		 */
+		dup = pcb->snd_una != pcb->snd_max && pcb->snd_wnd != 0 && dlen == 0 && !fin &&
+		      (pcb->sack_ok ? pcb->sacked > sacked : wnd == pcb->snd_wnd);
+		if (dup)
+			inet_cc_dupack(t, pcb);
+	}
+	if (SEQ_LT(pcb->snd_wl1, seq) || (pcb->snd_wl1 == seq && SEQ_LEQ(pcb->snd_wl2, s->ack))) {
+		/* A closed window opened: a probe byte sent into it was likely dropped, start over there. */
+		if (pcb->snd_wnd == 0 && wnd > 0)
+			pcb->snd_nxt = pcb->snd_una;
+		pcb->snd_wnd = wnd;
+		pcb->snd_wl1 = seq;
+		pcb->snd_wl2 = s->ack;
+	}
+	if (wnd == 0 && s->ack == pcb->snd_una)
+		pcb->retries = 0;                   /* a closed window answered: the peer is alive */
+	return true;
+}
+
 /* A segment for a synchronized connection (ESTABLISHED and later). */
 static void sync_input(struct inet_host *t, struct inet_pcb *pcb, const struct inet_seg *s)
 {
 	uint32_t seq = s->seq;
 	const uint8_t *data = s->data;
 	size_t dlen = s->len;
-	bool fin = (s->flags & NET_TCPF_FIN) != 0;
+	bool fin = (s->flags & NET_TCPF_FIN) != 0, ooo = false;
 	uint32_t adv = SEQ_GT(pcb->rcv_adv, pcb->rcv_nxt) ? pcb->rcv_adv - pcb->rcv_nxt : 0;
 	uint32_t seglen = (uint32_t)dlen + (fin ? 1 : 0);
 
@@ -288,8 +423,14 @@ static void sync_input(struct inet_host *t, struct inet_pcb *pcb, const struct i
 		t->stats.drop_bad_tcp++;
 		return;
 	}
+	/* PAWS (RFC 7323 §5.3): a timestamp older than the last one taken is an old duplicate. */
+	if (pcb->ts_ok && s->opt.ts && TS_LT(s->opt.tsval, pcb->ts_recent)) {
+		t->stats.drop_paws++;
+		inet_send_ack(t, pcb);
+		return;
+	}
 
-	/* Sequence: only what starts at rcv_nxt is taken; old bytes at the front are trimmed. */
+	/* Sequence: what starts at rcv_nxt is taken, old bytes at the front are trimmed; with SACK, later bytes are held. */
 	if (seglen == 0) {
 		if (!(SEQ_GEQ(seq, pcb->rcv_nxt) && SEQ_LEQ(seq, pcb->rcv_nxt + adv))) {
 			inet_send_ack(t, pcb);
@@ -307,66 +448,49 @@ static void sync_input(struct inet_host *t, struct inet_pcb *pcb, const struct i
 		dlen -= old;
 		seq = pcb->rcv_nxt;
 	} else if (seq != pcb->rcv_nxt) {
-		t->stats.drop_out_of_order++;
-		inet_send_ack(t, pcb);
-		return;
-	}
-
-	/* Acknowledgment. */
-	if (SEQ_GT(s->ack, pcb->snd_max)) {
-		inet_send_ack(t, pcb);            /* acknowledges what we never sent */
-		return;
-	}
-	if (SEQ_GT(s->ack, pcb->snd_una)) {
-		uint32_t n = s->ack - pcb->snd_una;
-		bool our_fin = pcb->fin_sent && SEQ_GT(s->ack, pcb->fin_seq);
-
-		if (our_fin)
-			n--;
-		pcb->snd_una = s->ack;
-		if (SEQ_LT(pcb->snd_nxt, pcb->snd_una))
-			pcb->snd_nxt = pcb->snd_una;
-		pcb->retries = 0;
-		pcb->backoff = 0;
-		pcb->cwnd = pcb->cwnd + pcb->mss > INET_TCP_WINDOW ? INET_TCP_WINDOW : pcb->cwnd + pcb->mss;
-		if (pcb->snd_una == pcb->snd_max)
-			inet_timer_stop(pcb);
-		else
-			inet_timer_restart(t, pcb);
-		if (n > 0 && pcb->app != NULL)
-			t->ops.acked(pcb->app, n);
-		if (our_fin && !fin_acked(t, pcb))
+		if (!pcb->sack_ok || !SEQ_LT(seq, pcb->rcv_nxt + adv)) {
+			t->stats.drop_out_of_order++;
+			inet_send_ack(t, pcb);
 			return;
+		}
+		ooo = true;
 	}
-	if (SEQ_LT(pcb->snd_wl1, seq) || (pcb->snd_wl1 == seq && SEQ_LEQ(pcb->snd_wl2, s->ack))) {
-		/* A closed window opened: a probe byte sent into it was likely dropped, start over there. */
-		if (pcb->snd_wnd == 0 && s->wnd > 0)
-			pcb->snd_nxt = pcb->snd_una;
-		pcb->snd_wnd = s->wnd;
-		pcb->snd_wl1 = seq;
-		pcb->snd_wl2 = s->ack;
-	}
-	if (s->wnd == 0 && s->ack == pcb->snd_una)
-		pcb->retries = 0;                   /* a closed window answered: the peer is alive */
+	/* The timestamp to echo: from a segment that reaches no further than we acknowledged (RFC 7323 §4.3). */
+	if (pcb->ts_ok && s->opt.ts && SEQ_LEQ(s->seq, pcb->last_ack_sent))
+		pcb->ts_recent = s->opt.tsval;
+
+	if (!ack_input(t, pcb, s, seq, dlen, fin))
+		return;
 
 	/* Data. */
-	if (dlen > 0) {
+	if (dlen > 0 || (ooo && fin)) {
 		if (pcb->state == TCPS_ESTABLISHED || pcb->state == TCPS_FIN_WAIT_1 ||
 		    pcb->state == TCPS_FIN_WAIT_2) {
-			size_t room = SEQ_GT(pcb->rcv_adv, pcb->rcv_nxt) ? pcb->rcv_adv - pcb->rcv_nxt : 0;
-			size_t want = dlen < room ? dlen : room;
+			if (ooo) {
+				hold_ooo(t, pcb, seq, data, dlen, fin);
+				fin = false;
+			} else {
+				size_t room = SEQ_GT(pcb->rcv_adv, pcb->rcv_nxt) ? pcb->rcv_adv - pcb->rcv_nxt : 0;
+				size_t want = dlen < room ? dlen : room;
 
-			if (inet_rx_accept(t, pcb, data, want) < dlen)
-				fin = false;                /* trimmed at the window: the FIN comes again */
+				if (inet_rx_accept(t, pcb, data, want) < dlen)
+					fin = false;        /* trimmed at the window: the FIN comes again */
+			}
 		} else {
 			fin = false;                        /* bytes after the peer's FIN */
 		}
 		pcb->ack_now = true;
 	}
+	/* A FIN that came after a hole, now reached. */
+	if (pcb->ooo_fin && pcb->rcv_nxt == pcb->ooo_fin_seq) {
+		pcb->ooo_fin = false;
+		fin = true;
+	}
 
 	/* The peer's FIN. */
 	if (fin && !pcb->fin_rcvd) {
 		pcb->fin_rcvd = true;
+		pcb->ooo_fin = false;
 		pcb->rcv_nxt++;
 		pcb->ack_now = true;
 		inet_rx_drain(t, pcb);                    /* the EOF once buffered bytes are taken */
@@ -413,7 +537,7 @@ static void tcp_input(struct inet_host *t, const uint8_t *smac, uint32_t sip, co
 	s.rport = be16_get(th->sport);
 	s.lport = be16_get(th->dport);
 	if (hlen < sizeof(*th) || hlen > len || s.rport == 0 || s.lport == 0 ||
-	    !inet_parse_options(p + sizeof(*th), hlen - sizeof(*th), &s.mss) ||
+	    !inet_parse_options(p + sizeof(*th), hlen - sizeof(*th), &s.opt) ||
 	    ((s.flags & NET_TCPF_SYN) && (s.flags & (NET_TCPF_RST | NET_TCPF_FIN)))) {
 		t->stats.drop_bad_tcp++;
 		return;

@@ -72,26 +72,110 @@ static void tcp_emit(struct inet_host *t, const uint8_t *dmac, uint32_t dip, uin
 	inet_ip_output(t, dmac, dip, NET_IP_PROTO_TCP, l4, true);
 }
 
-/* A segment of a connection: acknowledges rcv_nxt and advertises the window, when ACK is set. */
-static void pcb_emit(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, unsigned flags,
-		     size_t optlen, size_t dlen)
+/* The option bytes on our data segments (and every other segment of the connection but the SYN-ACK). */
+static size_t data_optlen(const struct inet_pcb *pcb)
 {
-	uint32_t wnd = 0, ack = 0;
+	return pcb->ts_ok ? INET_TCP_TS_SPACE : 0;
+}
+
+static void put_ts(uint8_t *o, uint32_t tsval, uint32_t tsecr)
+{
+	struct net_tcp_opt_ts *ts = (struct net_tcp_opt_ts *)(o + 2);
+
+	o[0] = NET_TCPOPT_NOP;
+	o[1] = NET_TCPOPT_NOP;
+	ts->kind = NET_TCPOPT_TS;
+	ts->len = NET_TCPOPT_TS_LEN;
+	ts->tsval = be32_set(tsval);
+	ts->tsecr = be32_set(tsecr);
+}
+
+/*
+ * SACK blocks for the out-of-order data held, the range that last grew first
+ * (RFC 2018 §4), as many as fit after o_used option bytes. Returns their bytes.
+ */
+static size_t put_sack(struct inet_host *t, struct inet_pcb *pcb, uint8_t *o, size_t o_used)
+{
+	struct net_tcp_sack_block *b = (struct net_tcp_sack_block *)(o + 4);
+	size_t room = (NET_TCPOPT_SPACE - o_used - 4) / NET_TCPOPT_SACK_BLOCK_LEN;
+	bool used[INET_TCP_OOO_RANGES] = { false };
+	unsigned k = 0;
+
+	while (k < room && k < pcb->ooo_n) {
+		unsigned best = INET_TCP_OOO_RANGES;
+
+		for (unsigned i = 0; i < pcb->ooo_n; i++)
+			if (!used[i] && (best == INET_TCP_OOO_RANGES || pcb->ooo[i].stamp > pcb->ooo[best].stamp))
+				best = i;
+		used[best] = true;
+		b[k].left = be32_set(pcb->ooo[best].start);
+		b[k].right = be32_set(pcb->ooo[best].end);
+		k++;
+	}
+	o[0] = NET_TCPOPT_NOP;
+	o[1] = NET_TCPOPT_NOP;
+	o[2] = NET_TCPOPT_SACK;
+	o[3] = (uint8_t)(2 + k * NET_TCPOPT_SACK_BLOCK_LEN);
+	t->stats.sack_blocks_out += k;
+	return 4 + k * NET_TCPOPT_SACK_BLOCK_LEN;
+}
+
+/*
+ * The window field for an ACK now. The right edge never moves left: when the
+ * buffer's room, rounded down to the scale, falls short of the edge already
+ * announced, that edge is announced again, rounded up. The rounding is not
+ * recorded: rcv_adv never passes the buffer's end (or a window of a few bytes
+ * would be announced again and again, never closing), and what a peer sends
+ * into those last bytes is trimmed.
+ */
+static uint16_t adv_window(struct inet_pcb *pcb, bool syn)
+{
+	unsigned shift = syn ? 0 : pcb->rcv_shift;
+	uint32_t wnd = inet_rcv_wnd(pcb), field = wnd >> shift;
+
+	if (field > INET_TCP_WINDOW)
+		field = INET_TCP_WINDOW;
+	if (SEQ_GEQ(pcb->rcv_nxt + (field << shift), pcb->rcv_adv)) {
+		pcb->rcv_adv = pcb->rcv_nxt + (field << shift);
+	} else {
+		wnd = pcb->rcv_adv - pcb->rcv_nxt;
+		field = (wnd + (1u << shift) - 1) >> shift;
+		if (field > INET_TCP_WINDOW)
+			field = INET_TCP_WINDOW;
+	}
+	return (uint16_t)field;
+}
+
+/*
+ * A segment of a connection: acknowledges rcv_nxt and advertises the window
+ * when ACK is set. optlen bytes of options are in place, or, when optlen is
+ * SIZE_MAX, the connection's own are written here (timestamps, and SACK
+ * blocks on a segment without payload when sack is set); the payload of dlen
+ * bytes is already after them.
+ */
+static void pcb_emit(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, unsigned flags,
+		     size_t optlen, size_t dlen, bool sack)
+{
+	uint8_t *o = t->frame + NET_ETH_IP_TCP_HLEN;
+	uint16_t wnd = 0;
+	uint32_t ack = 0;
 
 	if (flags & NET_TCPF_ACK) {
-		uint32_t edge;
-
 		ack = pcb->rcv_nxt;
-		wnd = inet_rcv_wnd(pcb);
-		edge = pcb->rcv_nxt + wnd;
-		if (SEQ_GT(edge, pcb->rcv_adv))
-			pcb->rcv_adv = edge;
-		else
-			wnd = pcb->rcv_adv - pcb->rcv_nxt;  /* the right edge never moves left */
+		wnd = adv_window(pcb, (flags & NET_TCPF_SYN) != 0);
+		pcb->last_ack_sent = pcb->rcv_nxt;
 		pcb->ack_now = false;
 	}
-	tcp_emit(t, pcb->rmac, pcb->rip, t->cfg.port, pcb->rport, seq, ack, flags,
-		 (uint16_t)(wnd > INET_TCP_WINDOW ? INET_TCP_WINDOW : wnd), optlen, dlen);
+	if (optlen == SIZE_MAX) {
+		optlen = 0;
+		if (pcb->ts_ok && !(flags & NET_TCPF_RST)) {
+			put_ts(o, inet_ts_now(t, pcb), pcb->ts_recent);
+			optlen = INET_TCP_TS_SPACE;
+		}
+		if (sack && dlen == 0 && pcb->sack_ok && pcb->ooo_n > 0 && !(flags & NET_TCPF_RST))
+			optlen += put_sack(t, pcb, o + optlen, optlen);
+	}
+	tcp_emit(t, pcb->rmac, pcb->rip, t->cfg.port, pcb->rport, seq, ack, flags, wnd, optlen, dlen);
 }
 
 void inet_send_rst_reply(struct inet_host *t, const struct inet_seg *s)
@@ -111,94 +195,186 @@ void inet_send_rst_reply(struct inet_host *t, const struct inet_seg *s)
 
 void inet_send_rst(struct inet_host *t, struct inet_pcb *pcb)
 {
-	pcb_emit(t, pcb, pcb->snd_max, NET_TCPF_RST | NET_TCPF_ACK, 0, 0);
+	pcb_emit(t, pcb, pcb->snd_max, NET_TCPF_RST | NET_TCPF_ACK, SIZE_MAX, 0, false);
 	t->stats.resets_sent++;
 }
 
 void inet_send_ack(struct inet_host *t, struct inet_pcb *pcb)
 {
 	/* snd_max, not a rewound snd_nxt: the peer has seen up to there and must accept this. */
-	pcb_emit(t, pcb, pcb->snd_max, NET_TCPF_ACK, 0, 0);
+	pcb_emit(t, pcb, pcb->snd_max, NET_TCPF_ACK, SIZE_MAX, 0, true);
 }
 
 void inet_send_keepalive(struct inet_host *t, struct inet_pcb *pcb)
 {
-	pcb_emit(t, pcb, pcb->snd_una - 1, NET_TCPF_ACK, 0, 0);
+	pcb_emit(t, pcb, pcb->snd_una - 1, NET_TCPF_ACK, SIZE_MAX, 0, false);
 }
 
+/*
+ * The SYN-ACK: MSS, then what the peer's SYN offered and we agreed to, laid
+ * out as Linux does (SACK-permitted beside the timestamps, NOPs to align).
+ */
 void inet_send_synack(struct inet_host *t, struct inet_pcb *pcb)
 {
-	struct net_tcp_opt_mss *opt = (struct net_tcp_opt_mss *)(t->frame + NET_ETH_IP_TCP_HLEN);
+	uint8_t *o = t->frame + NET_ETH_IP_TCP_HLEN;
+	struct net_tcp_opt_mss *mss = (struct net_tcp_opt_mss *)o;
+	size_t n = sizeof(*mss);
 
-	opt->kind = NET_TCPOPT_MSS;
-	opt->len = NET_TCPOPT_MSS_LEN;
-	opt->mss = be16_set(INET_TCP_MSS);
-	pcb_emit(t, pcb, pcb->iss, NET_TCPF_SYN | NET_TCPF_ACK, sizeof(*opt), 0);
+	mss->kind = NET_TCPOPT_MSS;
+	mss->len = NET_TCPOPT_MSS_LEN;
+	mss->mss = be16_set(INET_TCP_MSS);
+	if (pcb->ts_ok) {
+		put_ts(o + n, inet_ts_now(t, pcb), pcb->ts_recent);
+		if (pcb->sack_ok) {
+			o[n] = NET_TCPOPT_SACK_PERM;
+			o[n + 1] = NET_TCPOPT_SACK_PERM_LEN;
+		}
+		n += INET_TCP_TS_SPACE;
+	} else if (pcb->sack_ok) {
+		o[n] = NET_TCPOPT_NOP;
+		o[n + 1] = NET_TCPOPT_NOP;
+		o[n + 2] = NET_TCPOPT_SACK_PERM;
+		o[n + 3] = NET_TCPOPT_SACK_PERM_LEN;
+		n += 4;
+	}
+	if (pcb->ws_ok) {
+		struct net_tcp_opt_ws *ws = (struct net_tcp_opt_ws *)(o + n + 1);
+
+		o[n] = NET_TCPOPT_NOP;
+		ws->kind = NET_TCPOPT_WS;
+		ws->len = NET_TCPOPT_WS_LEN;
+		ws->shift = pcb->rcv_shift;
+		n += 4;
+	}
+	pcb_emit(t, pcb, pcb->iss, NET_TCPF_SYN | NET_TCPF_ACK, n, 0, false);
 	pcb->snd_nxt = pcb->iss + 1;
 	if (SEQ_GT(pcb->snd_nxt, pcb->snd_max))
 		pcb->snd_max = pcb->snd_nxt;
 }
 
-/* The payload (len bytes) is in place: sends it at snd_nxt. */
-static void send_data(struct inet_host *t, struct inet_pcb *pcb, size_t len, unsigned flags)
+static uint32_t min32(uint32_t a, uint32_t b)
 {
-	uint32_t seq = pcb->snd_nxt;
+	return a < b ? a : b;
+}
 
-	pcb_emit(t, pcb, seq, flags, 0, len);
+/* Copies up to max bytes of the application's output from seq into the frame; returns how many. */
+static size_t fill(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, size_t max)
+{
+	uint8_t *dst = t->frame + NET_ETH_IP_TCP_HLEN + data_optlen(pcb);
+	uint64_t off = seq - pcb->snd_una;
+	size_t len = 0;
+
+	/* Fill the segment from as many pieces as the application has, each copied at once. */
+	while (len < max) {
+		const uint8_t *p = NULL;
+		size_t n = t->ops.peek(pcb->app, off + len, &p);
+
+		if (n == 0 || p == NULL)
+			break;
+		if (n > max - len)
+			n = max - len;
+		memcpy(dst + len, p, n);
+		len += n;
+	}
+	return len;
+}
+
+/* The payload (len bytes) is in place: sends it at seq. */
+static void send_seg(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, size_t len, unsigned flags)
+{
+	pcb_emit(t, pcb, seq, flags, SIZE_MAX, len, false);
 	if (SEQ_LT(seq, pcb->snd_max))
 		t->stats.retransmits++;
-	pcb->snd_nxt += (uint32_t)len;
-	if (SEQ_GT(pcb->snd_nxt, pcb->snd_max)) {
-		t->stats.bytes_out += pcb->snd_nxt - pcb->snd_max;
-		pcb->snd_max = pcb->snd_nxt;
+	if (SEQ_GT(seq + (uint32_t)len, pcb->snd_max)) {
+		t->stats.bytes_out += seq + (uint32_t)len - pcb->snd_max;
+		pcb->snd_max = seq + (uint32_t)len;
 	}
 	if (!pcb->rto_on)
 		inet_timer_restart(t, pcb);
 }
 
-static size_t min_sz(size_t a, size_t b)
+/* Recovery: the gaps the peer reported (or the first unacknowledged segment), each sent once. */
+static void output_rtx(struct inet_host *t, struct inet_pcb *pcb)
 {
-	return a < b ? a : b;
+	uint32_t smss = inet_cc_smss(pcb), seq, len;
+
+	while (pcb->in_recovery) {
+		size_t n;
+
+		if (!pcb->rtx_force && pcb->sack_ok && inet_cc_pipe(pcb) + smss > pcb->cwnd)
+			break;                          /* RFC 6675: only while a segment fits beside the pipe */
+		if (!inet_cc_next_rtx(pcb, smss, &seq, &len))
+			break;
+		n = fill(t, pcb, seq, len);
+		if (n == 0)
+			break;
+		send_seg(t, pcb, seq, n, NET_TCPF_ACK);
+		pcb->rtx_nxt = seq + (uint32_t)n;
+		pcb->rtx_force = false;
+	}
 }
 
 void inet_output(struct inet_host *t, struct inet_pcb *pcb, bool probe)
 {
 	bool data_state = pcb->state == TCPS_ESTABLISHED || pcb->state == TCPS_CLOSE_WAIT;
+	uint32_t smss = inet_cc_smss(pcb);
 	const uint8_t *p;
 
 	if (pcb->app == NULL)
 		return;
+	if (data_state && !pcb->fin_sent)
+		output_rtx(t, pcb);
 	while (data_state && !pcb->fin_sent) {
-		uint32_t off = pcb->snd_nxt - pcb->snd_una;
-		uint32_t wnd = pcb->snd_wnd < pcb->cwnd ? pcb->snd_wnd : pcb->cwnd;
-		uint32_t edge = pcb->snd_una + wnd;
-		uint32_t usable = SEQ_GT(edge, pcb->snd_nxt) ? edge - pcb->snd_nxt : 0;
-		size_t limit, len = 0;
+		uint32_t off, usable, rwnd_room, ss, se;
+		uint32_t rwnd_edge = pcb->snd_una + pcb->snd_wnd;
+		bool cwnd_binds;
+		size_t limit, len;
 		bool more;
 
+		/* Going back after a timeout: what the peer SACKed is not sent again. */
+		if (SEQ_LT(pcb->snd_nxt, pcb->snd_max) && inet_sb_next(pcb, pcb->snd_nxt, &ss, &se) &&
+		    SEQ_LEQ(ss, pcb->snd_nxt)) {
+			pcb->snd_nxt = se;
+			continue;
+		}
+		off = pcb->snd_nxt - pcb->snd_una;
+		rwnd_room = SEQ_GT(rwnd_edge, pcb->snd_nxt) ? rwnd_edge - pcb->snd_nxt : 0;
+		if (pcb->in_recovery && pcb->sack_ok) {
+			uint32_t pipe = inet_cc_pipe(pcb);
+
+			usable = pipe < pcb->cwnd ? pcb->cwnd - pipe : 0;
+		} else {
+			uint32_t edge = pcb->snd_una + pcb->cwnd;
+
+			usable = SEQ_GT(edge, pcb->snd_nxt) ? edge - pcb->snd_nxt : 0;
+		}
+		cwnd_binds = usable < rwnd_room;
+		usable = min32(usable, rwnd_room);
 		if (usable == 0 && probe && pcb->snd_nxt == pcb->snd_una)
 			usable = 1;                 /* a zero-window probe */
 		probe = false;
-		if (usable == 0)
+		/*
+		 * The congestion window alone never cuts a segment short while
+		 * something is in flight: its ACK opens room for a whole one.
+		 */
+		if (cwnd_binds && usable < smss && pcb->snd_nxt != pcb->snd_una)
+			usable = 0;
+		if (usable == 0) {
+			if (cwnd_binds && t->ops.peek(pcb->app, off, &p) > 0)
+				pcb->cwnd_limited = true;
 			break;
-		/* Fill the segment from as many pieces as the application has, each copied at once. */
-		limit = min_sz(pcb->mss, usable);
-		while (len < limit) {
-			size_t n;
-
-			p = NULL;
-			n = t->ops.peek(pcb->app, (uint64_t)off + len, &p);
-			if (n == 0 || p == NULL)
-				break;
-			n = min_sz(n, limit - len);
-			memcpy(t->frame + NET_ETH_IP_TCP_HLEN + len, p, n);
-			len += n;
 		}
+		limit = min32(smss, usable);
+		if (SEQ_LT(pcb->snd_nxt, pcb->snd_max) && inet_sb_next(pcb, pcb->snd_nxt, &ss, &se) &&
+		    ss - pcb->snd_nxt < limit)
+			limit = ss - pcb->snd_nxt;  /* up to the next range the peer holds */
+		len = fill(t, pcb, pcb->snd_nxt, limit);
 		if (len == 0)
 			break;
 		/* PSH on the last segment of this burst: out of data, or out of window. */
 		more = len == limit && usable > len && t->ops.peek(pcb->app, (uint64_t)off + len, &p) > 0;
-		send_data(t, pcb, len, NET_TCPF_ACK | (more ? 0 : NET_TCPF_PSH));
+		send_seg(t, pcb, pcb->snd_nxt, len, NET_TCPF_ACK | (more ? 0 : NET_TCPF_PSH));
+		pcb->snd_nxt += (uint32_t)len;
 	}
 
 	/* Our FIN once the application is done and everything it sent is acknowledged. */
@@ -209,7 +385,7 @@ void inet_output(struct inet_host *t, struct inet_pcb *pcb, bool probe)
 		pcb->state = pcb->state == TCPS_ESTABLISHED ? TCPS_FIN_WAIT_1 : TCPS_LAST_ACK;
 	}
 	if (pcb->fin_sent && pcb->snd_nxt == pcb->fin_seq) {
-		pcb_emit(t, pcb, pcb->fin_seq, NET_TCPF_FIN | NET_TCPF_ACK, 0, 0);
+		pcb_emit(t, pcb, pcb->fin_seq, NET_TCPF_FIN | NET_TCPF_ACK, SIZE_MAX, 0, false);
 		pcb->snd_nxt = pcb->fin_seq + 1;
 		if (SEQ_GT(pcb->snd_nxt, pcb->snd_max))
 			pcb->snd_max = pcb->snd_nxt;
@@ -223,6 +399,46 @@ void inet_output(struct inet_host *t, struct inet_pcb *pcb, bool probe)
 	if (data_state && !pcb->fin_sent && !pcb->rto_on && pcb->snd_una == pcb->snd_max &&
 	    t->ops.peek(pcb->app, 0, &p) > 0)
 		inet_timer_restart(t, pcb);
+}
+
+void inet_tlp_expired(struct inet_host *t, struct inet_pcb *pcb)
+{
+	uint32_t smss = inet_cc_smss(pcb), rwnd_edge = pcb->snd_una + pcb->snd_wnd, seq, len;
+	bool data_state = pcb->state == TCPS_ESTABLISHED || pcb->state == TCPS_CLOSE_WAIT;
+	size_t n;
+
+	pcb->tlp_on = false;
+	if (!data_state || pcb->app == NULL || pcb->fin_sent || pcb->snd_una == pcb->snd_max ||
+	    SEQ_LT(pcb->snd_nxt, pcb->snd_max))
+		return;
+	if (pcb->in_recovery) {
+		/*
+		 * Silence in recovery: a retransmission was lost too (only a timeout
+		 * would tell otherwise). The gaps still not SACKed go again, paced by
+		 * the pipe, without the timeout's collapse of the window.
+		 */
+		t->stats.tlp_probes++;
+		pcb->rtx_nxt = pcb->snd_una;
+		pcb->rtx_force = true;
+		inet_output(t, pcb, false);
+		return;
+	}
+	/* New data if the peer's window has room (RFC 8985 §7.3), else the last segment again. */
+	seq = pcb->snd_max;
+	len = SEQ_GT(rwnd_edge, seq) ? min32(smss, rwnd_edge - seq) : 0;
+	n = len > 0 ? fill(t, pcb, seq, len) : 0;
+	if (n == 0) {
+		len = min32(smss, pcb->snd_max - pcb->snd_una);
+		seq = pcb->snd_max - len;
+		n = fill(t, pcb, seq, len);
+		if (n == 0)
+			return;
+	}
+	t->stats.tlp_probes++;
+	pcb->tlp_out = true;
+	send_seg(t, pcb, seq, n, NET_TCPF_ACK | NET_TCPF_PSH);
+	if (SEQ_GT(pcb->snd_max, pcb->snd_nxt))
+		pcb->snd_nxt = pcb->snd_max;
 }
 
 void inet_rto_expired(struct inet_host *t, struct inet_pcb *pcb)
@@ -244,8 +460,9 @@ void inet_rto_expired(struct inet_host *t, struct inet_pcb *pcb)
 			inet_send_synack(t, pcb);
 			return;
 		}
+		t->stats.timeouts++;
+		inet_cc_timeout(pcb);
 		pcb->snd_nxt = pcb->snd_una;
-		pcb->cwnd = pcb->mss;
 		inet_output(t, pcb, true);
 		return;
 	}

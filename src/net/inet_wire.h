@@ -152,6 +152,16 @@ _Static_assert(offsetof(struct net_icmp_echo, seq) == 6, "ICMP sequence offset")
 #define NET_TCPOPT_NOP      1
 #define NET_TCPOPT_MSS      2
 #define NET_TCPOPT_MSS_LEN  4
+#define NET_TCPOPT_WS       3       /* window scale (RFC 7323 §2): one byte, the shift */
+#define NET_TCPOPT_WS_LEN   3
+#define NET_TCPOPT_WS_MAX   14      /* a larger shift is taken as 14 (RFC 7323 §2.3) */
+#define NET_TCPOPT_SACK_PERM     4  /* SACK permitted (RFC 2018 §2), SYN only */
+#define NET_TCPOPT_SACK_PERM_LEN 2
+#define NET_TCPOPT_SACK     5       /* SACK blocks (RFC 2018 §3): 2 + 8 per block */
+#define NET_TCPOPT_SACK_BLOCK_LEN 8
+#define NET_TCPOPT_TS       8       /* timestamps (RFC 7323 §3): TSval, TSecr */
+#define NET_TCPOPT_TS_LEN   10
+#define NET_TCPOPT_SPACE    40      /* the most option bytes a header holds */
 
 struct net_tcp_hdr {
 	be16 sport;
@@ -181,6 +191,36 @@ struct net_tcp_opt_mss {
 
 _Static_assert(sizeof(struct net_tcp_opt_mss) == NET_TCPOPT_MSS_LEN, "TCP MSS option size");
 _Static_assert(offsetof(struct net_tcp_opt_mss, mss) == 2, "TCP MSS option value offset");
+
+/* The window scale option (kind 3, length 3). */
+struct net_tcp_opt_ws {
+	uint8_t kind;
+	uint8_t len;
+	uint8_t shift;
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct net_tcp_opt_ws) == NET_TCPOPT_WS_LEN, "TCP window scale option size");
+
+/* The timestamps option (kind 8, length 10). */
+struct net_tcp_opt_ts {
+	uint8_t kind;
+	uint8_t len;
+	be32 tsval;
+	be32 tsecr;
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct net_tcp_opt_ts) == NET_TCPOPT_TS_LEN, "TCP timestamps option size");
+_Static_assert(offsetof(struct net_tcp_opt_ts, tsval) == 2, "TCP TSval offset");
+_Static_assert(offsetof(struct net_tcp_opt_ts, tsecr) == 6, "TCP TSecr offset");
+
+/* One SACK block: the first sequence number held and the one past the last. */
+struct net_tcp_sack_block {
+	be32 left;
+	be32 right;
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct net_tcp_sack_block) == NET_TCPOPT_SACK_BLOCK_LEN, "TCP SACK block size");
+_Static_assert(offsetof(struct net_tcp_sack_block, right) == 4, "TCP SACK right edge offset");
 
 /* Header length in 32-bit words. */
 static inline unsigned net_tcph_doff(const struct net_tcp_hdr *h)

@@ -7,10 +7,12 @@
 
 #include "net/net_switch.h"
 #include "util/evloop.h"
+#include "util/log.h"
 
 #define POLL_MS 20 /* the stack's timers (retransmission, TIME_WAIT) and deferred output */
 
 struct net_host {
+	const char *name;
 	struct evloop *loop;
 	struct net_switch *sw;
 	int port;
@@ -69,7 +71,7 @@ struct net_host *net_host_new(const struct net_host_config *cfg, struct evloop *
 			      char *err, size_t errlen)
 {
 	struct net_host *h = calloc(1, sizeof(*h));
-	struct inet_config ic = { .ip = cfg->ip, .port = cfg->port };
+	struct inet_config ic = { .ip = cfg->ip, .port = cfg->port, .window = cfg->window };
 	struct inet_ops ops = cfg->app;
 	struct net_port np = {
 		.name = cfg->name, .wants = port_wants, .deliver = port_deliver,
@@ -80,6 +82,7 @@ struct net_host *net_host_new(const struct net_host_config *cfg, struct evloop *
 		snprintf(err, errlen, "%s: out of memory", cfg->name);
 		return NULL;
 	}
+	h->name = cfg->name;
 	h->loop = loop;
 	h->sw = sw;
 	h->port = -1;
@@ -112,10 +115,29 @@ fail:
 	return NULL;
 }
 
+/* What the stack did, in one line (tests read it at exit). */
+static void log_stats(const struct net_host *h)
+{
+	const struct inet_stats *st = inet_stats(h->inet);
+
+	LOG_INFO("%s: tcp: %llu connections accepted (window scaling %llu, SACK %llu, timestamps %llu); "
+		 "%llu retransmits (%llu fast recoveries, %llu timeouts, %llu tail probes); SACK blocks %llu in, %llu out; "
+		 "%llu out-of-order segments held, %llu dropped; %llu refused by PAWS",
+		 h->name, (unsigned long long)st->conns_accepted, (unsigned long long)st->opts_ws,
+		 (unsigned long long)st->opts_sack, (unsigned long long)st->opts_ts,
+		 (unsigned long long)st->retransmits, (unsigned long long)st->fast_retransmits,
+		 (unsigned long long)st->timeouts, (unsigned long long)st->tlp_probes,
+		 (unsigned long long)st->sack_blocks_in,
+		 (unsigned long long)st->sack_blocks_out, (unsigned long long)st->ooo_held,
+		 (unsigned long long)st->drop_out_of_order, (unsigned long long)st->drop_paws);
+}
+
 void net_host_free(struct net_host *h)
 {
 	if (h == NULL)
 		return;
+	if (h->inet != NULL && h->timer != NULL)
+		log_stats(h);
 	evloop_del_timer(h->loop, h->timer);
 	if (h->port >= 0)
 		net_switch_detach(h->sw, h->port);

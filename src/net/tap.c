@@ -22,17 +22,20 @@
 #define ETH_HLEN 14
 #define TAP_RX_OFFLOADS (TUN_F_CSUM | TUN_F_TSO4)
 #define TCP_HDRS (ETH_HLEN + 20 + 20)  /* Ethernet, IPv4 without options, TCP without options */
-#define GSO_MAX_PAYLOAD (65535 - 40)
+#define GSO_MAX_FRAME (ETH_HLEN + 65535)  /* an IPv4 packet's total length is 16 bits */
 
 /*
  * Outgoing TCP segments of one flow, merged into one frame that the kernel
  * takes as a segmentation-offload (GSO) packet: one write() instead of one
- * per 1460 bytes. Only plain in-order ACK segments of equal size merge; the
- * wire the peer sees is unchanged.
+ * per 1460 bytes. Only plain in-order ACK segments of equal size merge, with
+ * the same TCP options (timestamps of the same tick: the kernel copies the
+ * header, options included, onto each segment it cuts); the wire the peer
+ * sees is unchanged.
  */
 struct coalesce {
-	uint8_t frame[TCP_HDRS + GSO_MAX_PAYLOAD];
+	uint8_t frame[GSO_MAX_FRAME];
 	size_t len;           /* 0: empty */
+	size_t hdr;           /* Ethernet + IPv4 + TCP header with its options */
 	unsigned segs;
 	uint16_t gso_size;    /* payload of each segment but the last */
 	uint32_t next_seq;
@@ -49,7 +52,7 @@ struct coalesce {
  * peer's fast retransmit counts) is never folded away.
  */
 struct held_ack {
-	uint8_t frame[64];
+	uint8_t frame[TCP_HDRS + 12];   /* room for the timestamps option */
 	size_t len;           /* 0: none */
 };
 
@@ -159,21 +162,33 @@ static uint16_t fold(uint32_t sum)
 	return (uint16_t)sum;
 }
 
-/* Payload length of a frame that may merge (IPv4, no options or fragments, TCP with ACK and at most PSH), or -1. */
+/* TCP header length (options included) of an IPv4 TCP frame without IP options or fragments, or 0. */
+static size_t tcp_hlen(const uint8_t *f, size_t len)
+{
+	const uint8_t *ip = f + ETH_HLEN, *tcp = ip + 20;
+	size_t th;
+
+	if (len < TCP_HDRS || get16(f + 12) != 0x0800 || ip[0] != 0x45 || ip[9] != 6 ||
+	    (get16(ip + 6) & 0x3fff) != 0)
+		return 0;
+	th = (size_t)(tcp[12] >> 4) * 4;
+	if (th < 20 || get16(ip + 2) < 20 + th || get16(ip + 2) > len - ETH_HLEN)
+		return 0;
+	return th;
+}
+
+/* Payload length of a frame that may merge (IPv4 TCP with ACK and at most PSH, carrying data), or -1. */
 static long mergeable(const uint8_t *f, size_t len)
 {
 	const uint8_t *ip = f + ETH_HLEN, *tcp = ip + 20;
-	size_t tot;
+	size_t th = tcp_hlen(f, len), tot;
 
-	if (len < TCP_HDRS || get16(f + 12) != 0x0800 || ip[0] != 0x45 || ip[9] != 6 ||
-	    (get16(ip + 6) & 0x3fff) != 0 || (tcp[12] >> 4) != 5)
-		return -1;
-	if ((tcp[13] & ~0x08) != 0x10) /* ACK, optionally PSH; nothing else */
+	if (th == 0 || (tcp[13] & ~0x08) != 0x10) /* ACK, optionally PSH; nothing else */
 		return -1;
 	tot = get16(ip + 2);
-	if (tot < 40 || tot > len - ETH_HLEN || tot == 40)
+	if (tot == 20 + th)
 		return -1;
-	return (long)(tot - 40);
+	return (long)(tot - 20 - th);
 }
 
 /* Send what is merged: one plain frame, or one GSO frame for several segments. */
@@ -204,7 +219,7 @@ static void flush(struct tap *t)
 	put16(tcp + 16, fold(sum));
 	vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
 	vh.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
-	vh.hdr_len = TCP_HDRS;
+	vh.hdr_len = (uint16_t)c->hdr;
 	vh.gso_size = c->gso_size;
 	vh.csum_start = ETH_HLEN + 20;
 	vh.csum_offset = 16;
@@ -213,24 +228,28 @@ static void flush(struct tap *t)
 	c->len = 0;
 }
 
-/* A plain ACK of ours: IPv4 without options, TCP without options or data, ACK alone. */
+/*
+ * A plain ACK of ours: IPv4 without options, TCP without data, ACK alone, no
+ * options but the timestamps (NOP NOP TS). One with SACK blocks reports a gap
+ * and is never held.
+ */
 static bool pure_ack(const uint8_t *f, size_t len)
 {
 	const uint8_t *ip = f + ETH_HLEN, *tcp = ip + 20;
+	size_t th = tcp_hlen(f, len);
 
-	return len >= TCP_HDRS && len <= sizeof(((struct held_ack *)0)->frame) && get16(f + 12) == 0x0800 &&
-	       ip[0] == 0x45 && ip[9] == 6 && (get16(ip + 6) & 0x3fff) == 0 && get16(ip + 2) == 40 &&
-	       (tcp[12] >> 4) == 5 && tcp[13] == 0x10;
+	return th != 0 && len <= sizeof(((struct held_ack *)0)->frame) && get16(ip + 2) == 20 + th &&
+	       tcp[13] == 0x10 && (th == 20 || (th == 32 && tcp[20] == 1 && tcp[21] == 1 && tcp[22] == 8));
 }
 
-/* Whether ACK f says everything the held one says, and more. */
+/* Whether ACK f says everything the held one says, and more (a later timestamp is no loss). */
 static bool supersedes(const struct held_ack *h, const uint8_t *f)
 {
 	const uint8_t *a = h->frame, *aip = a + ETH_HLEN, *atcp = aip + 20, *ip = f + ETH_HLEN, *tcp = ip + 20;
 	int32_t more = (int32_t)(get32(tcp + 8) - get32(atcp + 8));
 
 	return memcmp(a, f, 12) == 0 && memcmp(aip + 12, ip + 12, 8) == 0 && memcmp(atcp, tcp, 8) == 0 &&
-	       (more > 0 || (more == 0 && get16(tcp + 14) > get16(atcp + 14)));
+	       atcp[12] == tcp[12] && (more > 0 || (more == 0 && get16(tcp + 14) > get16(atcp + 14)));
 }
 
 static void flush_ack(struct tap *t)
@@ -263,11 +282,13 @@ static bool continues(const struct coalesce *c, const uint8_t *f, long n)
 {
 	const uint8_t *a = c->frame, *ip = f + ETH_HLEN, *tcp = ip + 20;
 	const uint8_t *aip = a + ETH_HLEN, *atcp = aip + 20;
+	size_t opt = c->hdr - TCP_HDRS;
 
 	return c->len && !c->last_short && !(atcp[13] & 0x08) /* nothing after a PSH */ &&
 	       memcmp(a, f, 12) == 0 && memcmp(aip + 12, ip + 12, 8) == 0 && memcmp(atcp, tcp, 4) == 0 &&
 	       get32(tcp + 4) == c->next_seq && get32(tcp + 8) == get32(atcp + 8) &&
-	       get16(tcp + 14) == get16(atcp + 14) && n <= c->gso_size &&
+	       get16(tcp + 14) == get16(atcp + 14) && atcp[12] == tcp[12] &&
+	       memcmp(atcp + 20, tcp + 20, opt) == 0 && n <= c->gso_size &&
 	       c->len + (size_t)n <= sizeof(c->frame);
 }
 
@@ -296,7 +317,7 @@ static void deliver(void *ctx, const uint8_t *frame, size_t len)
 		return;
 	}
 	if (continues(c, frame, n)) {
-		memcpy(c->frame + c->len, frame + TCP_HDRS, (size_t)n);
+		memcpy(c->frame + c->len, frame + c->hdr, (size_t)n);
 		c->len += (size_t)n;
 		c->segs++;
 		c->next_seq += (uint32_t)n;
@@ -304,8 +325,9 @@ static void deliver(void *ctx, const uint8_t *frame, size_t len)
 		c->frame[ETH_HLEN + 20 + 13] |= frame[ETH_HLEN + 20 + 13] & 0x08; /* PSH of the last */
 	} else {
 		flush(t);
-		memcpy(c->frame, frame, TCP_HDRS + (size_t)n);
-		c->len = TCP_HDRS + (size_t)n;
+		c->hdr = ETH_HLEN + 20 + tcp_hlen(frame, len);
+		memcpy(c->frame, frame, c->hdr + (size_t)n);
+		c->len = c->hdr + (size_t)n;
 		c->segs = 1;
 		c->gso_size = (uint16_t)n;
 		c->next_seq = get32(frame + ETH_HLEN + 20 + 4) + (uint32_t)n;

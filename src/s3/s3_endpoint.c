@@ -8,6 +8,9 @@
 #include "s3/s3_conn.h"
 #include "s3/s3_target.h"
 
+_Static_assert(S3_WINDOW_MIN >= INET_TCP_WINDOW && S3_WINDOW_MAX <= INET_TCP_WINDOW_MAX,
+	       "window= stays within what the stack takes");
+
 #define S3_SERVER_QPN 0x00d00000 /* nominal: no queue pair is ever connected on this path */
 
 struct s3_endpoint {
@@ -60,7 +63,7 @@ struct s3_endpoint *s3_endpoint_new(const struct s3_config *cfg, struct evloop *
 	struct s3_endpoint *ep = calloc(1, sizeof(*ep));
 	struct s3_token server = { .transport = S3_TRANSPORT_RC, .qpn = S3_SERVER_QPN, .port = 1 };
 	struct net_host_config hc = {
-		.name = "s3", .ip = cfg->ip, .port = cfg->port,
+		.name = "s3", .ip = cfg->ip, .port = cfg->port, .window = (uint32_t)cfg->window,
 		.app = { .ctx = ep, .open = app_open, .input = app_input, .input_eof = app_eof, .peek = app_peek,
 			 .acked = app_acked, .wants_close = app_wants_close, .close = app_close },
 	};

@@ -46,6 +46,7 @@ static const struct opt_desc s3_opts[] = {
 	{ "ip",      OPT_IPV4,   FIELD(struct s3_config, ip), 0, 0, 0 },
 	{ "port",    OPT_PORT,   FIELD(struct s3_config, port), 1, 65535, 0 },
 	{ "maxpart", OPT_SIZE,   FIELD(struct s3_config, maxpart), 1, UINT64_MAX, 0 },
+	{ "window",  OPT_SIZE,   FIELD(struct s3_config, window), S3_WINDOW_MIN, S3_WINDOW_MAX, 0 },
 };
 
 static const struct opt_desc nvmeof_opts[] = {
@@ -100,6 +101,7 @@ static void set_defaults(struct backend_config *cfg)
 		c->ip = 0xc0a8c801; /* 192.168.200.1 */
 		c->port = 9000;
 		c->maxpart = 256ull << 20;
+		c->window = S3_WINDOW_DEFAULT;
 		break;
 	}
 	case BACKEND_NVMEOF: {

@@ -23,6 +23,9 @@ enum backend_kind {
 
 #define S3_BUCKET_MAX     63
 #define S3_OBJECTS_MAX    65536u
+#define S3_WINDOW_MIN     (64ull << 10)  /* window=: what a peer without window scaling gets anyway */
+#define S3_WINDOW_MAX     (64ull << 20)
+#define S3_WINDOW_DEFAULT (4ull << 20)
 #define NVMEOF_NQN_MAX    223   /* NVMe base spec: NQNs are at most 223 bytes */
 #define NVMEOF_MODEL_MAX  40    /* Identify Controller MN */
 #define NVMEOF_SERIAL_MAX 20    /* Identify Controller SN */
@@ -36,6 +39,7 @@ struct s3_config {
 	uint32_t ip;       /* host byte order */
 	uint16_t port;
 	uint64_t maxpart;  /* largest single transfer */
+	uint64_t window;   /* TCP receive window (and buffer) per connection, for peers that scale */
 };
 
 struct nvmeof_config {

@@ -2,8 +2,9 @@
 # s3-tap-ci: the S3 endpoint as a host on a real segment. Inside a network namespace this test
 # creates, the server joins a TAP device and the Linux kernel's own TCP stack is the peer:
 # ping, curl, boto3 (Debian's python3-boto3), parallel clients, a reader that stalls, readers of
-# an object being replaced, and packet loss, with the TAP's receive offloads on (the kernel sends
-# TCPv4 super-frames with partial checksums). Nothing leaves the namespace.
+# an object being replaced, the byte-exact transfers again with a peer whose TCP offers no option
+# and under 5% packet loss, with the TAP's receive offloads on (the kernel sends TCPv4 super-frames
+# with partial checksums). Nothing leaves the namespace.
 . "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
@@ -43,19 +44,28 @@ grep -q "<Name>ernic</Name>" <<<"$out" && pass s3-curl-list-buckets || fail s3-c
 nsx ip neigh show $EP | grep -q "lladdr 02:53:c0:a8:c8:01" && pass s3-arp-mac ||
 	fail s3-arp-mac "$(nsx ip neigh show $EP)"
 
-# PUT/GET/HEAD/DELETE of 0 B, 1 B, 1 MiB and 64 MiB, byte for byte.
-for size in 0 1 1048576 67108864; do
-	f=$TMP/obj-$size
-	head -c "$size" /dev/urandom >"$f"
-	md5=$(md5sum <"$f" | cut -d' ' -f1)
-	code=$(nsx curl -s -o /dev/null -w '%{http_code}' --max-time 120 -T "$f" "$URL/ernic/obj-$size")
-	[ "$code" = 200 ] && pass "s3-put-$size" || fail "s3-put-$size" "HTTP $code"
-	nsx curl -s -f --max-time 120 -o "$TMP/back-$size" "$URL/ernic/obj-$size" && cmp -s "$f" "$TMP/back-$size" &&
-		pass "s3-get-$size" || fail "s3-get-$size" "content differs ($(stat -c %s "$TMP/back-$size" 2>/dev/null) bytes)"
-	h=$(nsx curl -s -I --max-time 20 "$URL/ernic/obj-$size" | tr -d '\r')
-	grep -qi "^content-length: $size$" <<<"$h" && grep -qi "^etag: \"$md5\"$" <<<"$h" &&
-		pass "s3-head-$size" || fail "s3-head-$size" "$h"
-done
+# PUT/GET/HEAD of 0 B, 1 B, 1 MiB and 64 MiB, byte for byte; two connections per size (CONNS counts
+# them). TAG names the checks of a repetition.
+SIZES="0 1 1048576 67108864"
+for size in $SIZES; do head -c "$size" /dev/urandom >"$TMP/obj-$size"; done
+transfers() {
+	local tag=$1 size f md5 code h
+	for size in $SIZES; do
+		f=$TMP/obj-$size
+		md5=$(md5sum <"$f" | cut -d' ' -f1)
+		code=$(nsx curl -s -o /dev/null -w '%{http_code}' --max-time 120 -T "$f" "$URL/ernic/obj-$size")
+		[ "$code" = 200 ] && pass "s3-${tag}put-$size" || fail "s3-${tag}put-$size" "HTTP $code"
+		rm -f "$TMP/back-$size"
+		nsx curl -s -f --max-time 120 -o "$TMP/back-$size" "$URL/ernic/obj-$size" && cmp -s "$f" "$TMP/back-$size" &&
+			pass "s3-${tag}get-$size" ||
+			fail "s3-${tag}get-$size" "content differs ($(stat -c %s "$TMP/back-$size" 2>/dev/null) bytes)"
+		h=$(nsx curl -s -I --max-time 20 "$URL/ernic/obj-$size" | tr -d '\r')
+		grep -qi "^content-length: $size$" <<<"$h" && grep -qi "^etag: \"$md5\"$" <<<"$h" &&
+			pass "s3-${tag}head-$size" || fail "s3-${tag}head-$size" "$h"
+	done
+}
+transfers ""
+
 code=$(nsx curl -s -o /dev/null -w '%{http_code}' --max-time 20 -X DELETE "$URL/ernic/obj-1")
 [ "$code" = 204 ] && pass s3-delete || fail s3-delete "HTTP $code"
 code=$(nsx curl -s -o "$TMP/err" -w '%{http_code}' --max-time 20 "$URL/ernic/obj-1")
@@ -162,29 +172,53 @@ got=$(at_get)
 [ "$code" = 400 ] && grep -q "<Code>BadDigest</Code>" "$TMP/at-err" && [ "$got" = "$md5b $md5b" ] &&
 	pass s3-put-bad-md5-keeps-old || fail s3-put-bad-md5-keeps-old "HTTP $code, then $got"
 
-# Packet loss on the TAP, both ways: retransmission carries the transfers through.
+# A peer that offers no TCP option (the sysctls are the namespace's own): the same transfers, with
+# the stack's 64 KiB window, no SACK, no timestamps. Each of its connections is counted at exit.
+NOOPT_CONNS=0
+noopts() { nsx sysctl -q -w net.ipv4.tcp_window_scaling="$1" net.ipv4.tcp_sack="$1" net.ipv4.tcp_timestamps="$1"; }
+if noopts 0; then
+	transfers "noopts-"
+	NOOPT_CONNS=$((NOOPT_CONNS + 3 * $(wc -w <<<"$SIZES")))
+	noopts 1
+else
+	fail s3-noopts "cannot turn the namespace's TCP options off"
+fi
+
+# 5% packet loss both ways: the same transfers, byte for byte. Our segments are dropped by nftables
+# on the namespace's input (a loss on the wire: the kernel's receiver sees the gap, SACK reports it);
+# the kernel's own segments by netem on the TAP's egress where the kernel has it, else by nftables
+# on output (a drop its sender is told of, so it sends again). Then a short transfer under loss with
+# the peer without options (NewReno without SACK, out-of-order segments dropped).
 loss=""
-if nsx tc qdisc add dev ernic0 root netem loss 5% 2>/dev/null; then
-	loss=netem
-elif nsx nft -f - <<'NFT' 2>/dev/null
+if nsx nft -f - <<'NFT' 2>/dev/null
 table inet ernicloss {
 	chain in { type filter hook input priority 0; iifname "ernic0" numgen random mod 20 == 0 drop; }
-	chain out { type filter hook output priority 0; oifname "ernic0" numgen random mod 20 == 0 drop; }
 }
 NFT
 then
-	loss=nftables
+	if nsx tc qdisc add dev ernic0 root netem loss 5% 2>/dev/null; then
+		loss="nftables in, netem out"
+	elif nsx nft add chain inet ernicloss out '{ type filter hook output priority 0; }' &&
+		nsx nft add rule inet ernicloss out oifname ernic0 numgen random mod 20 == 0 drop; then
+		loss="nftables both ways"
+	fi
 fi
 if [ -n "$loss" ]; then
 	echo "# 5% loss both ways on ernic0 ($loss)"
+	transfers "loss-"
 	head -c $((4 << 20)) /dev/urandom >"$TMP/lossy"
-	nsx curl -s -f --max-time 120 -T "$TMP/lossy" "$URL/ernic/lossy" >/dev/null &&
-		nsx curl -s -f --max-time 120 -o "$TMP/lossy-back" "$URL/ernic/lossy" &&
-		cmp -s "$TMP/lossy" "$TMP/lossy-back" && pass s3-loss-transfer || fail s3-loss-transfer "failed or differs"
+	if noopts 0; then
+		nsx curl -s -f --max-time 120 -T "$TMP/lossy" "$URL/ernic/lossy" >/dev/null &&
+			nsx curl -s -f --max-time 120 -o "$TMP/lossy-back" "$URL/ernic/lossy" &&
+			cmp -s "$TMP/lossy" "$TMP/lossy-back" && pass s3-loss-noopts-transfer ||
+			fail s3-loss-noopts-transfer "failed or differs"
+		NOOPT_CONNS=$((NOOPT_CONNS + 2))
+		noopts 1
+	fi
 	nsx tc qdisc del dev ernic0 root 2>/dev/null
 	nsx nft delete table inet ernicloss 2>/dev/null
 else
-	fail s3-loss-transfer "neither tc netem nor nftables can drop packets here"
+	fail s3-loss-transfer "nftables cannot drop packets here"
 fi
 
 kill -0 "$SERVER_PID" 2>/dev/null && pass s3-server-alive || fail s3-server-alive "server died: $(tail -5 "$TMP/server.log")"
@@ -207,4 +241,17 @@ sfr=$(grep -o '(\([0-9]*\) of them segmentation-offload super-frames' "$TMP/serv
 [ "${sfr:-0}" -gt 0 ] && pass s3-tap-gso-reads || fail s3-tap-gso-reads "$(grep '^tap ernic0:' "$TMP/server.log")"
 gso=$(grep -o '(\([0-9]*\) of them merged' "$TMP/server.log" | grep -o '[0-9]*' | head -1)
 [ "${gso:-0}" -gt 0 ] && pass s3-tap-gso-writes || fail s3-tap-gso-writes "$(grep '^tap ernic0:' "$TMP/server.log")"
+# The stack's counters at exit: every connection but the option-less peer's agreed on window
+# scaling, SACK and timestamps, and those had none; the losses were repaired by fast recovery
+# (SACK blocks came in) or tail probes, not by the retransmission timer alone.
+tcp=$(grep '^s3: tcp: ' "$TMP/server.log")
+num() { sed -n "s/.*$1.*/\\1/p" <<<"$tcp"; }
+acc=$(num 'tcp: \([0-9]*\) connections accepted') ws=$(num 'window scaling \([0-9]*\)')
+sack=$(num 'SACK \([0-9]*\), timestamps') ts=$(num 'timestamps \([0-9]*\))')
+fr=$(num '(\([0-9]*\) fast recoveries') sin=$(num 'SACK blocks \([0-9]*\) in')
+[ -n "$acc" ] && [ $((acc - ws)) = "$NOOPT_CONNS" ] && [ $((acc - sack)) = "$NOOPT_CONNS" ] &&
+	[ $((acc - ts)) = "$NOOPT_CONNS" ] && pass s3-tcp-options-negotiated ||
+	fail s3-tcp-options-negotiated "expected $NOOPT_CONNS connections without options: $tcp"
+[ -n "$loss" ] && [ "${fr:-0}" -gt 0 ] && [ "${sin:-0}" -gt 0 ] && pass s3-tcp-loss-recovery ||
+	fail s3-tcp-loss-recovery "$tcp"
 finish

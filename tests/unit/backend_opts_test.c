@@ -68,6 +68,7 @@ static void test_s3_defaults(void **state)
 	assert_int_equal(cfg.s3.ip, 0xc0a8c801);
 	assert_int_equal(cfg.s3.port, 9000);
 	assert_true(cfg.s3.maxpart == 268435456ull);
+	assert_true(cfg.s3.window == 4ull << 20);
 }
 
 static void test_s3_options(void **state)
@@ -87,6 +88,14 @@ static void test_s3_options(void **state)
 	assert_int_equal(cfg.s3.objects, 1);
 	assert_true(cfg.s3.maxpart == 5ull << 20);
 	assert_true(cfg.s3.size == 512ull << 10);
+
+	/* The TCP window: 64 KiB to 64 MiB. */
+	parse_ok("s3:window=64K");
+	assert_true(cfg.s3.window == 65536);
+	parse_ok("s3:window=64MiB,size=1G");
+	assert_true(cfg.s3.window == 64ull << 20);
+	parse_ok("s3:window=1000000");
+	assert_true(cfg.s3.window == 1000000);
 
 	parse_ok("s3:objects=65536,port=65535");
 	assert_int_equal(cfg.s3.objects, 65536);
@@ -115,6 +124,10 @@ static void test_s3_refusals(void **state)
 	parse_bad("s3:size=-1", "s3 backend: bad size '-1'");
 	parse_bad("s3:maxpart=0", "s3 backend: bad maxpart '0'");
 	parse_bad("s3:maxpart=1.5M", "s3 backend: bad maxpart '1.5M'");
+	parse_bad("s3:window=65535", "s3 backend: bad window '65535'");
+	parse_bad("s3:window=0", "s3 backend: bad window '0'");
+	parse_bad("s3:window=65M", "s3 backend: bad window '65M'");
+	parse_bad("s3:window=big", "s3 backend: bad window 'big'");
 	parse_bad("s3:objects=0", "s3 backend: bad objects '0'");
 	parse_bad("s3:objects=65537", "s3 backend: bad objects '65537'");
 	parse_bad("s3:objects=1k", "s3 backend: bad objects '1k'");

@@ -424,6 +424,13 @@ struct peer {
 	uint32_t rcv_nxt;       /* next expected from the stack */
 	uint16_t wnd;           /* what the peer advertises */
 	int syn_mss;            /* MSS option in the SYN, -1 for none */
+	int syn_ws;             /* window scale offered in the SYN, -1 for none */
+	bool syn_sack;          /* SACK-permitted offered */
+	bool ts;                /* timestamps offered, and then sent on every segment */
+	uint32_t tsval;         /* the peer's next TSval */
+	uint32_t ts_recent;     /* the stack's last TSval, echoed */
+	unsigned nsack;         /* SACK blocks to put on the next segments */
+	uint32_t sack[4][2];
 	uint32_t last_ack;      /* last acknowledgment and window from the stack */
 	uint16_t last_wnd;
 	unsigned last_flags;
@@ -442,6 +449,7 @@ static void peer_init(struct peer *p, uint16_t port, uint32_t iss)
 	p->snd_nxt = iss;
 	p->wnd = 65535;
 	p->syn_mss = 1460;
+	p->syn_ws = -1;
 }
 
 static void peer_free(struct peer *p)
@@ -475,20 +483,78 @@ static size_t build_tcp(uint8_t *f, const struct peer *p, uint16_t dport, uint32
 	return off + 20 + optlen + len;
 }
 
+/* The SYN's options, in the order given, each padded to 4 bytes with NOPs in front. */
 static size_t build_syn(uint8_t *f, const struct peer *p, uint16_t dport)
 {
-	uint8_t opt[4] = { 2, 4, (uint8_t)(p->syn_mss >> 8), (uint8_t)p->syn_mss };
+	uint8_t opt[40];
+	size_t n = 0;
 
-	return build_tcp(f, p, dport, p->snd_nxt, 0, F_SYN, p->wnd, opt, p->syn_mss >= 0 ? 4 : 0, NULL, 0);
+	if (p->syn_mss >= 0) {
+		opt[n++] = 2;
+		opt[n++] = 4;
+		put16(opt + n, (uint32_t)p->syn_mss);
+		n += 2;
+	}
+	if (p->syn_sack) {
+		opt[n++] = 1;
+		opt[n++] = 1;
+		opt[n++] = 4;
+		opt[n++] = 2;
+	}
+	if (p->ts) {
+		opt[n++] = 1;
+		opt[n++] = 1;
+		opt[n++] = 8;
+		opt[n++] = 10;
+		put32(opt + n, p->tsval);
+		put32(opt + n + 4, 0);
+		n += 8;
+	}
+	if (p->syn_ws >= 0) {
+		opt[n++] = 1;
+		opt[n++] = 3;
+		opt[n++] = 3;
+		opt[n++] = (uint8_t)p->syn_ws;
+	}
+	return build_tcp(f, p, dport, p->snd_nxt, 0, F_SYN, p->wnd, opt, n, NULL, 0);
+}
+
+/* Options of the peer's later segments: timestamps if agreed, its SACK blocks if any. */
+static size_t peer_opts(const struct peer *p, uint8_t *opt)
+{
+	size_t n = 0;
+
+	if (p->ts) {
+		opt[n++] = 1;
+		opt[n++] = 1;
+		opt[n++] = 8;
+		opt[n++] = 10;
+		put32(opt + n, p->tsval);
+		put32(opt + n + 4, p->ts_recent);
+		n += 8;
+	}
+	if (p->nsack > 0) {
+		opt[n++] = 1;
+		opt[n++] = 1;
+		opt[n++] = 5;
+		opt[n++] = (uint8_t)(2 + 8 * p->nsack);
+		for (unsigned k = 0; k < p->nsack; k++) {
+			put32(opt + n, p->sack[k][0]);
+			put32(opt + n + 4, p->sack[k][1]);
+			n += 8;
+		}
+	}
+	return n;
 }
 
 /* A segment at seq, acknowledging what the peer has received. */
 static void peer_tx_at(struct harness *h, struct peer *p, uint32_t seq, unsigned flags,
 		       const uint8_t *data, size_t len)
 {
-	uint8_t f[FMAX];
+	uint8_t f[FMAX], opt[40];
+	size_t ol = peer_opts(p, opt);
 
-	h_in(h, f, build_tcp(f, p, OUR_PORT, seq, p->rcv_nxt, flags, p->wnd, NULL, 0, data, len));
+	h_in(h, f, build_tcp(f, p, OUR_PORT, seq, p->rcv_nxt, flags, p->wnd, opt, ol, data, len));
 }
 
 static void peer_tx(struct harness *h, struct peer *p, unsigned flags, const uint8_t *data, size_t len)
@@ -512,6 +578,13 @@ struct seg {
 	unsigned flags;
 	uint16_t wnd;
 	int mss;
+	int ws;                 /* window scale option, -1 if absent */
+	bool sack_perm;
+	bool ts;
+	uint32_t tsval, tsecr;
+	unsigned nsack;
+	uint32_t sack[4][2];
+	size_t optlen;
 	size_t len;
 	uint8_t data[1500];
 };
@@ -533,7 +606,9 @@ static void parse_seg(const struct frame *fr, struct seg *s)
 	s->flags = tcp[13];
 	s->wnd = get16(tcp + 14);
 	s->mss = -1;
+	s->ws = -1;
 	hl = (size_t)(tcp[12] >> 4) * 4;
+	s->optlen = hl - 20;
 	for (size_t i = 20; i < hl;) {
 		if (tcp[i] == 0)
 			break;
@@ -542,9 +617,35 @@ static void parse_seg(const struct frame *fr, struct seg *s)
 			continue;
 		}
 		assert_true(i + 1 < hl && tcp[i + 1] >= 2 && i + tcp[i + 1] <= hl);
-		if (tcp[i] == 2) {
+		switch (tcp[i]) {
+		case 2:
 			assert_int_equal(tcp[i + 1], 4);
 			s->mss = get16(tcp + i + 2);
+			break;
+		case 3:
+			assert_int_equal(tcp[i + 1], 3);
+			s->ws = tcp[i + 2];
+			break;
+		case 4:
+			assert_int_equal(tcp[i + 1], 2);
+			s->sack_perm = true;
+			break;
+		case 5:
+			assert_true(tcp[i + 1] >= 10 && (tcp[i + 1] - 2) % 8 == 0);
+			s->nsack = (tcp[i + 1] - 2u) / 8;
+			for (unsigned k = 0; k < s->nsack; k++) {
+				s->sack[k][0] = get32(tcp + i + 2 + 8 * k);
+				s->sack[k][1] = get32(tcp + i + 6 + 8 * k);
+			}
+			break;
+		case 8:
+			assert_int_equal(tcp[i + 1], 10);
+			s->ts = true;
+			s->tsval = get32(tcp + i + 2);
+			s->tsecr = get32(tcp + i + 6);
+			break;
+		default:
+			fail_msg("unexpected option kind %u", tcp[i]);
 		}
 		i += tcp[i + 1];
 	}
@@ -578,6 +679,14 @@ static void peer_note(struct peer *p, const struct seg *s)
 	p->last_ack = s->ack;
 	p->last_wnd = s->wnd;
 	p->last_flags = s->flags;
+	if (p->ts) {
+		/* Every segment of a connection with timestamps carries them, echoing the peer's latest. */
+		assert_true(s->ts);
+		assert_int_equal(s->tsecr, p->tsval);
+		p->ts_recent = s->tsval;
+	} else {
+		assert_false(s->ts);
+	}
 }
 
 /* A pure ACK from the stack to p, acknowledging ack with window wnd. */
@@ -644,10 +753,17 @@ static struct app *peer_connect(struct harness *h, struct peer *p)
 	assert_int_equal(s.dport, p->port);
 	assert_int_equal(s.ack, p->snd_nxt);
 	assert_int_equal(s.mss, 1460);
-	assert_int_equal(s.wnd, 65535);
+	assert_int_equal(s.wnd, 65535);         /* a SYN's window is never scaled */
 	assert_int_equal(s.len, 0);
 	assert_int_equal(s.dip, p->ip);
 	assert_memory_equal(s.dmac, p->mac, 6);
+	/* Each option only when offered. */
+	assert_int_equal(s.ws >= 0, p->syn_ws >= 0);
+	assert_int_equal(s.sack_perm, p->syn_sack);
+	assert_int_equal(s.ts, p->ts);
+	if (p->ts)
+		assert_int_equal(s.tsecr, p->tsval);
+	p->ts_recent = s.tsval;
 	expect_nothing(h);
 	p->rcv_nxt = s.seq + 1;
 	peer_ack(h, p);
@@ -660,7 +776,8 @@ static struct app *peer_connect(struct harness *h, struct peer *p)
 static uint64_t total_drops(const struct inet_stats *st)
 {
 	return st->drop_bad_eth + st->drop_bad_ip + st->drop_bad_csum + st->drop_fragment +
-	       st->drop_ip_options + st->drop_not_mine + st->drop_bad_tcp + st->drop_out_of_order;
+	       st->drop_ip_options + st->drop_not_mine + st->drop_bad_tcp + st->drop_out_of_order +
+	       st->drop_paws;
 }
 
 /* ---- ARP, ICMP, frame filter -------------------------------------------------------------- */
@@ -1806,6 +1923,662 @@ static void test_ninth_connection_refused(void **state)
 	}
 }
 
+/* ---- TCP options: negotiation, scaled windows, timestamps, SACK ----------------------------- */
+
+/* Replaces the harness's stack with one whose receive window for scaling peers is window bytes. */
+static void h_window(struct harness *h, uint32_t window)
+{
+	struct inet_config cfg = { .ip = OUR_IP, .port = OUR_PORT, .window = window };
+	struct inet_ops ops = {
+		.ctx = h, .send_frame = cb_send_frame, .open = cb_open, .input = cb_input,
+		.input_eof = cb_input_eof, .peek = cb_peek, .acked = cb_acked,
+		.wants_close = cb_wants_close, .close = cb_close,
+	};
+
+	memcpy(cfg.mac, our_mac, 6);
+	inet_free(h->t);
+	h->t = inet_new(&cfg, &ops);
+	assert_non_null(h->t);
+}
+
+/* A peer offering everything: window scale 7, SACK, timestamps. */
+static void peer_init_opts(struct peer *p, uint16_t port, uint32_t iss)
+{
+	peer_init(p, port, iss);
+	p->syn_ws = 7;
+	p->syn_sack = true;
+	p->ts = true;
+	p->tsval = 1000;
+}
+
+/*
+ * Every combination of the three options in the SYN: the SYN-ACK offers
+ * exactly those (peer_connect checks), and the connection uses exactly those:
+ * timestamps on every segment or none, windows scaled or not, SACK blocks for
+ * out-of-order data or the segment dropped.
+ */
+static void test_option_negotiation(void **state)
+{
+	struct harness *h = *state;
+	uint8_t *d = pattern(3000, 43);
+
+	for (unsigned m = 0; m < 8; m++) {
+		struct peer p;
+		struct app *a;
+		struct seg s;
+		uint32_t base;
+
+		peer_init(&p, (uint16_t)(46000 + m), 0x10000u * m);
+		p.syn_ws = (m & 1) ? 5 : -1;
+		p.syn_sack = (m & 2) != 0;
+		p.ts = (m & 4) != 0;
+		p.tsval = 77;
+		a = peer_connect(h, &p);
+		base = p.snd_nxt;
+
+		/* Our window: 4 MiB >> 7 when scaled (the default window, our shift 7), else 65535. */
+		peer_tx(h, &p, F_ACK, d, 100);
+		expect_seg(h, &s);
+		peer_note(&p, &s);
+		assert_int_equal(s.ack, base + 100);
+		assert_int_equal(s.wnd, (m & 1) ? (4u << 20) >> 7 : 65535);   /* the 100 bytes were taken */
+		assert_int_equal(s.optlen, (m & 4) ? 12 : 0);
+
+		/* Bytes after a hole: held and reported with SACK, else dropped. */
+		peer_tx_at(h, &p, base + 1000, F_ACK, d + 1000, 500);
+		expect_seg(h, &s);
+		peer_note(&p, &s);
+		assert_int_equal(s.ack, base + 100);
+		if (m & 2) {
+			assert_int_equal(s.nsack, 1);
+			assert_int_equal(s.sack[0][0], base + 1000);
+			assert_int_equal(s.sack[0][1], base + 1500);
+		} else {
+			assert_int_equal(s.nsack, 0);
+		}
+		/* The hole filled: with SACK everything is delivered at once. */
+		peer_tx_at(h, &p, base + 100, F_ACK, d + 100, 900);
+		expect_seg(h, &s);
+		peer_note(&p, &s);
+		assert_int_equal(s.nsack, 0);
+		assert_int_equal(s.ack, base + ((m & 2) ? 1500 : 1000));
+		assert_int_equal(a->rx_len, (m & 2) ? 1500 : 1000);
+		assert_memory_equal(a->rx, d, a->rx_len);
+
+		/* Our data: 1460 bytes a segment, 1448 beside the timestamps. */
+		app_queue(a, d, 3000);
+		h_poll(h);
+		expect_seg(h, &s);
+		assert_int_equal(s.len, (m & 4) ? 1448 : 1460);
+		assert_int_equal(s.optlen, (m & 4) ? 12 : 0);
+		h_drain_queue(h);
+		peer_free(&p);
+	}
+	assert_int_equal(inet_stats(h->t)->opts_ws, 4);
+	assert_int_equal(inet_stats(h->t)->opts_sack, 4);
+	assert_int_equal(inet_stats(h->t)->opts_ts, 4);
+	free(d);
+}
+
+/* Options the SYN did not offer are ignored later: no SACK scoreboard, no timestamp echo, no scaling. */
+static void test_options_not_negotiated_ignored(void **state)
+{
+	struct harness *h = *state;
+	uint8_t *d = pattern(8 * 1460, 47);
+	struct peer p;
+	struct app *a;
+	struct seg s;
+	uint32_t base;
+	unsigned n = 0;
+
+	peer_init(&p, 46100, 5);
+	a = peer_connect(h, &p);
+	app_queue(a, d, 8 * 1460);
+	h_poll(h);
+	while (pop_seg(h, &s)) {
+		assert_int_equal(s.optlen, 0);
+		n++;
+	}
+	assert_int_equal(n, 8);
+	base = p.rcv_nxt;
+	/* SACK blocks on the ACKs (never agreed): three of them are only duplicate ACKs. */
+	p.nsack = 1;
+	p.sack[0][0] = base + 1460;
+	p.sack[0][1] = base + 2 * 1460;
+	peer_ack(h, &p);
+	expect_nothing(h);
+	p.sack[0][1] = base + 3 * 1460;
+	peer_ack(h, &p);
+	expect_nothing(h);
+	assert_int_equal(inet_stats(h->t)->sack_blocks_in, 0);
+	/* The window field is taken as it is: 1000 bytes, not 1000 << anything. */
+	p.nsack = 0;
+	p.wnd = 1000;
+	p.rcv_nxt = base + 8 * 1460;
+	peer_ack(h, &p);
+	app_queue(a, d, 5000);
+	h_poll(h);
+	expect_seg(h, &s);
+	assert_int_equal(s.len, 1000);
+	expect_nothing(h);
+	assert_int_equal(inet_stats(h->t)->timeouts, 0);
+	free(d);
+	peer_free(&p);
+}
+
+/*
+ * Sending with a scaled peer window: slow start opens the congestion window
+ * (a window per round trip), and far more than 64 KiB is in flight, never
+ * more than the peer's scaled window.
+ */
+static void test_scaled_window_send(void **state)
+{
+	struct harness *h = *state;
+	const size_t n = 4u << 20;
+	uint8_t *d = pattern(n, 53);
+	struct peer p;
+	struct app *a;
+	size_t max_flight = 0, got = 0, cap_flight;
+	unsigned rounds = 0;
+
+	peer_init_opts(&p, 46200, 0xfffe0000u);
+	p.wnd = 0x2000;                             /* << 7: 1 MiB */
+	cap_flight = 0x2000u << 7;
+	a = peer_connect(h, &p);
+	app_queue(a, d, n);
+	h_poll(h);
+	while (got < n) {
+		size_t flight;
+		unsigned segs = peer_rx(h, &p, false, 1448);
+
+		flight = p.rx_len - got;
+		assert_true(segs > 0);
+		if (rounds == 0)
+			assert_int_equal(segs, 10);     /* the initial window, RFC 6928 */
+		assert_true(flight <= cap_flight);
+		if (flight > max_flight)
+			max_flight = flight;
+		got = p.rx_len;
+		rounds++;
+		p.tsval++;
+		peer_ack(h, &p);                    /* one ACK per round trip, as a GRO receiver sends */
+	}
+	assert_memory_equal(p.rx, d, n);
+	assert_int_equal(a->acked, n);
+	assert_true(max_flight > 16 * 65535);
+	assert_true(max_flight <= cap_flight);
+	assert_true(rounds < 16);
+	assert_int_equal(inet_stats(h->t)->retransmits, 0);
+	free(d);
+	peer_free(&p);
+}
+
+/*
+ * Receiving with a scaled window: the window is the configured one, the
+ * buffer never holds more, a slow reader closes it and reopens it; nothing
+ * is lost.
+ */
+static void test_scaled_window_receive(void **state)
+{
+	struct harness *h = *state;
+	const uint32_t win = 256u << 10;           /* our shift: 3 */
+	const size_t n = 600000;
+	uint8_t *d = pattern(n, 59);
+	struct peer p;
+	struct app *a;
+	uint32_t base;
+	struct seg s;
+
+	h_window(h, win);
+	peer_init(&p, 46300, 0xffffff00u);
+	p.syn_ws = 2;
+	h->budget = 0;
+	a = peer_connect(h, &p);
+	base = p.snd_nxt;
+	/* The window field is scaled from the first segment after the SYN-ACK. */
+	peer_tx(h, &p, F_ACK, d, 1000);
+	expect_ack(h, &p, base + 1000, (uint16_t)((win - 1000) >> 3));
+	/* Until it closes: exactly win bytes are taken. */
+	while (p.last_wnd > 0) {
+		size_t off = p.snd_nxt - base;
+
+		peer_tx(h, &p, F_ACK, d + off, 1460);
+		expect_seg(h, &s);
+		peer_note(&p, &s);
+		p.snd_nxt = s.ack;
+		assert_true(s.ack - base <= win);
+	}
+	assert_int_equal(p.snd_nxt - base, win);
+	assert_int_equal(inet_stats(h->t)->bytes_in, win);
+	peer_tx(h, &p, F_ACK, d + win, 1460);
+	expect_ack(h, &p, base + win, 0);
+	p.snd_nxt = base + win;
+	/* The reader takes everything: the whole window again. */
+	a->budget = SIZE_MAX;
+	h_poll(h);
+	expect_ack(h, &p, base + win, (uint16_t)(win >> 3));
+	while (p.snd_nxt - base < n) {
+		size_t off = p.snd_nxt - base, len = n - off < 1460 ? n - off : 1460;
+
+		peer_tx(h, &p, F_ACK, d + off, len);
+		expect_seg(h, &s);
+		peer_note(&p, &s);
+		assert_int_equal(s.ack, base + (uint32_t)(off + len));
+	}
+	assert_int_equal(a->rx_len, n);
+	assert_memory_equal(a->rx, d, n);
+	free(d);
+	peer_free(&p);
+}
+
+/*
+ * The receiver's SACK blocks: out-of-order data held, reported range by range
+ * (the one that grew last first, at most four, three beside timestamps),
+ * across the sequence wrap; filling the holes delivers everything in order.
+ */
+static void test_sack_blocks(void **state)
+{
+	struct harness *h = *state;
+	uint8_t *d = pattern(1200, 61);
+
+	for (unsigned with_ts = 0; with_ts < 2; with_ts++) {
+		struct peer p;
+		struct app *a;
+		struct seg s;
+		uint32_t b;
+		unsigned maxb = with_ts ? 3 : 4;
+		static const unsigned order[] = { 2, 4, 6, 8, 10 };   /* hundreds sent ahead of the holes */
+
+		peer_init(&p, (uint16_t)(46400 + with_ts), 0xfffffe80u);     /* byte 384 crosses the wrap */
+		p.syn_sack = true;
+		p.ts = with_ts;
+		a = peer_connect(h, &p);
+		b = p.snd_nxt;
+		peer_tx(h, &p, F_ACK, d, 100);
+		expect_ack(h, &p, b + 100, 65535 - 0);
+		for (unsigned i = 0; i < 5; i++) {
+			unsigned k = order[i];
+
+			peer_tx_at(h, &p, b + 100 * k, F_ACK, d + 100 * k, 100);
+			expect_seg(h, &s);
+			peer_note(&p, &s);
+			assert_int_equal(s.ack, b + 100);
+			assert_int_equal(s.len, 0);
+			assert_int_equal(s.nsack, i + 1 < maxb ? i + 1 : maxb);
+			for (unsigned j = 0; j < s.nsack; j++) {
+				assert_int_equal(s.sack[j][0], b + 100 * order[i - j]);
+				assert_int_equal(s.sack[j][1], b + 100 * order[i - j] + 100);
+			}
+		}
+		assert_int_equal(a->rx_len, 100);
+		/* A range grows (500..599 joins 400..499 and 600..699): it is reported first, merged. */
+		peer_tx_at(h, &p, b + 500, F_ACK, d + 500, 100);
+		expect_seg(h, &s);
+		peer_note(&p, &s);
+		assert_int_equal(s.sack[0][0], b + 400);
+		assert_int_equal(s.sack[0][1], b + 700);
+		assert_int_equal(s.sack[1][0], b + 1000);
+		/* The first hole: 100..199 brings 200..299 with it. */
+		peer_tx_at(h, &p, b + 100, F_ACK, d + 100, 100);
+		expect_seg(h, &s);
+		peer_note(&p, &s);
+		assert_int_equal(s.ack, b + 300);
+		assert_int_equal(a->rx_len, 300);
+		assert_int_equal(s.nsack, 3);
+		/* An overlapping retransmission over 250..449 fills 300..399 and reaches 700. */
+		peer_tx_at(h, &p, b + 250, F_ACK, d + 250, 200);
+		expect_seg(h, &s);
+		peer_note(&p, &s);
+		assert_int_equal(s.ack, b + 700);
+		assert_int_equal(s.nsack, 2);
+		/* The rest, one hole at a time. */
+		peer_tx_at(h, &p, b + 700, F_ACK, d + 700, 100);
+		expect_seg(h, &s);
+		peer_note(&p, &s);
+		assert_int_equal(s.ack, b + 900);
+		assert_int_equal(s.nsack, 1);
+		assert_int_equal(s.sack[0][0], b + 1000);
+		peer_tx_at(h, &p, b + 900, F_ACK, d + 900, 100);
+		expect_seg(h, &s);
+		peer_note(&p, &s);
+		assert_int_equal(s.ack, b + 1100);
+		assert_int_equal(s.nsack, 0);
+		assert_int_equal(a->rx_len, 1100);
+		assert_memory_equal(a->rx, d, 1100);
+		/* A FIN after a hole waits for it. */
+		peer_tx_at(h, &p, b + 1150, F_ACK | F_FIN, d + 1150, 50);
+		expect_seg(h, &s);
+		peer_note(&p, &s);
+		assert_int_equal(s.ack, b + 1100);
+		assert_int_equal(a->eof_calls, 0);
+		peer_tx_at(h, &p, b + 1100, F_ACK, d + 1100, 50);
+		expect_seg(h, &s);
+		peer_note(&p, &s);
+		assert_int_equal(s.ack, b + 1201);
+		assert_int_equal(a->rx_len, 1200);
+		assert_memory_equal(a->rx, d, 1200);
+		assert_int_equal(a->eof_calls, 1);
+		peer_free(&p);
+	}
+	assert_true(inet_stats(h->t)->ooo_held >= 12);
+	assert_int_equal(inet_stats(h->t)->drop_out_of_order, 0);
+	free(d);
+}
+
+/* The sender with SACK: after losses, only the holes go again, before any timeout. */
+static void test_sack_retransmits_holes(void **state)
+{
+	struct harness *h = *state;
+	const size_t seg = 1460, n = 10 * seg;
+	uint8_t *d = pattern(n, 67);
+	struct peer p;
+	struct app *a;
+	struct seg s, sent[10];
+	uint32_t b;
+	unsigned rtx[4], nrtx = 0;
+
+	peer_init(&p, 46500, 0x7fffff00u);
+	p.syn_sack = true;
+	a = peer_connect(h, &p);
+	b = p.rcv_nxt;
+	app_queue(a, d, n);
+	h_poll(h);
+	for (unsigned i = 0; i < 10; i++) {
+		expect_seg(h, &sent[i]);
+		assert_int_equal(sent[i].seq, b + i * seg);
+	}
+	expect_nothing(h);
+	/* Segments 2 and 6 are lost; the peer acknowledges 0-1 and SACKs the rest as it arrives. */
+	p.rcv_nxt = b + 2 * seg;
+	for (unsigned i = 3; i < 10; i++) {
+		if (i == 6)
+			continue;
+		p.nsack = i < 6 ? 1 : 2;
+		p.sack[0][0] = b + (i < 6 ? 3 : 7) * seg;
+		p.sack[0][1] = b + (i + 1) * seg;
+		p.sack[1][0] = b + 3 * seg;
+		p.sack[1][1] = b + 6 * seg;
+		peer_ack(h, &p);
+		while (pop_seg(h, &s)) {
+			assert_true(s.len > 0);
+			assert_true(nrtx < 4);
+			rtx[nrtx++] = (s.seq - b) / seg;
+			assert_int_equal(s.len, seg);
+			assert_memory_equal(s.data, d + (s.seq - b), seg);
+		}
+	}
+	/* Exactly the two holes, in order, once each, without the timer. */
+	assert_int_equal(nrtx, 2);
+	assert_int_equal(rtx[0], 2);
+	assert_int_equal(rtx[1], 6);
+	assert_int_equal(inet_stats(h->t)->fast_retransmits, 1);
+	assert_int_equal(inet_stats(h->t)->timeouts, 0);
+	assert_int_equal(inet_stats(h->t)->retransmits, 2);
+	/* The holes arrive: everything is acknowledged, recovery ends. */
+	p.nsack = 1;
+	p.sack[0][0] = b + 7 * seg;
+	p.sack[0][1] = b + 10 * seg;
+	p.rcv_nxt = b + 6 * seg;
+	peer_ack(h, &p);
+	p.nsack = 0;
+	p.rcv_nxt = b + 10 * seg;
+	peer_ack(h, &p);
+	expect_nothing(h);
+	assert_int_equal(a->acked, n);
+	h->now += 5000;
+	h_poll(h);
+	expect_nothing(h);
+	free(d);
+	peer_free(&p);
+}
+
+/* Without SACK: three duplicate ACKs retransmit the first segment; a partial ACK the next hole (NewReno). */
+static void test_newreno_fast_retransmit(void **state)
+{
+	struct harness *h = *state;
+	const size_t seg = 1460, n = 10 * seg;
+	uint8_t *d = pattern(n, 71);
+	struct peer p;
+	struct app *a;
+	struct seg s;
+	uint32_t b;
+
+	peer_init(&p, 46600, 42);
+	a = peer_connect(h, &p);
+	b = p.rcv_nxt;
+	app_queue(a, d, n);
+	h_poll(h);
+	h_drain_queue(h);
+	/* 2 and 6 lost: ACK of 0-1, then a duplicate for each of 3, 4, 5. */
+	p.rcv_nxt = b + 2 * seg;
+	peer_ack(h, &p);
+	peer_ack(h, &p);
+	peer_ack(h, &p);
+	expect_nothing(h);
+	peer_ack(h, &p);
+	expect_seg(h, &s);
+	expect_nothing(h);
+	assert_int_equal(s.seq, b + 2 * seg);
+	assert_int_equal(s.len, seg);
+	assert_memory_equal(s.data, d + 2 * seg, seg);
+	/* Duplicates for 7, 8, 9: nothing new to send. */
+	peer_ack(h, &p);
+	peer_ack(h, &p);
+	peer_ack(h, &p);
+	expect_nothing(h);
+	/* The retransmission fills 2: a partial ACK up to 6, which goes at once. */
+	p.rcv_nxt = b + 6 * seg;
+	peer_ack(h, &p);
+	expect_seg(h, &s);
+	expect_nothing(h);
+	assert_int_equal(s.seq, b + 6 * seg);
+	assert_memory_equal(s.data, d + 6 * seg, seg);
+	p.rcv_nxt = b + 10 * seg;
+	peer_ack(h, &p);
+	expect_nothing(h);
+	assert_int_equal(a->acked, n);
+	assert_int_equal(inet_stats(h->t)->fast_retransmits, 1);
+	assert_int_equal(inet_stats(h->t)->retransmits, 2);
+	assert_int_equal(inet_stats(h->t)->timeouts, 0);
+	free(d);
+	peer_free(&p);
+}
+
+/*
+ * A timeout with SACK: everything unacknowledged goes again from the first
+ * hole, in slow start, skipping what the peer SACKed.
+ */
+static void test_sack_timeout_skips_sacked(void **state)
+{
+	struct harness *h = *state;
+	const size_t seg = 1460, n = 6 * seg;
+	uint8_t *d = pattern(n, 73);
+	struct peer p;
+	struct app *a;
+	struct seg s;
+	uint32_t b;
+
+	peer_init(&p, 46700, 9);
+	p.syn_sack = true;
+	a = peer_connect(h, &p);
+	b = p.rcv_nxt;
+	app_queue(a, d, n);
+	h_poll(h);
+	h_drain_queue(h);
+	/* 0 and 3 lost, 4-5 late; one ACK SACKs 1-2: too little to call a loss, the timer does. */
+	p.nsack = 1;
+	p.sack[0][0] = b + 1 * seg;
+	p.sack[0][1] = b + 3 * seg;
+	peer_ack(h, &p);
+	expect_nothing(h);
+	h->now += INET_TCP_RTO_MS;
+	h_poll(h);
+	expect_seg(h, &s);
+	expect_nothing(h);                          /* a window of one segment */
+	assert_int_equal(s.seq, b);
+	/* 0 in, so 1-2 are acknowledged; 4-5 arrived meanwhile and are SACKed: only 3 goes again. */
+	p.sack[0][0] = b + 4 * seg;
+	p.sack[0][1] = b + 6 * seg;
+	p.rcv_nxt = b + 3 * seg;
+	peer_ack(h, &p);
+	expect_seg(h, &s);
+	expect_nothing(h);
+	assert_int_equal(s.seq, b + 3 * seg);
+	assert_memory_equal(s.data, d + 3 * seg, seg);
+	p.nsack = 0;
+	p.rcv_nxt = b + n;
+	peer_ack(h, &p);
+	expect_nothing(h);
+	assert_int_equal(a->acked, n);
+	assert_int_equal(inet_stats(h->t)->retransmits, 2);
+	assert_int_equal(inet_stats(h->t)->timeouts, 1);
+	assert_int_equal(inet_stats(h->t)->fast_retransmits, 0);
+	free(d);
+	peer_free(&p);
+}
+
+/*
+ * Timestamps: echoed, our clock in ms, the peer's clock across its wrap, old
+ * ones refused (PAWS), ours across its wrap; the RTO follows the RTT.
+ */
+static void test_timestamps(void **state)
+{
+	struct harness *h = *state;
+	uint8_t *d = pattern(4000, 79);
+	struct peer p;
+	struct app *a;
+	struct seg s, r;
+	uint32_t b, t0;
+	uint64_t now0;
+
+	peer_init(&p, 46800, 100);
+	p.ts = true;
+	p.tsval = 0xfffffff0u;
+	now0 = h->now;
+	a = peer_connect(h, &p);
+	t0 = p.ts_recent;
+	/* Our clock is one of its own: random per connection, so 2^32 ms needn't pass for it to wrap. */
+	b = p.snd_nxt;
+	p.tsval += 5;
+	h->now += 7;
+	peer_tx(h, &p, F_ACK, d, 10);
+	expect_seg(h, &s);
+	peer_note(&p, &s);
+	assert_int_equal(s.tsval, t0 + 7);
+	/* Across the peer's wrap: 0xfffffffe, then 5. */
+	p.tsval = 0xfffffffeu;
+	peer_tx(h, &p, F_ACK, d + 10, 10);
+	expect_ack(h, &p, b + 20, 65535);
+	p.tsval = 5;
+	peer_tx(h, &p, F_ACK, d + 20, 10);
+	expect_ack(h, &p, b + 30, 65535);
+	assert_int_equal(a->rx_len, 30);
+	/* An old one (before 5, across the wrap): refused, answered with an ACK echoing 5. */
+	p.tsval = 0xfffffff8u;
+	peer_tx_at(h, &p, b + 30, F_ACK, d + 30, 10);
+	expect_seg(h, &s);
+	assert_int_equal(s.ack, b + 30);
+	assert_int_equal(s.tsecr, 5);
+	assert_int_equal(a->rx_len, 30);
+	assert_int_equal(inet_stats(h->t)->drop_paws, 1);
+	p.tsval = 6;
+	peer_tx_at(h, &p, b + 30, F_ACK, d + 30, 10);
+	expect_ack(h, &p, b + 40, 65535);
+	p.snd_nxt = b + 40;
+
+	/* The RTO from the RTT: answered after 300 ms, the next timeout waits 300 + 4 x 150 = 900 ms. */
+	app_queue(a, d, 100);
+	h_poll(h);
+	expect_seg(h, &s);
+	peer_note(&p, &s);
+	h->now += 300;
+	p.rcv_nxt += 100;
+	peer_ack(h, &p);
+	expect_nothing(h);
+	app_queue(a, d, 100);
+	h_poll(h);
+	expect_seg(h, &s);
+	h->now += 899;
+	h_poll(h);
+	expect_nothing(h);
+	h->now += 1;
+	h_poll(h);
+	expect_seg(h, &r);
+	assert_int_equal(r.seq, s.seq);
+	assert_int_equal(inet_stats(h->t)->timeouts, 1);
+	peer_note(&p, &r);
+	p.rcv_nxt += 100;
+	peer_ack(h, &p);
+	expect_nothing(h);
+
+	/* Our clock past its wrap (2^32 ms later): still echoed, and still an RTT sample (of 1 ms). */
+	h->now += 0x100000000ull - 1000;
+	p.tsval = 100;
+	peer_tx(h, &p, F_ACK, d, 10);
+	expect_seg(h, &s);
+	peer_note(&p, &s);
+	assert_int_equal(s.tsval, t0 + (uint32_t)(h->now - now0));
+	assert_true(h->now - now0 > 0xffffffffull);  /* so the 32-bit clock wrapped */
+	app_queue(a, d, 100);
+	h_poll(h);
+	expect_seg(h, &s);
+	peer_note(&p, &s);
+	h->now += 1;
+	p.rcv_nxt += 100;
+	peer_ack(h, &p);
+	/*
+	 * Samples so far: 300 ms, 0 (the ACK of the retransmission echoes it), 1:
+	 * srtt x 8 = 2400, 2100, 1839; rttvar x 4 = 600, 750, 824; so the RTO is
+	 * 229 + 824 = 1053 ms (without the last sample it would be 1012).
+	 */
+	app_queue(a, d, 100);
+	h_poll(h);
+	expect_seg(h, &s);
+	h->now += 1052;
+	h_poll(h);
+	expect_nothing(h);
+	h->now += 1;
+	h_poll(h);
+	expect_seg(h, &r);
+	assert_int_equal(r.seq, s.seq);
+	free(d);
+	peer_free(&p);
+}
+
+/*
+ * Bounded memory: a reader that takes nothing on every connection, each peer
+ * sending into the scaled window, in order and out of order: no connection
+ * ever takes more than its window.
+ */
+static void test_buffer_bounded(void **state)
+{
+	struct harness *h = *state;
+	const uint32_t win = 128u << 10;
+	uint8_t *d = pattern(300000, 83);
+	struct peer p[INET_TCP_MAX_CONNS];
+
+	h_window(h, win);
+	h->budget = 0;
+	for (unsigned i = 0; i < INET_TCP_MAX_CONNS; i++) {
+		uint32_t b;
+
+		peer_init_opts(&p[i], (uint16_t)(46900 + i), 1000u * i);
+		p[i].tsval = 1;
+		peer_connect(h, &p[i]);
+		b = p[i].snd_nxt;
+		/* Far ahead, then everything in order, well past the window. */
+		peer_tx_at(h, &p[i], b + win - 1000, F_ACK, d, 1000);
+		peer_tx_at(h, &p[i], b + win, F_ACK, d, 1000);
+		for (size_t off = 0; off < 2 * win; off += 1448)
+			peer_tx_at(h, &p[i], b + (uint32_t)off, F_ACK, d + off, 1448);
+		h_drain_queue(h);
+	}
+	assert_int_equal(inet_stats(h->t)->bytes_in, (uint64_t)INET_TCP_MAX_CONNS * win);
+	for (unsigned i = 0; i < INET_TCP_MAX_CONNS; i++)
+		peer_free(&p[i]);
+	free(d);
+}
+
 /* ---- hostile frames ------------------------------------------------------------------------- */
 
 /* Feeds one frame that must be dropped: no output, exactly one drop counted, by the counter named. */
@@ -2130,6 +2903,10 @@ static void test_fuzz(void **state)
 
 		peer_init(&p, (uint16_t)(45000 + port), rnd());
 		p.syn_mss = (int)(rnd() % 2000) - 100;
+		p.syn_ws = rnd() % 2 ? -1 : (int)(rnd() % 20);
+		p.syn_sack = rnd() % 2;
+		p.ts = rnd() % 2;
+		p.tsval = rnd() % 4 ? 1000 + iter : rnd();
 		h->echo = rnd() % 2;
 		h->budget = rnd() % 3 ? SIZE_MAX : rnd() % 5000;
 		if (kind == 0 || (!fp[port].known && kind < 5)) {
@@ -2138,10 +2915,19 @@ static void test_fuzz(void **state)
 			static const unsigned fl[] = {
 				F_ACK, F_ACK | F_PSH, F_ACK | F_FIN, F_RST, F_ACK | F_SYN, 0,
 			};
-			size_t len = rnd() % 3 ? rnd() % 1461 : 0;
+			size_t len = rnd() % 3 ? rnd() % 1449 : 0, ol;
+			uint8_t opt[40];
 
+			/* Timestamps (fresh, or stale), SACK blocks near what the stack sent. */
+			p.ts_recent = rnd();
+			p.nsack = rnd() % 3 ? 0 : 1 + rnd() % 3;
+			for (unsigned k = 0; k < p.nsack; k++) {
+				p.sack[k][0] = fp[port].rcv_nxt + rnd() % 20000 - 2000;
+				p.sack[k][1] = p.sack[k][0] + rnd() % 5000 - 100;
+			}
+			ol = peer_opts(&p, opt);
 			n = build_tcp(f, &p, OUR_PORT, fp[port].snd_nxt + (rnd() % 8 ? 0 : rnd() % 70000),
-				      fp[port].rcv_nxt, fl[rnd() % 6], (uint16_t)rnd(), NULL, 0,
+				      fp[port].rcv_nxt, fl[rnd() % 6], (uint16_t)rnd(), opt, ol,
 				      payload + rnd() % 500, len);
 		} else if (kind == 5) {
 			n = build_arp(f, rnd() % 2 ? bcast_mac : our_mac, (uint16_t)(rnd() % 3), peer_mac,
@@ -2259,6 +3045,16 @@ int main(void)
 		T(test_rst_from_peer),
 		T(test_open_refused),
 		T(test_ninth_connection_refused),
+		T(test_option_negotiation),
+		T(test_options_not_negotiated_ignored),
+		T(test_scaled_window_send),
+		T(test_scaled_window_receive),
+		T(test_sack_blocks),
+		T(test_sack_retransmits_holes),
+		T(test_newreno_fast_retransmit),
+		T(test_sack_timeout_skips_sacked),
+		T(test_timestamps),
+		T(test_buffer_bounded),
 		T(test_bad_checksums),
 		T(test_bad_ip),
 		T(test_bad_tcp),
