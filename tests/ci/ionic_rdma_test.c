@@ -143,10 +143,7 @@ struct fx {
 static void fx_up(struct fx *f, uint8_t cq_depth_log2, uint8_t aq_depth_log2)
 {
 	assert_int_equal(ionic_guest_setup(&f->g, &cl), 0);
-	assert_int_equal(rg_reset_lif(&f->g), 0);
-	assert_int_equal(rg_eq_create(&f->g, &f->eq, 0, 2, 10, RG_EQ_RING(0)), 0);
-	assert_int_equal(rg_cq_create(&f->g, &f->acq, 0, 0, cq_depth_log2, RG_CQ_RING(0)), 0);
-	assert_int_equal(rg_aq_create(&f->g, &f->aq, 0, &f->acq, aq_depth_log2, RG_AQ_RING(0)), 0);
+	assert_int_equal(rg_probe(&f->g, &f->eq, &f->acq, &f->aq, cq_depth_log2, aq_depth_log2), 0);
 }
 
 static void fx_down(struct fx *f)
