@@ -23,11 +23,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../lib/ionic_rdma_guest.h"
@@ -35,8 +32,7 @@
 
 static const char *binary;
 static const char *const *server_args; /* the pass's doorbells: mapped (the client stores to BAR2) or trapped */
-static char dir[64], sock[128];
-static pid_t server;
+static struct vfc_server srv;
 static struct vfc cl;
 
 #define CFG VFU_PCI_CONFIG_REGION
@@ -73,46 +69,17 @@ enum { QPS_RESET = 0, QPS_INIT = 1, QPS_RTR = 2, QPS_RTS = 3 };
 static int start_server(void **state)
 {
 	(void)state;
-	strcpy(dir, "/tmp/ionic-rdma-ci.XXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
-	server = vfc_spawn_server(binary, dir, sock, sizeof(sock), server_args);
-	return server > 0 ? 0 : -1;
+	return vfc_server_start(&srv, "ionic-rdma-ci", binary, server_args);
 }
 
 static int stop_server(void **state)
 {
-	struct vfc c2;
-	int status = 0, alive;
-	char cmd[128];
-
-	(void)state;
 	/* A fresh client is still served after everything. */
-	alive = vfc_connect(&c2, sock, 5000) == 0 && vfc_negotiate(&c2) == 0 &&
-		vfc_read32(&c2, CFG, 0) == 0x10021dd8;
-	vfc_close(&c2);
-	kill(server, SIGTERM);
-	waitpid(server, &status, 0);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		return -1;
+	bool alive = vfc_server_id(&srv) == 0x10021dd8;
+
+	(void)state;
 	/* It survived everything and stopped cleanly (a sanitizer report would make this fail). */
-	return alive && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-}
-
-static int connect_negotiated(void **state)
-{
-	(void)state;
-	if (vfc_connect(&cl, sock, 20000))
-		return -1;
-	return vfc_negotiate(&cl) == 0 ? 0 : -1;
-}
-
-static int disconnect(void **state)
-{
-	(void)state;
-	vfc_close(&cl);
-	return 0;
+	return vfc_server_stop(&srv) == 0 && alive ? 0 : -1;
 }
 
 /* The server still answers vfio-user commands on this connection. */
@@ -3953,44 +3920,42 @@ static void test_dp_bus_master(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_lif_identity, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_queue_cmds, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_admin_cqe, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_admin_cq, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_admin_paged_cq, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_admin_qp, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_admin_mr, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_admin_ah, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_admin_slots_and_wrap, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_hostile_admin, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_hostile_doorbells, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_unmapped_queues, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_events, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_send_recv, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_send_imm_inv, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_rdma, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_atomics, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_fast_reg, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_msn_npg, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_rnr, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_ud, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_errors, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_bad_wqes, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_unmapped_rings, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_doorbells, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_states, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_fuzz, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_bus_master, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_lif_identity, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_queue_cmds, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_admin_cqe, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_admin_cq, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_admin_paged_cq, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_admin_qp, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_admin_mr, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_admin_ah, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_admin_slots_and_wrap, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_hostile_admin, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_hostile_doorbells, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_unmapped_queues, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_events, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_send_recv, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_send_imm_inv, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_rdma, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_atomics, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_fast_reg, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_msn_npg, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_rnr, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_ud, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_errors, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_bad_wqes, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_unmapped_rings, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_doorbells, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_states, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_fuzz, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_bus_master, vfc_fixture_open, vfc_fixture_close),
 	};
 
 	int failed;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s path/to/rocm-ernic\n", argv[0]);
+	binary = vfc_test_binary(argc, argv);
+	if (!binary)
 		return 2;
-	}
-	binary = argv[1];
-	signal(SIGPIPE, SIG_IGN);
+	vfc_fixture_use(&cl, &srv);
 	/*
 	 * Every test twice: with the doorbell pages mapped (the client's doorbells are
 	 * stores the server finds by polling; REGION_WRITEs to BAR2, which some tests

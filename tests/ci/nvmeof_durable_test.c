@@ -34,7 +34,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -55,8 +54,8 @@
 _Static_assert(QD * DATA_SIZE <= NVMF_HOST_IO_LEN && MAX_NLB * BS <= DATA_SIZE, "data buffers");
 
 static const char *binary;
-static char dir[64], sock[128], img[128], backend[192];
-static pid_t server = -1;
+static struct vfc_server srv;
+static char img[192], backend[256];
 static struct vfc cl;
 
 /* ---- the guest: the NVMe-oF host ---- */
@@ -72,10 +71,8 @@ static void start(void)
 {
 	const char *args[] = { "--backend", backend, NULL };
 
-	server = vfc_spawn_server(binary, dir, sock, sizeof(sock), args);
-	assert_true(server > 0);
-	assert_int_equal(vfc_connect(&cl, sock, 20000), 0);
-	assert_int_equal(vfc_negotiate(&cl), 0);
+	assert_int_equal(vfc_server_spawn(&srv, binary, args), 0);
+	assert_int_equal(vfc_open(&cl, srv.sock, 20000), 0);
 	{
 		/* A user-space host: its QPs unprivileged, capsules and responses under the region's key. */
 		const struct nvmf_host_config hc = {
@@ -106,12 +103,9 @@ static void guest_gone(void)
 /* SIGKILL, right now, whatever is in flight. */
 static void kill_server(void)
 {
-	int status;
+	int status = vfc_server_kill(&srv, SIGKILL);
 
-	assert_int_equal(kill(server, SIGKILL), 0);
-	assert_int_equal(waitpid(server, &status, 0), server);
-	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-	server = -1;
+	assert_true(status >= 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	guest_gone();
 }
 
@@ -428,13 +422,10 @@ static void test_kill_during_traffic(void **state)
 	}
 	/* A clean stop still works on an image that went through all of it. */
 	{
-		int status;
+		int status = vfc_server_kill(&srv, SIGTERM);
 
-		assert_int_equal(kill(server, SIGTERM), 0);
-		assert_int_equal(waitpid(server, &status, 0), server);
-		server = -1;
 		guest_gone();
-		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		assert_true(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
 		check_file(copy);
 	}
 }
@@ -444,10 +435,9 @@ static int setup(void **state)
 	int fd;
 
 	(void)state;
-	snprintf(dir, sizeof(dir), "%s/nvmeof-durable-ci.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(dir))
+	if (vfc_server_mkdir(&srv, "nvmeof-durable-ci"))
 		return -1;
-	snprintf(img, sizeof(img), "%s/ns.img", dir);
+	snprintf(img, sizeof(img), "%s/ns.img", srv.dir);
 	snprintf(backend, sizeof(backend), "nvmeof:file=%s,size=%u,bs=%u", img, NBLK * BS, BS);
 	fd = open(img, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0)
@@ -458,16 +448,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
 	(void)state;
-	if (server > 0) {
-		kill(server, SIGKILL);
-		waitpid(server, NULL, 0);
-		server = -1;
-	}
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return vfc_server_remove(&srv);
 }
 
 int main(int argc, char **argv)
@@ -476,11 +458,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_kill_during_traffic, setup, teardown),
 	};
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s path/to/rocm-ernic\n", argv[0]);
+	binary = vfc_test_binary(argc, argv);
+	if (!binary)
 		return 2;
-	}
-	binary = argv[1];
-	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests_name("nvmeof-durable-ci", tests, NULL, NULL);
 }

@@ -24,19 +24,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../lib/nvmf_host.h"
 #include "../lib/vfu_client.h"
 
 static const char *binary;
-static char dir[64], sock[128];
-static pid_t server;
+static struct vfc_server srv;
 static struct vfc cl;
 
 #define CFG VFU_PCI_CONFIG_REGION
@@ -251,43 +246,13 @@ static bool all_ee(const uint8_t *p, size_t n)
 static int start_server(void **state)
 {
 	(void)state;
-	strcpy(dir, "/tmp/nvmeof-rdma-ci.XXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
-	server = vfc_spawn_server(binary, dir, sock, sizeof(sock),
-				  (const char *const[]){ "-b", "nvmeof:size=4M", NULL });
-	return server > 0 ? 0 : -1;
+	return vfc_server_start(&srv, "nvmeof-rdma-ci", binary, (const char *const[]){ "-b", "nvmeof:size=4M", NULL });
 }
 
 static int stop_server(void **state)
 {
-	int status = 0;
-	char cmd[128];
-	bool alive;
-
 	(void)state;
-	alive = kill(server, 0) == 0;
-	kill(server, SIGTERM);
-	waitpid(server, &status, 0);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		return -1;
-	return alive && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-}
-
-static int connect_negotiated(void **state)
-{
-	(void)state;
-	if (vfc_connect(&cl, sock, 20000))
-		return -1;
-	return vfc_negotiate(&cl) == 0 ? 0 : -1;
-}
-
-static int disconnect(void **state)
-{
-	(void)state;
-	vfc_close(&cl);
-	return 0;
+	return vfc_server_stop(&srv);
 }
 
 /* ---- tests ---- */
@@ -667,19 +632,17 @@ static void test_bus_master_holds_responses(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_connect_io, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_responses_wait_for_receives, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_send_from_foreign_qp, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_reconnect_after_reset, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_qp_destroyed_mid_transfer, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_bus_master_holds_responses, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_connect_io, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_responses_wait_for_receives, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_send_from_foreign_qp, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_reconnect_after_reset, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_qp_destroyed_mid_transfer, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_bus_master_holds_responses, vfc_fixture_open, vfc_fixture_close),
 	};
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s path/to/rocm-ernic\n", argv[0]);
+	binary = vfc_test_binary(argc, argv);
+	if (!binary)
 		return 2;
-	}
-	binary = argv[1];
-	signal(SIGPIPE, SIG_IGN);
+	vfc_fixture_use(&cl, &srv);
 	return cmocka_run_group_tests_name("nvmeof-rdma-ci", tests, start_server, stop_server);
 }
