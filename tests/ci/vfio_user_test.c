@@ -905,26 +905,35 @@ static uint16_t csum(const uint8_t *p, size_t n)
 	return (uint16_t)~s;
 }
 
-static size_t icmp_echo(uint8_t *f, uint16_t seq, size_t payload)
+/* Ethernet from the guest to the endpoint, IPv4 192.168.200.2 -> .1 for l4_len bytes of proto; the L4 header. */
+static uint8_t *eth_ipv4(uint8_t *f, uint8_t proto, size_t l4_len)
 {
+	uint8_t *ip = f + 14;
 	uint16_t c;
 
 	memcpy(f, ep_mac, 6);
 	memcpy(f + 6, guest_mac, 6);
 	f[12] = 0x08;
 	f[13] = 0x00;
-	uint8_t *ip = f + 14, *icmp = ip + 20;
 	memset(ip, 0, 20);
 	ip[0] = 0x45;
-	ip[2] = (uint8_t)((20 + 8 + payload) >> 8);
-	ip[3] = (uint8_t)(20 + 8 + payload);
+	ip[2] = (uint8_t)((20 + l4_len) >> 8);
+	ip[3] = (uint8_t)(20 + l4_len);
 	ip[8] = 64;
-	ip[9] = 1;
+	ip[9] = proto;
 	ip[12] = 192; ip[13] = 168; ip[14] = 200; ip[15] = 2;
 	ip[16] = 192; ip[17] = 168; ip[18] = 200; ip[19] = 1;
 	c = csum(ip, 20);
 	ip[10] = (uint8_t)(c >> 8);
 	ip[11] = (uint8_t)c;
+	return ip + 20;
+}
+
+static size_t icmp_echo(uint8_t *f, uint16_t seq, size_t payload)
+{
+	uint8_t *icmp = eth_ipv4(f, 1, 8 + payload);
+	uint16_t c;
+
 	memset(icmp, 0, 8);
 	icmp[0] = 8;
 	icmp[6] = (uint8_t)(seq >> 8);
@@ -940,24 +949,10 @@ static size_t icmp_echo(uint8_t *f, uint16_t seq, size_t payload)
 /* A TCP segment without options from 192.168.200.2:40000 to the endpoint's S3 port (9000). */
 static size_t tcp_segment(uint8_t *f, uint8_t flags, uint32_t seq, uint32_t ack)
 {
-	uint8_t pseudo[12 + 20];
+	uint8_t pseudo[12 + 20], *tcp = eth_ipv4(f, 6, 20);
 	uint16_t c;
 
-	memcpy(f, ep_mac, 6);
-	memcpy(f + 6, guest_mac, 6);
-	f[12] = 0x08;
-	f[13] = 0x00;
-	uint8_t *ip = f + 14, *tcp = ip + 20;
-	memset(ip, 0, 40);
-	ip[0] = 0x45;
-	ip[3] = 40;
-	ip[8] = 64;
-	ip[9] = 6;
-	ip[12] = 192; ip[13] = 168; ip[14] = 200; ip[15] = 2;
-	ip[16] = 192; ip[17] = 168; ip[18] = 200; ip[19] = 1;
-	c = csum(ip, 20);
-	ip[10] = (uint8_t)(c >> 8);
-	ip[11] = (uint8_t)c;
+	memset(tcp, 0, 20);
 	tcp[0] = 40000 >> 8; tcp[1] = 40000 & 0xff;
 	tcp[2] = 9000 >> 8; tcp[3] = 9000 & 0xff;
 	for (int i = 0; i < 4; i++) {
@@ -968,7 +963,7 @@ static size_t tcp_segment(uint8_t *f, uint8_t flags, uint32_t seq, uint32_t ack)
 	tcp[13] = flags;
 	tcp[14] = 0xff;
 	tcp[15] = 0xff;
-	memcpy(pseudo, ip + 12, 8);
+	memcpy(pseudo, f + 14 + 12, 8);
 	pseudo[8] = 0;
 	pseudo[9] = 6;
 	pseudo[10] = 0;
