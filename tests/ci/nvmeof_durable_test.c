@@ -40,6 +40,7 @@
 
 #include "../lib/nvmf_host.h"
 #include "../lib/vfu_client.h"
+#include "../lib/xorshift.h"
 
 #define BS          4096u
 #define NBLK        4096u                  /* a 16 MiB image */
@@ -122,9 +123,7 @@ static void block_fill(uint8_t *p, uint64_t lba, uint64_t seq)
 	uint64_t x = (lba + 1) * 0x9e3779b97f4a7c15ull ^ seq * 0xbf58476d1ce4e5b9ull;
 
 	for (size_t i = sizeof(s); i < BS; i += 8) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
+		xorshift64(&x);
 		memcpy(p + i, &x, 8);
 	}
 	memcpy(p, &s, sizeof(s));
@@ -169,10 +168,7 @@ static uint32_t rng = 0x2545f491u;
 
 static uint32_t rnd(uint32_t n)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 17;
-	rng ^= rng << 5;
-	return rng % n;
+	return xorshift32(&rng) % n;
 }
 
 /* Every block of [slba, slba + nlb) is free of commands in flight. */

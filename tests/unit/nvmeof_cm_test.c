@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "../lib/ib_mad.h"
+#include "../lib/xorshift.h"
 #include "nvmeof/nvmeof_cm.h"
 #include "util/log.h"
 
@@ -1480,10 +1481,7 @@ static uint64_t fuzz_state = 0x0123456789abcdefull;
 
 static uint32_t fuzz_next(void)
 {
-	fuzz_state ^= fuzz_state << 13;
-	fuzz_state ^= fuzz_state >> 7;
-	fuzz_state ^= fuzz_state << 17;
-	return (uint32_t)(fuzz_state >> 16);
+	return (uint32_t)(xorshift64(&fuzz_state) >> 16);
 }
 
 /* Random bodies under valid headers, with IDs borrowed from real connections so the state machine moves. */

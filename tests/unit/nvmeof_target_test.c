@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../lib/xorshift.h"
 #include "nvmeof/nvmeof_target.h"
 #include "util/backend_opts.h"
 
@@ -1290,9 +1291,7 @@ static void cm_fill(uint8_t *p, uint64_t lba, uint64_t seq)
 	uint64_t x = (lba + 1) * 0x9e3779b97f4a7c15ull ^ seq * 0xbf58476d1ce4e5b9ull;
 
 	for (size_t i = 0; i < 4096; i += 8) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
+		xorshift64(&x);
 		memcpy(p + i, &x, 8);
 	}
 	memcpy(p, &lba, 8);
@@ -1356,10 +1355,7 @@ static uint32_t cm_rng = 0x6d2b79f5u;
 
 static uint32_t cm_rnd(uint32_t n)
 {
-	cm_rng ^= cm_rng << 13;
-	cm_rng ^= cm_rng >> 17;
-	cm_rng ^= cm_rng << 5;
-	return cm_rng % n;
+	return xorshift32(&cm_rng) % n;
 }
 
 /* The blocks of [slba, slba + nlb) completed with operation seq; promised durable too if durable. */
