@@ -247,10 +247,8 @@ static void setup(struct bench *b, struct vfc *c)
 	if ((st = ionic_guest_setup(&b->g, c)) != 0)
 		die("guest set-up failed at step %d", -st);
 	b->g.db_wait = false; /* every queue has a doorbell word of its own */
-	if (rg_reset_lif(&b->g) || rg_eq_create(&b->g, &b->eq, 0, 2, 10, RG_EQ_RING(0)) ||
-	    rg_cq_create(&b->g, &b->acq, 0, 0, 8, RG_CQ_RING(0)) ||
-	    rg_aq_create(&b->g, &b->aq, 0, &b->acq, 4, RG_AQ_RING(0)))
-		die("RDMA admin queue set-up failed");
+	if ((st = rg_probe(&b->g, &b->eq, &b->acq, &b->aq, 8, 4)) != 0)
+		die("RDMA admin queue set-up failed at step %d", -st);
 	for (int i = 0; i < 4; i++) {
 		if ((st = create_cq(b, 10 + (uint32_t)i, B_CQ(i), (uint16_t)PAGE_CQ(i))) != 0)
 			die("CREATE_CQ %d: status %d", 10 + i, st);

@@ -23,20 +23,17 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../lib/ionic_rdma_guest.h"
 #include "../lib/vfu_client.h"
+#include "../lib/xorshift.h"
 
 static const char *binary;
 static const char *const *server_args; /* the pass's doorbells: mapped (the client stores to BAR2) or trapped */
-static char dir[64], sock[128];
-static pid_t server;
+static struct vfc_server srv;
 static struct vfc cl;
 
 #define CFG VFU_PCI_CONFIG_REGION
@@ -73,46 +70,17 @@ enum { QPS_RESET = 0, QPS_INIT = 1, QPS_RTR = 2, QPS_RTS = 3 };
 static int start_server(void **state)
 {
 	(void)state;
-	strcpy(dir, "/tmp/ionic-rdma-ci.XXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
-	server = vfc_spawn_server(binary, dir, sock, sizeof(sock), server_args);
-	return server > 0 ? 0 : -1;
+	return vfc_server_start(&srv, "ionic-rdma-ci", binary, server_args);
 }
 
 static int stop_server(void **state)
 {
-	struct vfc c2;
-	int status = 0, alive;
-	char cmd[128];
-
-	(void)state;
 	/* A fresh client is still served after everything. */
-	alive = vfc_connect(&c2, sock, 5000) == 0 && vfc_negotiate(&c2) == 0 &&
-		vfc_read32(&c2, CFG, 0) == 0x10021dd8;
-	vfc_close(&c2);
-	kill(server, SIGTERM);
-	waitpid(server, &status, 0);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		return -1;
+	bool alive = vfc_server_id(&srv) == 0x10021dd8;
+
+	(void)state;
 	/* It survived everything and stopped cleanly (a sanitizer report would make this fail). */
-	return alive && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-}
-
-static int connect_negotiated(void **state)
-{
-	(void)state;
-	if (vfc_connect(&cl, sock, 20000))
-		return -1;
-	return vfc_negotiate(&cl) == 0 ? 0 : -1;
-}
-
-static int disconnect(void **state)
-{
-	(void)state;
-	vfc_close(&cl);
-	return 0;
+	return vfc_server_stop(&srv) == 0 && alive ? 0 : -1;
 }
 
 /* The server still answers vfio-user commands on this connection. */
@@ -143,10 +111,7 @@ struct fx {
 static void fx_up(struct fx *f, uint8_t cq_depth_log2, uint8_t aq_depth_log2)
 {
 	assert_int_equal(ionic_guest_setup(&f->g, &cl), 0);
-	assert_int_equal(rg_reset_lif(&f->g), 0);
-	assert_int_equal(rg_eq_create(&f->g, &f->eq, 0, 2, 10, RG_EQ_RING(0)), 0);
-	assert_int_equal(rg_cq_create(&f->g, &f->acq, 0, 0, cq_depth_log2, RG_CQ_RING(0)), 0);
-	assert_int_equal(rg_aq_create(&f->g, &f->aq, 0, &f->acq, aq_depth_log2, RG_AQ_RING(0)), 0);
+	assert_int_equal(rg_probe(&f->g, &f->eq, &f->acq, &f->aq, cq_depth_log2, aq_depth_log2), 0);
 }
 
 static void fx_down(struct fx *f)
@@ -1832,12 +1797,8 @@ static void pattern(struct dp *d, uint64_t addr, size_t len, uint32_t seed)
 	uint8_t *p = gp(d, addr);
 	uint32_t x = seed | 1;
 
-	for (size_t i = 0; i < len; i++) {
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-		p[i] = (uint8_t)x;
-	}
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)xorshift32(&x);
 }
 
 /* ---- RC SEND/RECV ---- */
@@ -3520,19 +3481,11 @@ static void test_dp_states(void **state)
 
 /* ---- fuzz: random WQE bytes on an RC pair ---- */
 
-static uint32_t fz_next(uint32_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 17;
-	*x ^= *x << 5;
-	return *x;
-}
-
 static uint64_t fz_next64(uint32_t *x)
 {
-	uint64_t hi = fz_next(x);
+	uint64_t hi = xorshift32(x);
 
-	return hi << 32 | fz_next(x);
+	return hi << 32 | xorshift32(x);
 }
 
 /* Keys a fuzzed WQE may carry: the real ones (pd 1 and pd 2, fast-reg), near misses, 0 and noise. */
@@ -3540,9 +3493,9 @@ static uint32_t fz_key(uint32_t *x)
 {
 	static const uint32_t keys[] = { RG_KEY(1, 0x11), RG_KEY(2, 0x22), RG_KEY(3, 0x33), RG_KEY(4, 0x40),
 					 RG_KEY(4, 0x41), RG_KEY(1, 0x12), RG_KEY(2047, 0x11), 0 };
-	uint32_t r = fz_next(x);
+	uint32_t r = xorshift32(x);
 
-	return r % 5 ? keys[r % (sizeof(keys) / sizeof(keys[0]))] : fz_next(x);
+	return r % 5 ? keys[r % (sizeof(keys) / sizeof(keys[0]))] : xorshift32(x);
 }
 
 /* The regions a fuzzed WQE aims at: both MRs of PD 1, the one of PD 2, the fast-reg MR as REG_MR sets it up. */
@@ -3557,16 +3510,16 @@ static const struct { uint64_t va, len; uint32_t key; } fz_regions[] = {
 static void fz_ref(uint32_t *x, uint64_t *va, uint32_t *len, uint32_t *key)
 {
 	static const uint8_t pick[10] = { 0, 0, 0, 0, 1, 1, 1, 2, 3, 3 };
-	uint32_t r = fz_next(x), g = pick[fz_next(x) % 10];
-	uint64_t off = fz_next(x) % fz_regions[g].len;
+	uint32_t r = xorshift32(x), g = pick[xorshift32(x) % 10];
+	uint64_t off = xorshift32(x) % fz_regions[g].len;
 
 	*key = r % 8 ? fz_regions[g].key : fz_key(x);
 	*va = r % 29 == 0 ? fz_next64(x) : fz_regions[g].va + off;
-	switch (fz_next(x) % 16) {
-	case 0: *len = (uint32_t)(fz_regions[g].len - off) + fz_next(x) % 64; break; /* at or past the end */
-	case 1: *len = fz_next(x); break;
+	switch (xorshift32(x) % 16) {
+	case 0: *len = (uint32_t)(fz_regions[g].len - off) + xorshift32(x) % 64; break; /* at or past the end */
+	case 1: *len = xorshift32(x); break;
 	case 2: case 3: *len = 0; break;
-	default: *len = fz_next(x) % 0x200;
+	default: *len = xorshift32(x) % 0x200;
 	}
 }
 
@@ -3581,7 +3534,7 @@ static void fz_wqe(uint32_t *x, uint8_t w[128], uint32_t valid_pct)
 {
 	static const uint16_t flag_bits[] = { RG_WQE_FENCE, RG_WQE_SOL, RG_WQE_SIG, RG_WQE_SPEC32, RG_WQE_SPEC16,
 					      RG_WQE_INL, 0x0100, 0x8000 };
-	uint32_t r = fz_next(x);
+	uint32_t r = xorshift32(x);
 	uint16_t flags = 0;
 	uint8_t op, nsge;
 
@@ -3590,30 +3543,30 @@ static void fz_wqe(uint32_t *x, uint8_t w[128], uint32_t valid_pct)
 		/* A valid one: SEND(_IMM), WRITE(_IMM), READ or an atomic within the PD-1 regions. */
 		static const uint8_t ops[] = { RG_WR_SEND, RG_WR_SEND_IMM, RG_WR_RDMA_WRITE, RG_WR_RDMA_WRITE_IMM,
 					       RG_WR_RDMA_READ, RG_WR_ATOMIC_FA, RG_WR_ATOMIC_CS };
-		uint32_t g = fz_next(x) % 2, n = 1 + fz_next(x) % 3, total = 0;
-		uint64_t rva = fz_regions[g].va + (fz_next(x) % (fz_regions[g].len - 0x600) & ~7ull);
+		uint32_t g = xorshift32(x) % 2, n = 1 + xorshift32(x) % 3, total = 0;
+		uint64_t rva = fz_regions[g].va + (xorshift32(x) % (fz_regions[g].len - 0x600) & ~7ull);
 
-		op = ops[fz_next(x) % sizeof(ops)];
+		op = ops[xorshift32(x) % sizeof(ops)];
 		rg_le64(w, fz_next64(x));
 		w[8] = op;
 		w[9] = op >= RG_WR_ATOMIC_CS ? 1 : (uint8_t)n;
 		rg_be16(w + 10, RG_WQE_SIG);
-		rg_be32(w + 12, fz_next(x));
+		rg_be32(w + 12, xorshift32(x));
 		rg_be32(w + 16, (uint32_t)(rva >> 32));
 		rg_be32(w + 20, (uint32_t)rva);
 		rg_be32(w + 24, fz_regions[g].key);
 		if (op >= RG_WR_ATOMIC_CS) {
-			rg_be32(w + 32, fz_next(x) % 0x100);
-			rg_be32(w + 40, fz_next(x) % 0x100);
-			rg_be64(w + 48, fz_regions[0].va + (fz_next(x) % 0x1000 & ~7ull));
+			rg_be32(w + 32, xorshift32(x) % 0x100);
+			rg_be32(w + 40, xorshift32(x) % 0x100);
+			rg_be64(w + 48, fz_regions[0].va + (xorshift32(x) % 0x1000 & ~7ull));
 			rg_be32(w + 56, 8);
 			rg_be32(w + 60, fz_regions[0].key);
 			return;
 		}
 		for (uint32_t i = 0; i < n; i++) {
-			uint32_t h = fz_next(x) % 2, len = fz_next(x) % 0x200;
+			uint32_t h = xorshift32(x) % 2, len = xorshift32(x) % 0x200;
 
-			rg_be64(w + 32 + 16 * i, fz_regions[h].va + fz_next(x) % (fz_regions[h].len - 0x200));
+			rg_be64(w + 32 + 16 * i, fz_regions[h].va + xorshift32(x) % (fz_regions[h].len - 0x200));
 			rg_be32(w + 32 + 16 * i + 8, len);
 			rg_be32(w + 32 + 16 * i + 12, fz_regions[h].key);
 			total += len;
@@ -3623,14 +3576,14 @@ static void fz_wqe(uint32_t *x, uint8_t w[128], uint32_t valid_pct)
 	}
 	if (r % 3 == 0) {
 		for (int i = 0; i < 128; i += 4)
-			rg_be32(w + i, fz_next(x));
+			rg_be32(w + i, xorshift32(x));
 		return;
 	}
 	memset(w, 0, 128);
-	op = r % 13 == 0 ? (uint8_t)fz_next(x) : (uint8_t)(fz_next(x) % 11);
-	nsge = fz_next(x) % 17 == 0 ? (uint8_t)fz_next(x) : (uint8_t)(fz_next(x) % (fz_next(x) % 4 ? 4 : 8));
+	op = r % 13 == 0 ? (uint8_t)xorshift32(x) : (uint8_t)(xorshift32(x) % 11);
+	nsge = xorshift32(x) % 17 == 0 ? (uint8_t)xorshift32(x) : (uint8_t)(xorshift32(x) % (xorshift32(x) % 4 ? 4 : 8));
 	for (size_t i = 0; i < sizeof(flag_bits) / sizeof(flag_bits[0]); i++)
-		if (fz_next(x) % (flag_bits[i] == RG_WQE_INL ? 31 : 6) == 0)
+		if (xorshift32(x) % (flag_bits[i] == RG_WQE_INL ? 31 : 6) == 0)
 			flags |= flag_bits[i];
 	rg_le64(w, fz_next64(x));
 	w[8] = op;
@@ -3638,17 +3591,17 @@ static void fz_wqe(uint32_t *x, uint8_t w[128], uint32_t valid_pct)
 	rg_be16(w + 10, flags);
 	rg_be32(w + 12, fz_key(x));
 	if (op == RG_WR_REG_MR) {
-		uint32_t map = fz_next(x) % 6;
+		uint32_t map = xorshift32(x) % 6;
 
-		w[9] = fz_next(x) % 4 ? 0x41 : (uint8_t)fz_next(x);
-		rg_be32(w + 12, fz_next(x) % 4 ? RG_KEY(4, fz_next(x)) : fz_key(x));
-		rg_be64(w + 16, fz_next(x) % 4 ? fz_regions[3].va : fz_next64(x));
-		rg_be64(w + 24, fz_next(x) % 0x5000);
-		rg_be64(w + 32, fz_next(x) % 9 == 0 ? fz_next64(x) : fz_next(x) % 0x1000);
-		rg_be64(w + 40, map > 1 ? DP_LIST + 0x3000 : DP_BUF + 0x20000 + (fz_next(x) % 0x10000));
+		w[9] = xorshift32(x) % 4 ? 0x41 : (uint8_t)xorshift32(x);
+		rg_be32(w + 12, xorshift32(x) % 4 ? RG_KEY(4, xorshift32(x)) : fz_key(x));
+		rg_be64(w + 16, xorshift32(x) % 4 ? fz_regions[3].va : fz_next64(x));
+		rg_be64(w + 24, xorshift32(x) % 0x5000);
+		rg_be64(w + 32, xorshift32(x) % 9 == 0 ? fz_next64(x) : xorshift32(x) % 0x1000);
+		rg_be64(w + 40, map > 1 ? DP_LIST + 0x3000 : DP_BUF + 0x20000 + (xorshift32(x) % 0x10000));
 		rg_be32(w + 48, map);
-		rg_be16(w + 52, (uint16_t)fz_next(x));
-		w[55] = fz_next(x) % 7 == 0 ? (uint8_t)fz_next(x) : 12;
+		rg_be16(w + 52, (uint16_t)xorshift32(x));
+		w[55] = xorshift32(x) % 7 == 0 ? (uint8_t)xorshift32(x) : 12;
 		return;
 	}
 	if (op == RG_WR_ATOMIC_CS || op == RG_WR_ATOMIC_FA) {
@@ -3657,12 +3610,12 @@ static void fz_wqe(uint32_t *x, uint8_t w[128], uint32_t valid_pct)
 
 		fz_ref(x, &va, &len, &key);
 		fz_ref(x, &lva, &len, &lkey);
-		va &= ~(fz_next(x) % 4 ? 7ull : 0ull);
+		va &= ~(xorshift32(x) % 4 ? 7ull : 0ull);
 		rg_be32(w + 16, (uint32_t)(va >> 32));
 		rg_be32(w + 20, (uint32_t)va);
 		rg_be32(w + 24, key);
 		for (int i = 28; i < 48; i += 4)
-			rg_be32(w + i, fz_next(x) % 3 ? fz_next(x) % 0x100 : fz_next(x));
+			rg_be32(w + i, xorshift32(x) % 3 ? xorshift32(x) % 0x100 : xorshift32(x));
 		rg_be64(w + 48, lva);
 		rg_be32(w + 56, 8);
 		rg_be32(w + 60, lkey);
@@ -3685,30 +3638,30 @@ static void fz_wqe(uint32_t *x, uint8_t w[128], uint32_t valid_pct)
 				rg_be32(w + 32 + 4 * i, len);
 			total += len;
 		}
-		rg_be32(w + 28, fz_next(x) % 4 ? total : fz_next(x));
+		rg_be32(w + 28, xorshift32(x) % 4 ? total : xorshift32(x));
 		if (flags & RG_WQE_INL)
 			for (int i = 32; i < 128; i++)
-				w[i] = (uint8_t)fz_next(x);
+				w[i] = (uint8_t)xorshift32(x);
 	}
 }
 
 /* A receive WQE: mostly well-formed (1 to 4 SGEs into the pd-1 regions), sometimes noise. */
 static void fz_recv(uint32_t *x, uint8_t w[128])
 {
-	uint32_t n = 1 + fz_next(x) % 4, total = 0;
+	uint32_t n = 1 + xorshift32(x) % 4, total = 0;
 
 	memset(w, 0, 128);
-	if (fz_next(x) % 8 == 0) {
+	if (xorshift32(x) % 8 == 0) {
 		for (int i = 0; i < 128; i += 4)
-			rg_be32(w + i, fz_next(x));
+			rg_be32(w + i, xorshift32(x));
 		return;
 	}
-	rg_le64(w, fz_next(x));
+	rg_le64(w, xorshift32(x));
 	w[9] = (uint8_t)n;
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t len = fz_next(x) % 0x800, which = fz_next(x) % 2;
+		uint32_t len = xorshift32(x) % 0x800, which = xorshift32(x) % 2;
 
-		rg_be64(w + 32 + 16 * i, (which ? 0x7f0000800ull : 0x10000) + fz_next(x) % 0x3000);
+		rg_be64(w + 32 + 16 * i, (which ? 0x7f0000800ull : 0x10000) + xorshift32(x) % 0x3000);
 		rg_be32(w + 32 + 16 * i + 8, len);
 		rg_be32(w + 32 + 16 * i + 12, which ? RG_KEY(2, 0x22) : RG_KEY(1, 0x11));
 		total += len;
@@ -3760,13 +3713,13 @@ static void test_dp_fuzz(void **state)
 	while (done < 5000) {
 		/* Hostile batches, mostly valid ones, and valid ones with a few bad WQEs in them. */
 		static const uint32_t valid_pct[3] = { 20, 90, 98 };
-		uint32_t n = 1 + fz_next(&x) % 32, msn[2] = { 0, 0 }, flush_rq[2] = { 0, 0 }, flush_sq[2] = { 0, 0 };
-		uint32_t vp = valid_pct[fz_next(&x) % 3];
+		uint32_t n = 1 + xorshift32(&x) % 32, msn[2] = { 0, 0 }, flush_rq[2] = { 0, 0 }, flush_sq[2] = { 0, 0 };
+		uint32_t vp = valid_pct[xorshift32(&x) % 3];
 		uint32_t qp_ev[2] = { 0, 0 }, evt, ne = 0;
 		uint8_t cqe[RG_CQE_SIZE];
 
 		for (int k = 0; k < 2; k++) {
-			uint32_t nr = fz_next(&x) % 13;
+			uint32_t nr = xorshift32(&x) % 13;
 
 			for (uint32_t i = 0; i < nr; i++) {
 				fz_recv(&x, w);
@@ -3775,16 +3728,16 @@ static void test_dp_fuzz(void **state)
 			rg_rq_ring(&d.f.g, &d.qp[k]);
 		}
 		for (uint32_t i = 0; i < n; i++) {
-			int k = fz_next(&x) % 6 == 0;
+			int k = xorshift32(&x) % 6 == 0;
 
 			fz_wqe(&x, w, vp);
 			rg_post_sq_raw(&d.f.g, &d.qp[k], w, sizeof(w));
-			if (fz_next(&x) % 4 == 0)
+			if (xorshift32(&x) % 4 == 0)
 				rg_sq_ring(&d.f.g, &d.qp[k]);
 		}
 		for (int k = 0; k < 2; k++) {
-			if (fz_next(&x) % 16 == 0)
-				rg_db(&d.f.g, RG_QTYPE_SQ, d.qp[k].id, 0, fz_next(&x)); /* stale or unposted slots */
+			if (xorshift32(&x) % 16 == 0)
+				rg_db(&d.f.g, RG_QTYPE_SQ, d.qp[k].id, 0, xorshift32(&x)); /* stale or unposted slots */
 			rg_sq_ring(&d.f.g, &d.qp[k]);
 		}
 		done += n;
@@ -3956,44 +3909,42 @@ static void test_dp_bus_master(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_lif_identity, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_queue_cmds, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_admin_cqe, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_admin_cq, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_admin_paged_cq, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_admin_qp, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_admin_mr, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_admin_ah, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_admin_slots_and_wrap, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_hostile_admin, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_hostile_doorbells, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_unmapped_queues, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_events, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_send_recv, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_send_imm_inv, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_rdma, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_atomics, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_fast_reg, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_msn_npg, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_rnr, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_ud, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_errors, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_bad_wqes, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_unmapped_rings, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_doorbells, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_states, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_fuzz, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dp_bus_master, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_lif_identity, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_queue_cmds, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_admin_cqe, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_admin_cq, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_admin_paged_cq, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_admin_qp, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_admin_mr, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_admin_ah, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_admin_slots_and_wrap, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_hostile_admin, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_hostile_doorbells, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_unmapped_queues, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_events, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_send_recv, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_send_imm_inv, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_rdma, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_atomics, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_fast_reg, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_msn_npg, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_rnr, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_ud, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_errors, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_bad_wqes, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_unmapped_rings, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_doorbells, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_states, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_fuzz, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_bus_master, vfc_fixture_open, vfc_fixture_close),
 	};
 
 	int failed;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s path/to/rocm-ernic\n", argv[0]);
+	binary = vfc_test_binary(argc, argv);
+	if (!binary)
 		return 2;
-	}
-	binary = argv[1];
-	signal(SIGPIPE, SIG_IGN);
+	vfc_fixture_use(&cl, &srv);
 	/*
 	 * Every test twice: with the doorbell pages mapped (the client's doorbells are
 	 * stores the server finds by polling; REGION_WRITEs to BAR2, which some tests

@@ -34,13 +34,13 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "../lib/nvmf_host.h"
 #include "../lib/vfu_client.h"
+#include "../lib/xorshift.h"
 
 #define BS          4096u
 #define NBLK        4096u                  /* a 16 MiB image */
@@ -50,44 +50,46 @@
 #define HOST_IP     0xc0a8c802u            /* 192.168.200.2 */
 #define CTRL_IP     0xc0a8c801u            /* 192.168.200.1, the default ip= */
 #define NSID        1
+#define DATA_SIZE   (128u << 10)           /* a buffer per tag at NVMF_HOST_IO; one for reading the namespace back */
+#define BUF(tag)    (NVMF_HOST_IO + (uint64_t)DATA_SIZE * (tag))
+_Static_assert(QD * DATA_SIZE <= NVMF_HOST_IO_LEN && MAX_NLB * BS <= DATA_SIZE, "data buffers");
 
 static const char *binary;
-static char dir[64], sock[128], img[128], backend[192];
-static pid_t server = -1;
+static struct vfc_server srv;
+static char img[192], backend[256];
 static struct vfc cl;
 
-/* ---- the guest: RDMA admin queue, then the NVMe-oF host ---- */
+/* ---- the guest: the NVMe-oF host ---- */
 
-static struct ionic_guest g;
-static struct rg_eq eq;
-static struct rg_cq acq;
-static struct rg_aq aq;
 static struct nvmf_host host;
+
+static uint8_t *buf(unsigned tag)
+{
+	return guest_ptr(&host.g, BUF(tag));
+}
 
 static void start(void)
 {
 	const char *args[] = { "--backend", backend, NULL };
 
-	server = vfc_spawn_server(binary, dir, sock, sizeof(sock), args);
-	assert_true(server > 0);
-	assert_int_equal(vfc_connect(&cl, sock, 20000), 0);
-	assert_int_equal(vfc_negotiate(&cl), 0);
-	assert_int_equal(ionic_guest_setup(&g, &cl), 0);
-	assert_int_equal(rg_reset_lif(&g), 0);
-	assert_int_equal(rg_eq_create(&g, &eq, 0, 2, 10, RG_EQ_RING(0)), 0);
-	assert_int_equal(rg_cq_create(&g, &acq, 0, 0, 8, RG_CQ_RING(0)), 0);
-	assert_int_equal(rg_aq_create(&g, &aq, 0, &acq, 4, RG_AQ_RING(0)), 0);
+	assert_int_equal(vfc_server_spawn(&srv, binary, args), 0);
+	assert_int_equal(vfc_open(&cl, srv.sock, 20000), 0);
 	{
-		const struct nvmf_host_config hc = { HOST_IP, CTRL_IP, 4420, "nvmet-test",
-						     "nqn.2014-08.org.nvmexpress:uuid:4e564d65-6475-7261-626c-650000000001" };
-		int rc = nvmf_host_init(&host, &g, &aq, &hc);
+		/* A user-space host: its QPs unprivileged, capsules and responses under the region's key. */
+		const struct nvmf_host_config hc = {
+			.host_ip = HOST_IP, .ctrl_ip = CTRL_IP, .port = 4420, .subnqn = "nvmet-test",
+			.hostnqn = "nqn.2014-08.org.nvmexpress:uuid:4e564d65-6475-7261-626c-650000000001",
+			.hostid = { 0x4e, 0x56 }, .privileged = false,
+		};
+		int rc = nvmf_host_setup(&host, &cl, &hc);
 
 		if (rc)
 			fail_msg("host set-up: step %d", rc);
-		rc = nvmf_host_connect(&host, 0, 0);
+		/* Slot 0: the admin queue on QP 40; slot 1: I/O queue 1 on QP 41; 32 entries each. */
+		rc = nvmf_host_connect(&host, 0, 40, 0, 32, 0);
 		if (rc)
 			fail_msg("admin queue connect: %d", rc);
-		rc = nvmf_host_connect(&host, 1, 0);
+		rc = nvmf_host_connect(&host, 1, 41, 1, 32, 0);
 		if (rc)
 			fail_msg("I/O queue connect: %d", rc);
 	}
@@ -95,20 +97,16 @@ static void start(void)
 
 static void guest_gone(void)
 {
-	rg_eq_close(&eq);
-	ionic_guest_teardown(&g);
+	nvmf_host_teardown(&host);
 	vfc_close(&cl);
 }
 
 /* SIGKILL, right now, whatever is in flight. */
 static void kill_server(void)
 {
-	int status;
+	int status = vfc_server_kill(&srv, SIGKILL);
 
-	assert_int_equal(kill(server, SIGKILL), 0);
-	assert_int_equal(waitpid(server, &status, 0), server);
-	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-	server = -1;
+	assert_true(status >= 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	guest_gone();
 }
 
@@ -125,9 +123,7 @@ static void block_fill(uint8_t *p, uint64_t lba, uint64_t seq)
 	uint64_t x = (lba + 1) * 0x9e3779b97f4a7c15ull ^ seq * 0xbf58476d1ce4e5b9ull;
 
 	for (size_t i = sizeof(s); i < BS; i += 8) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
+		xorshift64(&x);
 		memcpy(p + i, &x, 8);
 	}
 	memcpy(p, &s, sizeof(s));
@@ -172,10 +168,7 @@ static uint32_t rng = 0x2545f491u;
 
 static uint32_t rnd(uint32_t n)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 17;
-	rng ^= rng << 5;
-	return rng % n;
+	return xorshift32(&rng) % n;
 }
 
 /* Every block of [slba, slba + nlb) is free of commands in flight. */
@@ -190,7 +183,7 @@ static bool range_free(uint64_t slba, uint32_t nlb)
 static void send_cmd(unsigned tag, uint8_t op, bool fua, uint64_t slba, uint32_t nlb)
 {
 	struct cmd *c = &cmds[tag];
-	uint8_t sqe[64], *d = nvmf_host_data_ptr(&host, tag);
+	uint8_t sqe[64], *d = buf(tag);
 
 	memset(c, 0, offsetof(struct cmd, snap));
 	c->used = true;
@@ -200,8 +193,8 @@ static void send_cmd(unsigned tag, uint8_t op, bool fua, uint64_t slba, uint32_t
 	c->nlb = nlb;
 	if (op == NVMF_OP_FLUSH) {
 		memcpy(c->snap, acked, sizeof(acked));
-		nvmf_sqe(sqe, NVMF_OP_FLUSH, NSID);
-		assert_int_equal(nvmf_host_submit(&host, 1, sqe, (uint16_t)tag, tag, 0), 0);
+		nvmf_sqe(sqe, NVMF_OP_FLUSH, (uint16_t)tag, NSID);
+		assert_int_equal(nvmf_host_submit(&host, 1, sqe), 0);
 		return;
 	}
 	for (uint32_t i = 0; i < nlb; i++)
@@ -215,8 +208,9 @@ static void send_cmd(unsigned tag, uint8_t op, bool fua, uint64_t slba, uint32_t
 	} else {
 		memset(d, 0xee, (size_t)nlb * BS);
 	}
-	nvmf_sqe_rw(sqe, op, NSID, slba, nlb, fua ? NVMF_RW_FUA : 0);
-	assert_int_equal(nvmf_host_submit(&host, 1, sqe, (uint16_t)tag, tag, nlb * BS), 0);
+	nvmf_sqe_rw(sqe, op, (uint16_t)tag, NSID, slba, nlb, fua ? NVMF_RW_FUA : 0);
+	nvmf_sqe_data(sqe, BUF(tag), nlb * BS, NVMF_HOST_MR_KEY);
+	assert_int_equal(nvmf_host_submit(&host, 1, sqe), 0);
 }
 
 /* One response: its command's promises enter the model. */
@@ -225,7 +219,7 @@ static void reap_one(void)
 	struct nvmf_cpl cpl;
 	struct cmd *c;
 
-	if (!nvmf_host_reap(&host, 1, &cpl, 5000))
+	if (nvmf_host_rsp(&host, 1, &cpl, NVMF_HOST_TIMEOUT_MS) != 1)
 		fail_msg("no response");
 	assert_true(cpl.cid < QD);
 	c = &cmds[cpl.cid];
@@ -247,7 +241,7 @@ static void reap_one(void)
 			acked[b] = c->seq;
 			if (c->fua)
 				durable[b] = c->seq;
-		} else if (block_seq(nvmf_host_data_ptr(&host, cpl.cid) + (size_t)i * BS, b) != (int64_t)acked[b]) {
+		} else if (block_seq(buf(cpl.cid) + (size_t)i * BS, b) != (int64_t)acked[b]) {
 			/* Nothing was in flight on this block while the read ran: it reads the last write. */
 			fail_msg("read of LBA %llu: not write %llu", (unsigned long long)b, (unsigned long long)acked[b]);
 		}
@@ -333,15 +327,16 @@ static void check_file(uint8_t *copy)
 /* The namespace read through the restarted server: the same bytes as the file. */
 static void check_namespace(const uint8_t *copy)
 {
-	const uint32_t per = NVMF_HOST_DATA_SIZE / BS;
+	const uint32_t per = DATA_SIZE / BS;
 
 	for (uint64_t b = 0; b < NBLK; b += per) {
 		uint8_t sqe[64];
 		struct nvmf_cpl cpl;
 
-		nvmf_sqe_rw(sqe, NVMF_OP_READ, NSID, b, per, 0);
-		assert_int_equal(nvmf_host_cmd(&host, 1, sqe, 0, per * BS, &cpl), 0);
-		if (memcmp(nvmf_host_data_ptr(&host, 0), copy + b * BS, (size_t)per * BS) != 0)
+		nvmf_sqe_rw(sqe, NVMF_OP_READ, nvmf_host_cid(&host, 1), NSID, b, per, 0);
+		nvmf_sqe_data(sqe, BUF(0), per * BS, NVMF_HOST_MR_KEY);
+		assert_int_equal(nvmf_host_command(&host, 1, sqe, &cpl), 0);
+		if (memcmp(buf(0), copy + b * BS, (size_t)per * BS) != 0)
 			fail_msg("LBAs %llu-%llu read through the server differ from the image file",
 				 (unsigned long long)b, (unsigned long long)(b + per - 1));
 	}
@@ -423,13 +418,10 @@ static void test_kill_during_traffic(void **state)
 	}
 	/* A clean stop still works on an image that went through all of it. */
 	{
-		int status;
+		int status = vfc_server_kill(&srv, SIGTERM);
 
-		assert_int_equal(kill(server, SIGTERM), 0);
-		assert_int_equal(waitpid(server, &status, 0), server);
-		server = -1;
 		guest_gone();
-		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		assert_true(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
 		check_file(copy);
 	}
 }
@@ -439,10 +431,9 @@ static int setup(void **state)
 	int fd;
 
 	(void)state;
-	snprintf(dir, sizeof(dir), "%s/nvmeof-durable-ci.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(dir))
+	if (vfc_server_mkdir(&srv, "nvmeof-durable-ci"))
 		return -1;
-	snprintf(img, sizeof(img), "%s/ns.img", dir);
+	snprintf(img, sizeof(img), "%s/ns.img", srv.dir);
 	snprintf(backend, sizeof(backend), "nvmeof:file=%s,size=%u,bs=%u", img, NBLK * BS, BS);
 	fd = open(img, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0)
@@ -453,16 +444,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
 	(void)state;
-	if (server > 0) {
-		kill(server, SIGKILL);
-		waitpid(server, NULL, 0);
-		server = -1;
-	}
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return vfc_server_remove(&srv);
 }
 
 int main(int argc, char **argv)
@@ -471,11 +454,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_kill_during_traffic, setup, teardown),
 	};
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s path/to/rocm-ernic\n", argv[0]);
+	binary = vfc_test_binary(argc, argv);
+	if (!binary)
 		return 2;
-	}
-	binary = argv[1];
-	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests_name("nvmeof-durable-ci", tests, NULL, NULL);
 }

@@ -13,22 +13,17 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../lib/ionic_guest.h"
 #include "../lib/vfu_client.h"
 
 static const char *binary;
-static char dir[64], sock[128];
-static pid_t server;
+static struct vfc_server srv;
 static struct vfc cl;
 
 /* Offsets of the device we expect (see src/ionic/ionic_if.h, src/pci/pci_dev.c). */
@@ -40,11 +35,7 @@ static struct vfc cl;
 
 static int spawn(const char *const args[])
 {
-	strcpy(dir, "/tmp/vfio-user-ci.XXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
-	server = vfc_spawn_server(binary, dir, sock, sizeof(sock), args);
-	return server > 0 ? 0 : -1;
+	return vfc_server_start(&srv, "vfio-user-ci", binary, args);
 }
 
 static int start_server(void **state)
@@ -61,32 +52,9 @@ static int start_mmap_server(void **state)
 
 static int stop_server(void **state)
 {
-	int status = 0;
-	char cmd[128];
-
 	(void)state;
-	kill(server, SIGTERM);
-	waitpid(server, &status, 0);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		return -1;
 	/* The server must have survived everything and stopped cleanly. */
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-}
-
-static int connect_negotiated(void **state)
-{
-	(void)state;
-	if (vfc_connect(&cl, sock, 20000))
-		return -1;
-	return vfc_negotiate(&cl) == 0 ? 0 : -1;
-}
-
-static int disconnect(void **state)
-{
-	(void)state;
-	vfc_close(&cl);
-	return 0;
+	return vfc_server_stop(&srv);
 }
 
 static uint32_t call_err(uint16_t cmd, const void *req, size_t len, const int *fds, unsigned nfds)
@@ -102,12 +70,7 @@ static uint32_t call_err(uint16_t cmd, const void *req, size_t len, const int *f
 /* The server still answers a fresh client. */
 static void assert_serving(void)
 {
-	struct vfc c2;
-
-	assert_int_equal(vfc_connect(&c2, sock, 5000), 0);
-	assert_int_equal(vfc_negotiate(&c2), 0);
-	assert_int_equal(vfc_read32(&c2, CFG, 0), 0x10021dd8);
-	vfc_close(&c2);
+	assert_int_equal(vfc_server_id(&srv), 0x10021dd8);
 }
 
 /* ---- VERSION ---- */
@@ -121,7 +84,7 @@ static void test_version(void **state)
 	uint32_t err;
 
 	(void)state;
-	assert_int_equal(vfc_connect(&cl, sock, 20000), 0);
+	assert_int_equal(vfc_connect(&cl, srv.sock, 20000), 0);
 	/* Nothing but VERSION before VERSION. */
 	assert_int_equal(call_err(VFU_CMD_DEVICE_GET_INFO, &(struct vfu_device_info){ .argsz = 16 }, 16, NULL, 0), EINVAL);
 	/* A capabilities string without its NUL. */
@@ -816,14 +779,14 @@ static void test_bad_sizes(void **state)
 
 	(void)state;
 	/* Smaller than a header. */
-	assert_int_equal(vfc_connect(&cl, sock, 5000), 0);
+	assert_int_equal(vfc_connect(&cl, srv.sock, 5000), 0);
 	h.size = 8;
 	assert_int_equal(vfc_send_raw(&cl, &h, sizeof(h), NULL, 0), 0);
 	assert_true(vfc_closed_by_server(&cl, 5000));
 	vfc_close(&cl);
 	assert_serving();
 	/* Far larger than any message. */
-	assert_int_equal(vfc_connect(&cl, sock, 5000), 0);
+	assert_int_equal(vfc_connect(&cl, srv.sock, 5000), 0);
 	h.size = 0xfffffff0u;
 	assert_int_equal(vfc_send_raw(&cl, &h, sizeof(h), NULL, 0), 0);
 	assert_true(vfc_closed_by_server(&cl, 5000));
@@ -838,13 +801,13 @@ static void test_vanish_mid_message(void **state)
 
 	(void)state;
 	/* Half a header. */
-	assert_int_equal(vfc_connect(&cl, sock, 5000), 0);
+	assert_int_equal(vfc_connect(&cl, srv.sock, 5000), 0);
 	assert_int_equal(vfc_negotiate(&cl), 0);
 	assert_int_equal(vfc_send_raw(&cl, &h, 7, NULL, 0), 0);
 	vfc_close(&cl);
 	assert_serving();
 	/* A header and part of its payload, with a descriptor attached. */
-	assert_int_equal(vfc_connect(&cl, sock, 5000), 0);
+	assert_int_equal(vfc_connect(&cl, srv.sock, 5000), 0);
 	assert_int_equal(vfc_negotiate(&cl), 0);
 	memcpy(part, &h, sizeof(h));
 	int efd = eventfd(0, EFD_CLOEXEC);
@@ -853,7 +816,7 @@ static void test_vanish_mid_message(void **state)
 	vfc_close(&cl);
 	assert_serving();
 	/* Gone right after mapping memory and assigning interrupts. */
-	assert_int_equal(vfc_connect(&cl, sock, 5000), 0);
+	assert_int_equal(vfc_connect(&cl, srv.sock, 5000), 0);
 	assert_int_equal(vfc_negotiate(&cl), 0);
 	int mem = memfd_create("guest", MFD_CLOEXEC);
 	assert_int_equal(ftruncate(mem, 1 << 20), 0);
@@ -869,7 +832,7 @@ static void test_too_many_fds(void **state)
 
 	(void)state;
 	/* More descriptors than max_msg_fds: they cannot all be received, so the connection ends. */
-	assert_int_equal(vfc_connect(&cl, sock, 5000), 0);
+	assert_int_equal(vfc_connect(&cl, srv.sock, 5000), 0);
 	assert_int_equal(vfc_negotiate(&cl), 0);
 	for (int i = 0; i < 20; i++)
 		many[i] = eventfd(0, EFD_CLOEXEC);
@@ -888,10 +851,10 @@ static void test_second_client(void **state)
 	struct vfc second;
 
 	(void)state;
-	assert_int_equal(vfc_connect(&cl, sock, 5000), 0);
+	assert_int_equal(vfc_connect(&cl, srv.sock, 5000), 0);
 	assert_int_equal(vfc_negotiate(&cl), 0);
 	/* One client at a time: the second is closed at once. */
-	assert_int_equal(vfc_connect(&second, sock, 5000), 0);
+	assert_int_equal(vfc_connect(&second, srv.sock, 5000), 0);
 	assert_true(vfc_closed_by_server(&second, 5000));
 	vfc_close(&second);
 	assert_int_equal(vfc_read32(&cl, CFG, 0), 0x10021dd8);
@@ -942,26 +905,35 @@ static uint16_t csum(const uint8_t *p, size_t n)
 	return (uint16_t)~s;
 }
 
-static size_t icmp_echo(uint8_t *f, uint16_t seq, size_t payload)
+/* Ethernet from the guest to the endpoint, IPv4 192.168.200.2 -> .1 for l4_len bytes of proto; the L4 header. */
+static uint8_t *eth_ipv4(uint8_t *f, uint8_t proto, size_t l4_len)
 {
+	uint8_t *ip = f + 14;
 	uint16_t c;
 
 	memcpy(f, ep_mac, 6);
 	memcpy(f + 6, guest_mac, 6);
 	f[12] = 0x08;
 	f[13] = 0x00;
-	uint8_t *ip = f + 14, *icmp = ip + 20;
 	memset(ip, 0, 20);
 	ip[0] = 0x45;
-	ip[2] = (uint8_t)((20 + 8 + payload) >> 8);
-	ip[3] = (uint8_t)(20 + 8 + payload);
+	ip[2] = (uint8_t)((20 + l4_len) >> 8);
+	ip[3] = (uint8_t)(20 + l4_len);
 	ip[8] = 64;
-	ip[9] = 1;
+	ip[9] = proto;
 	ip[12] = 192; ip[13] = 168; ip[14] = 200; ip[15] = 2;
 	ip[16] = 192; ip[17] = 168; ip[18] = 200; ip[19] = 1;
 	c = csum(ip, 20);
 	ip[10] = (uint8_t)(c >> 8);
 	ip[11] = (uint8_t)c;
+	return ip + 20;
+}
+
+static size_t icmp_echo(uint8_t *f, uint16_t seq, size_t payload)
+{
+	uint8_t *icmp = eth_ipv4(f, 1, 8 + payload);
+	uint16_t c;
+
 	memset(icmp, 0, 8);
 	icmp[0] = 8;
 	icmp[6] = (uint8_t)(seq >> 8);
@@ -977,24 +949,10 @@ static size_t icmp_echo(uint8_t *f, uint16_t seq, size_t payload)
 /* A TCP segment without options from 192.168.200.2:40000 to the endpoint's S3 port (9000). */
 static size_t tcp_segment(uint8_t *f, uint8_t flags, uint32_t seq, uint32_t ack)
 {
-	uint8_t pseudo[12 + 20];
+	uint8_t pseudo[12 + 20], *tcp = eth_ipv4(f, 6, 20);
 	uint16_t c;
 
-	memcpy(f, ep_mac, 6);
-	memcpy(f + 6, guest_mac, 6);
-	f[12] = 0x08;
-	f[13] = 0x00;
-	uint8_t *ip = f + 14, *tcp = ip + 20;
-	memset(ip, 0, 40);
-	ip[0] = 0x45;
-	ip[3] = 40;
-	ip[8] = 64;
-	ip[9] = 6;
-	ip[12] = 192; ip[13] = 168; ip[14] = 200; ip[15] = 2;
-	ip[16] = 192; ip[17] = 168; ip[18] = 200; ip[19] = 1;
-	c = csum(ip, 20);
-	ip[10] = (uint8_t)(c >> 8);
-	ip[11] = (uint8_t)c;
+	memset(tcp, 0, 20);
 	tcp[0] = 40000 >> 8; tcp[1] = 40000 & 0xff;
 	tcp[2] = 9000 >> 8; tcp[3] = 9000 & 0xff;
 	for (int i = 0; i < 4; i++) {
@@ -1005,7 +963,7 @@ static size_t tcp_segment(uint8_t *f, uint8_t flags, uint32_t seq, uint32_t ack)
 	tcp[13] = flags;
 	tcp[14] = 0xff;
 	tcp[15] = 0xff;
-	memcpy(pseudo, ip + 12, 8);
+	memcpy(pseudo, f + 14 + 12, 8);
 	pseudo[8] = 0;
 	pseudo[9] = 6;
 	pseudo[10] = 0;
@@ -1255,7 +1213,7 @@ static void test_mmap_reconnect(void **state)
 	old = (volatile uint64_t *)a.bar2.base;
 
 	/* Client B gets fresh pages: every word empty. */
-	assert_int_equal(vfc_connect(&cb, sock, 5000), 0);
+	assert_int_equal(vfc_connect(&cb, srv.sock, 5000), 0);
 	assert_int_equal(vfc_negotiate(&cb), 0);
 	assert_int_equal(ionic_guest_setup(&b, &cb), 0);
 	assert_non_null(b.bar2.base);
@@ -1276,7 +1234,7 @@ static void test_mmap_reconnect(void **state)
 	vfc_close(&cb);
 	ionic_guest_teardown(&a);
 	/* The setup/teardown pair of this test closes cl once more: give it something to close. */
-	assert_int_equal(vfc_connect(&cl, sock, 5000), 0);
+	assert_int_equal(vfc_connect(&cl, srv.sock, 5000), 0);
 }
 
 /* ---- bus mastering: the command register's Bus Master Enable ---- */
@@ -1481,43 +1439,41 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_version),
-		cmocka_unit_test_setup_teardown(test_device_info, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_region_info, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_irq_info, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_config_space, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_config_writes, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_region_bounds, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_ionic_dev_info_and_cmd, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_adminq, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_irqs, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_dma_map, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_write_multi, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_unknown_commands, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_device_info, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_region_info, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_irq_info, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_config_space, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_config_writes, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_region_bounds, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_ionic_dev_info_and_cmd, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_adminq, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_irqs, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dma_map, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_write_multi, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_unknown_commands, vfc_fixture_open, vfc_fixture_close),
 		cmocka_unit_test(test_bad_sizes),
 		cmocka_unit_test(test_vanish_mid_message),
 		cmocka_unit_test(test_too_many_fds),
 		cmocka_unit_test(test_second_client),
-		cmocka_unit_test_setup_teardown(test_bus_master, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_bus_master, vfc_fixture_open, vfc_fixture_close),
 	};
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s path/to/rocm-ernic\n", argv[0]);
+	binary = vfc_test_binary(argc, argv);
+	if (!binary)
 		return 2;
-	}
-	binary = argv[1];
+	vfc_fixture_use(&cl, &srv);
 	const struct CMUnitTest eth_tests[] = {
-		cmocka_unit_test_setup_teardown(test_eth_to_s3_endpoint, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_eth_bus_master, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_eth_to_s3_endpoint, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_eth_bus_master, vfc_fixture_open, vfc_fixture_close),
 	};
 	const struct CMUnitTest mmap_tests[] = {
-		cmocka_unit_test_setup_teardown(test_mmap_region_info, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_mmap_doorbells, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_mmap_reconnect, connect_negotiated, disconnect),
-		cmocka_unit_test_setup_teardown(test_mmap_bus_master, connect_negotiated, disconnect),
+		cmocka_unit_test_setup_teardown(test_mmap_region_info, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_mmap_doorbells, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_mmap_reconnect, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_mmap_bus_master, vfc_fixture_open, vfc_fixture_close),
 	};
 	int failed;
 
-	signal(SIGPIPE, SIG_IGN);
 	failed = cmocka_run_group_tests_name("vfio-user-ci", tests, start_server, stop_server);
 	failed += cmocka_run_group_tests_name("vfio-user-ci-eth", eth_tests, start_s3_server, stop_server);
 	failed += cmocka_run_group_tests_name("vfio-user-ci-mmap", mmap_tests, start_mmap_server, stop_server);

@@ -107,18 +107,13 @@ void fg_mem_write(struct ionic_guest *g, struct fz *f)
 
 int fg_rdma_up(struct fg_rdma *r, struct vfc *c)
 {
+	int rc;
+
 	memset(r, 0, sizeof(*r));
 	if (ionic_guest_setup(&r->g, c))
 		return -1;
-	if (rg_reset_lif(&r->g))
-		return -2;
-	if (rg_eq_create(&r->g, &r->eq, 0, 2, 10, RG_EQ_RING(0)))
-		return -3;
-	if (rg_cq_create(&r->g, &r->acq, 0, 0, 8, RG_CQ_RING(0)))
-		return -4;
-	if (rg_aq_create(&r->g, &r->aq, 0, &r->acq, 4, RG_AQ_RING(0)))
-		return -5;
-	return 0;
+	rc = rg_probe(&r->g, &r->eq, &r->acq, &r->aq, 8, 4);
+	return rc ? rc - 1 : 0;
 }
 
 void fg_rdma_down(struct fg_rdma *r)

@@ -214,6 +214,20 @@ int rg_aq_create(struct ionic_guest *g, struct rg_aq *aq, uint32_t id, struct rg
 	return rg_queue_cmd(g, RG_CMD_CREATE_ADMINQ, 0, id, cq->id, depth_log2, 6, ring);
 }
 
+int rg_probe(struct ionic_guest *g, struct rg_eq *eq, struct rg_cq *acq, struct rg_aq *aq, uint8_t cq_depth_log2,
+	     uint8_t aq_depth_log2)
+{
+	if (rg_reset_lif(g))
+		return -1;
+	if (rg_eq_create(g, eq, 0, 2, 10, RG_EQ_RING(0)))
+		return -2;
+	if (rg_cq_create(g, acq, 0, 0, cq_depth_log2, RG_CQ_RING(0)))
+		return -3;
+	if (rg_aq_create(g, aq, 0, acq, aq_depth_log2, RG_AQ_RING(0)))
+		return -4;
+	return 0;
+}
+
 uint32_t rg_aq_put(struct ionic_guest *g, struct rg_aq *aq, uint8_t op, uint16_t len, const void *payload,
 		   size_t nbytes)
 {
@@ -317,6 +331,25 @@ static int admin_acked(struct ionic_guest *g, struct rg_aq *aq, uint8_t op, cons
 
 	rg_cq_ack(g, aq->cq);
 	return st;
+}
+
+int rg_cq_create_aq(struct ionic_guest *g, struct rg_aq *aq, struct rg_cq *cq, uint32_t id, uint32_t eq_id,
+		    uint8_t depth_log2, uint64_t ring)
+{
+	uint8_t p[34] = { 0 };
+
+	/* eq_id @0, depth_log2 @4, stride_log2 @5, page_size_log2 @7, id_ver @12, tbl_index @16, map_count @20, dma @24 */
+	rg_le32(p + 0, eq_id);
+	p[4] = depth_log2;
+	p[5] = 5;
+	p[7] = 12;
+	rg_le32(p + 12, id);
+	rg_le32(p + 16, ~0u);
+	rg_le32(p + 20, 1);
+	rg_le64(p + 24, ring);
+	rg_cq_init(cq, id, depth_log2, ring);
+	guest_clear(g, ring, (uint64_t)RG_CQE_SIZE << depth_log2);
+	return admin_acked(g, aq, RG_OP_CREATE_CQ, p, sizeof(p));
 }
 
 int rg_qp_create(struct ionic_guest *g, struct rg_aq *aq, struct rg_qp *qp)

@@ -155,6 +155,13 @@ void rg_cq_arm(struct ionic_guest *g, struct rg_cq *cq, uint32_t ring, uint16_t 
 int rg_aq_create(struct ionic_guest *g, struct rg_aq *aq, uint32_t id, struct rg_cq *cq, uint8_t depth_log2,
 		 uint64_t ring);
 /*
+ * ionic_rdma's probe of the RDMA LIF: RDMA_RESET_LIF, EQ 0 on vector 2 (1024
+ * entries) at RG_EQ_RING(0), admin CQ 0 on it at RG_CQ_RING(0), admin queue 0
+ * completing there at RG_AQ_RING(0). 0, or the step that failed (-1 to -4).
+ */
+int rg_probe(struct ionic_guest *g, struct rg_eq *eq, struct rg_cq *acq, struct rg_aq *aq, uint8_t cq_depth_log2,
+	     uint8_t aq_depth_log2);
+/*
  * Write a command at the producer slot: header {op, 0, len} and nbytes of
  * payload (NULL: zeros) spilling into following slots, wrapping at the
  * ring's end. Slots taken: enough for the header and nbytes (at least one),
@@ -256,6 +263,13 @@ struct rg_qp {
 };
 
 /* Admin helpers: the admin status (-1: no completion); each returns the CQ's consumer index (ring 0). */
+/*
+ * A contiguous CQ through CREATE_CQ on the RDMA admin queue, as ionic_rdma
+ * makes a verbs CQ: 32-byte CQEs, one DMA address (map_count 1), 4 KiB pages,
+ * the table index left to the device; ring zeroed first.
+ */
+int rg_cq_create_aq(struct ionic_guest *g, struct rg_aq *aq, struct rg_cq *cq, uint32_t id, uint32_t eq_id,
+		    uint8_t depth_log2, uint64_t ring);
 int rg_qp_create(struct ionic_guest *g, struct rg_aq *aq, struct rg_qp *qp);
 int rg_qp_destroy(struct ionic_guest *g, struct rg_aq *aq, uint32_t id);
 /*

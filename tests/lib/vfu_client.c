@@ -2,6 +2,7 @@
 #include "vfu_client.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -326,6 +328,16 @@ int vfc_negotiate(struct vfc *c)
 	return rc ? rc : (int)err;
 }
 
+int vfc_open(struct vfc *c, const char *path, int timeout_ms)
+{
+	if (vfc_connect(c, path, timeout_ms))
+		return -1;
+	if (vfc_negotiate(c) == 0)
+		return 0;
+	vfc_close(c);
+	return -1;
+}
+
 int vfc_read(struct vfc *c, uint32_t region, uint64_t off, void *buf, uint32_t len)
 {
 	struct vfu_region_rw req = { .offset = off, .region = region, .count = len };
@@ -417,4 +429,129 @@ pid_t vfc_spawn_server(const char *binary, const char *dir, char *sock, size_t s
 		_exit(127);
 	}
 	return pid;
+}
+
+/* ---- the server as a test program runs it ---- */
+
+int vfc_server_mkdir(struct vfc_server *s, const char *name)
+{
+	const char *tmp = getenv("TMPDIR");
+	int n = snprintf(s->dir, sizeof(s->dir), "%s/%s.XXXXXX", tmp && *tmp ? tmp : "/tmp", name);
+
+	s->sock[0] = '\0';
+	s->pid = -1;
+	if (n < 0 || (size_t)n >= sizeof(s->dir) || !mkdtemp(s->dir)) {
+		s->dir[0] = '\0';
+		return -1;
+	}
+	return 0;
+}
+
+int vfc_server_spawn(struct vfc_server *s, const char *binary, const char *const args[])
+{
+	s->pid = vfc_spawn_server(binary, s->dir, s->sock, sizeof(s->sock), args);
+	if (s->pid > 0)
+		return 0;
+	s->pid = -1;
+	return -1;
+}
+
+int vfc_server_start(struct vfc_server *s, const char *name, const char *binary, const char *const args[])
+{
+	if (vfc_server_mkdir(s, name))
+		return -1;
+	return vfc_server_spawn(s, binary, args);
+}
+
+int vfc_server_kill(struct vfc_server *s, int sig)
+{
+	int status = 0;
+	bool running;
+
+	if (s->pid <= 0)
+		return -1;
+	running = waitpid(s->pid, &status, WNOHANG) == 0;
+	if (running) {
+		kill(s->pid, sig);
+		if (waitpid(s->pid, &status, 0) != s->pid)
+			running = false;
+	}
+	s->pid = -1;
+	return running ? status : -1;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	return remove(path);
+}
+
+int vfc_server_remove(struct vfc_server *s)
+{
+	int rc;
+
+	if (s->pid > 0)
+		vfc_server_kill(s, SIGKILL);
+	if (!s->dir[0])
+		return 0;
+	rc = nftw(s->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	s->dir[0] = '\0';
+	return rc == 0 ? 0 : -1;
+}
+
+int vfc_server_stop(struct vfc_server *s)
+{
+	int status = vfc_server_kill(s, SIGTERM);
+
+	if (vfc_server_remove(s))
+		return -1;
+	return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+uint32_t vfc_server_id(const struct vfc_server *s)
+{
+	struct vfc c;
+	uint32_t id = 0;
+
+	if (vfc_open(&c, s->sock, 5000) == 0) {
+		id = vfc_read32(&c, VFU_PCI_CONFIG_REGION, 0);
+		vfc_close(&c);
+	}
+	return id;
+}
+
+/* ---- fixtures ---- */
+
+static struct vfc *fixture_client;
+static const struct vfc_server *fixture_server;
+
+void vfc_fixture_use(struct vfc *c, const struct vfc_server *s)
+{
+	fixture_client = c;
+	fixture_server = s;
+}
+
+int vfc_fixture_open(void **state)
+{
+	(void)state;
+	return vfc_open(fixture_client, fixture_server->sock, 20000);
+}
+
+int vfc_fixture_close(void **state)
+{
+	(void)state;
+	vfc_close(fixture_client);
+	return 0;
+}
+
+const char *vfc_test_binary(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s path/to/rocm-ernic\n", argv[0]);
+		return NULL;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	return argv[1];
 }

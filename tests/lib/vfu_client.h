@@ -70,6 +70,8 @@ void vfc_unmap_region(struct vfc_map *m);
 
 /* VERSION with QEMU's capabilities. 0 or -errno/positive server errno. */
 int vfc_negotiate(struct vfc *c);
+/* vfc_connect and vfc_negotiate: 0 or -1 (the connection closed again). */
+int vfc_open(struct vfc *c, const char *path, int timeout_ms);
 
 /* Region access; posted writes carry NO_REPLY. 0, or the server's errno, or -errno. */
 int vfc_read(struct vfc *c, uint32_t region, uint64_t off, void *buf, uint32_t len);
@@ -84,5 +86,50 @@ bool vfc_closed_by_server(struct vfc *c, int timeout_ms);
 /* Start the server binary with a socket in dir; returns its pid (and the path in sock). */
 pid_t vfc_spawn_server(const char *binary, const char *dir, char *sock, size_t socklen,
 		       const char *const extra_args[]);
+
+/*
+ * The server binary as a test program runs it: started with its socket in a
+ * temporary directory of its own, stopped and checked, the directory removed.
+ */
+struct vfc_server {
+	char dir[128];  /* $TMPDIR (or /tmp)/NAME.XXXXXX */
+	char sock[160];
+	pid_t pid;      /* -1: not running */
+};
+
+/* Make the directory: 0 or -1. */
+int vfc_server_mkdir(struct vfc_server *s, const char *name);
+/* Start binary with --socket in the directory and args after it: 0 or -1. */
+int vfc_server_spawn(struct vfc_server *s, const char *binary, const char *const args[]);
+/* Both. */
+int vfc_server_start(struct vfc_server *s, const char *name, const char *binary, const char *const args[]);
+/*
+ * Send sig and reap the server: its wait status, or -1 when it was not
+ * running or had already exited (a server that stopped by itself is caught).
+ */
+int vfc_server_kill(struct vfc_server *s, int sig);
+/* Remove the directory and what it holds, the server first killed (SIGKILL) if it runs: 0 or -1. */
+int vfc_server_remove(struct vfc_server *s);
+/* SIGTERM and the directory removed: 0 when the server was running and exited with status 0, else -1. */
+int vfc_server_stop(struct vfc_server *s);
+/* Config dword 0 (vendor and device ID) as a fresh client reads it (connected within 5 s); 0 when not served. */
+uint32_t vfc_server_id(const struct vfc_server *s);
+
+/*
+ * Fixtures with cmocka's signature (int (*)(void **state), state unused) for
+ * a test program with one server and one client: vfc_fixture_open connects
+ * the client vfc_fixture_use named to the server's socket (20 s for a server
+ * still starting) and negotiates; vfc_fixture_close closes it.
+ */
+void vfc_fixture_use(struct vfc *c, const struct vfc_server *s);
+int vfc_fixture_open(void **state);
+int vfc_fixture_close(void **state);
+
+/*
+ * The server binary a CI test program was given as its one argument; NULL
+ * after a usage line on stderr. SIGPIPE is ignored from then on: a write to
+ * a server that went away fails instead of ending the program.
+ */
+const char *vfc_test_binary(int argc, char **argv);
 
 #endif

@@ -15,6 +15,7 @@
 
 #include <string.h>
 
+#include "../lib/xorshift.h"
 #include "ionic/ionic_dev.h"
 #include "ionic/ionic_priv.h" /* ionic_db_page_used: what creating an RDMA queue on a page does */
 
@@ -168,12 +169,8 @@ static void test_garbage(void **state)
 	for (uint32_t page = 0; page < 64; page += 3)
 		ionic_db_page_used(dev, page);
 	for (int round = 0; round < 50; round++) {
-		for (size_t i = 0; i < NWORDS; i++) {
-			x ^= x << 13;
-			x ^= x >> 7;
-			x ^= x << 17;
-			pages[i] = x;
-		}
+		for (size_t i = 0; i < NWORDS; i++)
+			pages[i] = xorshift64(&x);
 		while (ionic_dev_doorbell_poll(dev))
 			;
 	}

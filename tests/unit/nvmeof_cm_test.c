@@ -2,8 +2,9 @@
  * nvmeof-cm-unit: the NVMe-oF target's IB connection manager (nvmeof/nvmeof_cm.h).
  *
  * MADs are built and read here at raw byte offsets written out from the IBA
- * tables (MAD offset = 24 + the table's offset), not through ib_cm_wire.h,
- * so a misplaced field in the wire header shows up as a failed assert.
+ * tables (tests/lib/ib_mad.h: MAD offset = 24 + the table's offset), not
+ * through ib_cm_wire.h, so a misplaced field in the wire header shows up as a
+ * failed assert.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,88 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../lib/ib_mad.h"
+#include "../lib/xorshift.h"
 #include "nvmeof/nvmeof_cm.h"
 #include "util/log.h"
-
-#define MAD 256
-
-/* MAD header */
-#define H_BASE     0
-#define H_CLASS    1
-#define H_CLASSVER 2
-#define H_METHOD   3
-#define H_STATUS   4
-#define H_TID      8
-#define H_ATTR     16
-#define H_ATTRMOD  20
-
-#define ATTR_REQ      0x0010
-#define ATTR_MRA      0x0011
-#define ATTR_REJ      0x0012
-#define ATTR_REP      0x0013
-#define ATTR_RTU      0x0014
-#define ATTR_DREQ     0x0015
-#define ATTR_DREP     0x0016
-#define ATTR_SIDR_REQ 0x0017
-#define ATTR_SIDR_REP 0x0018
-
-/* REQ (table 106) */
-#define REQ_LCID      24
-#define REQ_SID       32
-#define REQ_CAGUID    40
-#define REQ_QPN       56  /* 3 bytes, responder resources at 59 */
-#define REQ_RRES      59
-#define REQ_IDEPTH    63
-#define REQ_B43       67  /* remote CM response timeout 7:3, transport 2:1, e2e 0 */
-#define REQ_PSN       68  /* 3 bytes */
-#define REQ_B47       71  /* local CM response timeout 7:3, retry count 2:0 */
-#define REQ_PKEY      72
-#define REQ_B50       74  /* MTU 7:4, RDC 3, RNR retry 2:0 */
-#define REQ_B51       75  /* max CM retries 7:4 */
-#define REQ_LGID      80
-#define REQ_RGID      96
-#define REQ_PRIV      164
-#define CMA_VER       (REQ_PRIV + 0)
-#define CMA_IPVER     (REQ_PRIV + 1)
-#define CMA_PORT      (REQ_PRIV + 2)
-#define CMA_SRC       (REQ_PRIV + 4)
-#define CMA_DST       (REQ_PRIV + 20)
-#define NVME_REQ      (REQ_PRIV + 36) /* the cma_hdr is 36 bytes */
-
-/* REP (table 110) */
-#define REP_LCID   24
-#define REP_RCID   28
-#define REP_QKEY   32
-#define REP_QPN    36 /* 3 bytes */
-#define REP_EECN   40
-#define REP_PSN    44 /* 3 bytes */
-#define REP_RRES   48
-#define REP_IDEPTH 49
-#define REP_B26    50 /* target ACK delay 7:3, failover 2:1, e2e 0 */
-#define REP_B27    51 /* RNR retry 7:5, SRQ 4 */
-#define REP_CAGUID 52
-#define REP_PRIV   60
-
-/* REJ (table 108) */
-#define REJ_LCID   24
-#define REJ_RCID   28
-#define REJ_MSG    32 /* 7:6 */
-#define REJ_ARILEN 33
-#define REJ_REASON 34
-#define REJ_ARI    36
-#define REJ_PRIV   108
-
-/* RTU, DREQ, DREP, MRA (tables 111, 112, 113, 107) */
-#define X_LCID     24
-#define X_RCID     28
-#define DREQ_RQPN  32 /* 3 bytes */
-#define MRA_MSG    32
-
-/* SIDR (tables 119, 120) */
-#define SIDR_REQID      24
-#define SIDR_REQ_SID    32
-#define SIDR_REP_STATUS 28
-#define SIDR_REP_SID    36
 
 #define TARGET_IP  0x0a000001u /* 10.0.0.1 */
 #define GUEST_IP   0x0a000002u
@@ -110,64 +33,6 @@
 static const uint8_t guest_gid[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 2 };
 static const uint8_t ctrl_gid[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1 };
 static const uint8_t zero_gid[16];
-
-/* ---- byte access ---- */
-
-static void put16(uint8_t *m, size_t off, uint16_t v)
-{
-	m[off] = (uint8_t)(v >> 8);
-	m[off + 1] = (uint8_t)v;
-}
-
-static void put24(uint8_t *m, size_t off, uint32_t v)
-{
-	m[off] = (uint8_t)(v >> 16);
-	m[off + 1] = (uint8_t)(v >> 8);
-	m[off + 2] = (uint8_t)v;
-}
-
-static void put32(uint8_t *m, size_t off, uint32_t v)
-{
-	put16(m, off, (uint16_t)(v >> 16));
-	put16(m, off + 2, (uint16_t)v);
-}
-
-static void put64(uint8_t *m, size_t off, uint64_t v)
-{
-	put32(m, off, (uint32_t)(v >> 32));
-	put32(m, off + 4, (uint32_t)v);
-}
-
-static void put_le16(uint8_t *m, size_t off, uint16_t v)
-{
-	m[off] = (uint8_t)v;
-	m[off + 1] = (uint8_t)(v >> 8);
-}
-
-static uint16_t get16(const uint8_t *m, size_t off)
-{
-	return (uint16_t)(m[off] << 8 | m[off + 1]);
-}
-
-static uint32_t get24(const uint8_t *m, size_t off)
-{
-	return (uint32_t)m[off] << 16 | (uint32_t)m[off + 1] << 8 | m[off + 2];
-}
-
-static uint32_t get32(const uint8_t *m, size_t off)
-{
-	return (uint32_t)get16(m, off) << 16 | get16(m, off + 2);
-}
-
-static uint64_t get64(const uint8_t *m, size_t off)
-{
-	return (uint64_t)get32(m, off) << 32 | get32(m, off + 4);
-}
-
-static uint16_t get_le16(const uint8_t *m, size_t off)
-{
-	return (uint16_t)(m[off] | m[off + 1] << 8);
-}
 
 static bool all_zero(const uint8_t *p, size_t n)
 {
@@ -183,7 +48,7 @@ static bool all_zero(const uint8_t *p, size_t n)
 #define QUEUE_MAGIC 0x51554555u
 
 struct sent {
-	uint8_t mad[MAD];
+	uint8_t mad[MAD_SIZE];
 	uint8_t sgid[16];
 	uint8_t dgid[16];
 };
@@ -209,14 +74,14 @@ static struct env E;
 /* Every MAD the CM sends must be a well-formed CM send of a kind it may send. */
 static void check_well_formed(const uint8_t *m)
 {
-	uint16_t attr = get16(m, H_ATTR);
+	uint16_t attr = mad_get16(m, H_ATTR);
 
 	assert_int_equal(m[H_BASE], 1);
 	assert_int_equal(m[H_CLASS], 0x07);
 	assert_int_equal(m[H_CLASSVER], 2);
 	assert_int_equal(m[H_METHOD], 0x03);
-	assert_int_equal(get16(m, H_STATUS), 0);
-	assert_int_equal(get32(m, H_ATTRMOD), 0);
+	assert_int_equal(mad_get16(m, H_STATUS), 0);
+	assert_int_equal(mad_get32(m, H_ATTRMOD), 0);
 	assert_true(attr == ATTR_REJ || attr == ATTR_REP || attr == ATTR_DREQ || attr == ATTR_DREP ||
 		    attr == ATTR_SIDR_REP);
 }
@@ -228,7 +93,7 @@ static void cb_send(void *ctx, const uint8_t mad[NVMEOF_CM_MAD_SIZE], const uint
 	struct sent *s = &e->ring[e->nsent++ % RING];
 
 	check_well_formed(mad);
-	memcpy(s->mad, mad, MAD);
+	memcpy(s->mad, mad, MAD_SIZE);
 	memcpy(s->sgid, sgid, 16);
 	memcpy(s->dgid, dgid, 16);
 }
@@ -345,21 +210,10 @@ static const struct sent *last_sent(void)
 
 static void feed(const uint8_t *m)
 {
-	nvmeof_cm_mad(E.cm, m, MAD, E.now);
+	nvmeof_cm_mad(E.cm, m, MAD_SIZE, E.now);
 }
 
 /* ---- MAD builders ---- */
-
-static void mad_hdr(uint8_t *m, uint16_t attr, uint64_t tid)
-{
-	memset(m, 0, MAD);
-	m[H_BASE] = 1;
-	m[H_CLASS] = 0x07;
-	m[H_CLASSVER] = 2;
-	m[H_METHOD] = 0x03;
-	put64(m, H_TID, tid);
-	put16(m, H_ATTR, attr);
-}
 
 struct req_opts {
 	uint64_t tid;
@@ -421,16 +275,16 @@ static struct req_opts io_opts(unsigned n, uint16_t qid, uint16_t size)
 static void build_req(uint8_t *m, const struct req_opts *o)
 {
 	mad_hdr(m, ATTR_REQ, o->tid);
-	put32(m, REQ_LCID, o->comm_id);
-	put64(m, REQ_SID, o->service_id);
-	put64(m, REQ_CAGUID, 0x0002c9fffe000001ull);
-	put24(m, REQ_QPN, o->qpn);
+	mad_put32(m, REQ_LCID, o->comm_id);
+	mad_put64(m, REQ_SID, o->service_id);
+	mad_put64(m, REQ_CAGUID, 0x0002c9fffe000001ull);
+	mad_put24(m, REQ_QPN, o->qpn);
 	m[REQ_RRES] = o->rres;
 	m[REQ_IDEPTH] = o->idepth;
 	m[REQ_B43] = (uint8_t)(20 << 3 | (o->transport & 3) << 1 | 1);
-	put24(m, REQ_PSN, o->psn);
+	mad_put24(m, REQ_PSN, o->psn);
 	m[REQ_B47] = (uint8_t)(20 << 3 | 7);
-	put16(m, REQ_PKEY, o->pkey);
+	mad_put16(m, REQ_PKEY, o->pkey);
 	m[REQ_B50] = (uint8_t)(o->mtu << 4 | 7);
 	m[REQ_B51] = (uint8_t)(15 << 4);
 	memcpy(m + REQ_LGID, guest_gid, 16);
@@ -438,7 +292,7 @@ static void build_req(uint8_t *m, const struct req_opts *o)
 
 	m[CMA_VER] = o->cma_version;
 	m[CMA_IPVER] = (uint8_t)(o->ip_version << 4);
-	put16(m, CMA_PORT, o->src_port);
+	mad_put16(m, CMA_PORT, o->src_port);
 	if (o->v6 || o->v6_mapped) {
 		memcpy(m + CMA_SRC, guest_gid, 16);
 		if (o->v6_mapped) {
@@ -448,26 +302,26 @@ static void build_req(uint8_t *m, const struct req_opts *o)
 			m[CMA_DST + 15] = 1;
 		}
 	} else {
-		put32(m, CMA_SRC + 12, o->src_ip);
-		put32(m, CMA_DST + 12, o->dst_ip);
+		mad_put32(m, CMA_SRC + 12, o->src_ip);
+		mad_put32(m, CMA_DST + 12, o->dst_ip);
 	}
-	put_le16(m, NVME_REQ + 0, o->recfmt);
-	put_le16(m, NVME_REQ + 2, o->qid);
-	put_le16(m, NVME_REQ + 4, o->hrqsize);
-	put_le16(m, NVME_REQ + 6, o->hsqsize);
-	put_le16(m, NVME_REQ + 8, o->cntlid);
+	mad_put_le16(m, NVME_REQ + 0, o->recfmt);
+	mad_put_le16(m, NVME_REQ + 2, o->qid);
+	mad_put_le16(m, NVME_REQ + 4, o->hrqsize);
+	mad_put_le16(m, NVME_REQ + 6, o->hsqsize);
+	mad_put_le16(m, NVME_REQ + 8, o->cntlid);
 }
 
 static void build_ids(uint8_t *m, uint16_t attr, uint64_t tid, uint32_t local, uint32_t remote)
 {
 	mad_hdr(m, attr, tid);
-	put32(m, X_LCID, local);
-	put32(m, X_RCID, remote);
+	mad_put32(m, X_LCID, local);
+	mad_put32(m, X_RCID, remote);
 }
 
 static void send_rtu(uint32_t guest_cid, uint32_t our_cid)
 {
-	uint8_t m[MAD];
+	uint8_t m[MAD_SIZE];
 
 	build_ids(m, ATTR_RTU, 0x2000, guest_cid, our_cid);
 	feed(m);
@@ -475,16 +329,16 @@ static void send_rtu(uint32_t guest_cid, uint32_t our_cid)
 
 static void send_dreq(uint64_t tid, uint32_t guest_cid, uint32_t our_cid, uint32_t ctrl_qpn)
 {
-	uint8_t m[MAD];
+	uint8_t m[MAD_SIZE];
 
 	build_ids(m, ATTR_DREQ, tid, guest_cid, our_cid);
-	put24(m, DREQ_RQPN, ctrl_qpn);
+	mad_put24(m, DREQ_RQPN, ctrl_qpn);
 	feed(m);
 }
 
 static void send_drep(uint32_t guest_cid, uint32_t our_cid)
 {
-	uint8_t m[MAD];
+	uint8_t m[MAD_SIZE];
 
 	build_ids(m, ATTR_DREP, 0x3000, guest_cid, our_cid);
 	feed(m);
@@ -492,11 +346,11 @@ static void send_drep(uint32_t guest_cid, uint32_t our_cid)
 
 static void send_rej(uint32_t guest_cid, uint32_t our_cid, uint8_t msg, uint16_t reason)
 {
-	uint8_t m[MAD];
+	uint8_t m[MAD_SIZE];
 
 	build_ids(m, ATTR_REJ, 0x4000, guest_cid, our_cid);
 	m[REJ_MSG] = (uint8_t)(msg << 6);
-	put16(m, REJ_REASON, reason);
+	mad_put16(m, REJ_REASON, reason);
 	feed(m);
 }
 
@@ -512,7 +366,7 @@ struct conn_ref {
 /* Send the REQ, expect exactly one REP; returns what identifies the connection. */
 static struct conn_ref connect_req(const struct req_opts *o)
 {
-	uint8_t m[MAD];
+	uint8_t m[MAD_SIZE];
 	unsigned before = E.nsent;
 	const struct sent *s;
 	struct conn_ref r;
@@ -521,9 +375,9 @@ static struct conn_ref connect_req(const struct req_opts *o)
 	feed(m);
 	assert_int_equal(E.nsent, before + 1);
 	s = last_sent();
-	assert_int_equal(get16(s->mad, H_ATTR), ATTR_REP);
-	r.ctrl_qpn = get24(s->mad, REP_QPN);
-	r.our_cid = get32(s->mad, REP_LCID);
+	assert_int_equal(mad_get16(s->mad, H_ATTR), ATTR_REP);
+	r.ctrl_qpn = mad_get24(s->mad, REP_QPN);
+	r.our_cid = mad_get32(s->mad, REP_LCID);
 	r.guest_cid = o->comm_id;
 	r.guest_qpn = o->qpn;
 	return r;
@@ -541,12 +395,12 @@ static struct conn_ref connect_established(const struct req_opts *o)
 
 static void expect_rej(const struct sent *s, uint64_t tid, uint32_t guest_cid, uint16_t reason)
 {
-	assert_int_equal(get16(s->mad, H_ATTR), ATTR_REJ);
-	assert_true(get64(s->mad, H_TID) == tid);
-	assert_int_equal(get32(s->mad, REJ_RCID), guest_cid);
+	assert_int_equal(mad_get16(s->mad, H_ATTR), ATTR_REJ);
+	assert_true(mad_get64(s->mad, H_TID) == tid);
+	assert_int_equal(mad_get32(s->mad, REJ_RCID), guest_cid);
 	assert_int_equal(s->mad[REJ_MSG] >> 6, 0); /* message rejected: REQ */
 	assert_int_equal(s->mad[REJ_ARILEN], 0);
-	assert_int_equal(get16(s->mad, REJ_REASON), reason);
+	assert_int_equal(mad_get16(s->mad, REJ_REASON), reason);
 	assert_memory_equal(s->sgid, ctrl_gid, 16);
 	assert_memory_equal(s->dgid, guest_gid, 16);
 }
@@ -554,7 +408,7 @@ static void expect_rej(const struct sent *s, uint64_t tid, uint32_t guest_cid, u
 /* A REQ that must draw a REJ with the given reason and, for reason 28, NVMe status. */
 static void expect_req_rejected(const struct req_opts *o, uint16_t reason, uint16_t sts)
 {
-	uint8_t m[MAD];
+	uint8_t m[MAD_SIZE];
 	unsigned before = E.nsent, creates = E.creates;
 	const struct sent *s;
 
@@ -564,24 +418,24 @@ static void expect_req_rejected(const struct req_opts *o, uint16_t reason, uint1
 	assert_int_equal(E.creates, creates);
 	s = last_sent();
 	expect_rej(s, o->tid, o->comm_id, reason);
-	assert_int_equal(get32(s->mad, REJ_LCID), 0);
+	assert_int_equal(mad_get32(s->mad, REJ_LCID), 0);
 	if (reason == 28) {
-		assert_int_equal(get_le16(s->mad, REJ_PRIV), 0);
-		assert_int_equal(get_le16(s->mad, REJ_PRIV + 2), sts);
-		assert_true(all_zero(s->mad + REJ_PRIV + 4, MAD - REJ_PRIV - 4));
+		assert_int_equal(mad_get_le16(s->mad, REJ_PRIV), 0);
+		assert_int_equal(mad_get_le16(s->mad, REJ_PRIV + 2), sts);
+		assert_true(all_zero(s->mad + REJ_PRIV + 4, MAD_SIZE - REJ_PRIV - 4));
 	} else {
-		assert_true(all_zero(s->mad + REJ_PRIV, MAD - REJ_PRIV));
+		assert_true(all_zero(s->mad + REJ_PRIV, MAD_SIZE - REJ_PRIV));
 	}
 	assert_true(all_zero(s->mad + REJ_ARI, 72));
 }
 
 static void expect_drep(const struct sent *s, uint64_t tid, uint32_t local, uint32_t remote)
 {
-	assert_int_equal(get16(s->mad, H_ATTR), ATTR_DREP);
-	assert_true(get64(s->mad, H_TID) == tid);
-	assert_int_equal(get32(s->mad, X_LCID), local);
-	assert_int_equal(get32(s->mad, X_RCID), remote);
-	assert_true(all_zero(s->mad + 32, MAD - 32));
+	assert_int_equal(mad_get16(s->mad, H_ATTR), ATTR_DREP);
+	assert_true(mad_get64(s->mad, H_TID) == tid);
+	assert_int_equal(mad_get32(s->mad, X_LCID), local);
+	assert_int_equal(mad_get32(s->mad, X_RCID), remote);
+	assert_true(all_zero(s->mad + 32, MAD_SIZE - 32));
 }
 
 /* ---- tests ---- */
@@ -599,13 +453,13 @@ static void test_req_rep(void **state)
 	r = connect_req(&o);
 	s = last_sent();
 
-	assert_true(get64(s->mad, H_TID) == o.tid);
-	assert_int_equal(get32(s->mad, REP_RCID), o.comm_id);
+	assert_true(mad_get64(s->mad, H_TID) == o.tid);
+	assert_int_equal(mad_get32(s->mad, REP_RCID), o.comm_id);
 	assert_int_not_equal(r.our_cid, 0);
-	assert_int_equal(get32(s->mad, REP_QKEY), 0);
+	assert_int_equal(mad_get32(s->mad, REP_QKEY), 0);
 	assert_int_equal(r.ctrl_qpn, QPN_BASE); /* the first QPN of the range */
 	assert_int_equal(s->mad[REP_QPN + 3], 0); /* vendor ID */
-	assert_int_equal(get32(s->mad, REP_EECN), 0);
+	assert_int_equal(mad_get32(s->mad, REP_EECN), 0);
 	assert_int_equal(s->mad[REP_PSN + 3], 0);
 	assert_int_equal(s->mad[REP_RRES], 8);    /* min(REQ initiator depth 8, 16) */
 	assert_int_equal(s->mad[REP_IDEPTH], 16); /* min(REQ responder resources 32, 16) */
@@ -614,10 +468,10 @@ static void test_req_rep(void **state)
 	assert_true((s->mad[REP_B26] >> 3) > 0);            /* some target ACK delay */
 	assert_int_equal(s->mad[REP_B27] >> 5, 7);          /* RNR retry */
 	assert_int_equal((s->mad[REP_B27] >> 4) & 1, 0);    /* no SRQ */
-	assert_true(get64(s->mad, REP_CAGUID) == CA_GUID);
-	assert_int_equal(get_le16(s->mad, REP_PRIV), 0);     /* recfmt */
-	assert_int_equal(get_le16(s->mad, REP_PRIV + 2), 128); /* crqsize = hsqsize + 1 */
-	assert_true(all_zero(s->mad + REP_PRIV + 4, MAD - REP_PRIV - 4));
+	assert_true(mad_get64(s->mad, REP_CAGUID) == CA_GUID);
+	assert_int_equal(mad_get_le16(s->mad, REP_PRIV), 0);     /* recfmt */
+	assert_int_equal(mad_get_le16(s->mad, REP_PRIV + 2), 128); /* crqsize = hsqsize + 1 */
+	assert_true(all_zero(s->mad + REP_PRIV + 4, MAD_SIZE - REP_PRIV - 4));
 	assert_memory_equal(s->sgid, ctrl_gid, 16);
 	assert_memory_equal(s->dgid, guest_gid, 16);
 
@@ -626,7 +480,7 @@ static void test_req_rep(void **state)
 	c = nvmeof_cm_lookup(E.cm, r.ctrl_qpn);
 	assert_non_null(c);
 	assert_ptr_not_equal(c->queue, NULL);
-	assert_int_equal(get24(s->mad, REP_PSN), c->ctrl_psn);
+	assert_int_equal(mad_get24(s->mad, REP_PSN), c->ctrl_psn);
 	assert_int_equal(c->ctrl_qpn, r.ctrl_qpn);
 	assert_int_equal(c->guest_qpn, o.qpn);
 	assert_int_equal(c->guest_psn, o.psn);
@@ -668,7 +522,7 @@ static void test_admin_limits(void **state)
 	(void)state;
 	env_start_default();
 	connect_req(&o);
-	assert_int_equal(get_le16(last_sent()->mad, REP_PRIV + 2), 32);
+	assert_int_equal(mad_get_le16(last_sent()->mad, REP_PRIV + 2), 32);
 	big.hsqsize = 32; /* 33 entries > 32 */
 	big.hrqsize = 33;
 	expect_req_rejected(&big, 28, 4);
@@ -702,7 +556,7 @@ static void test_rtu_establishes(void **state)
 
 static void test_rtu_unknown_and_mra_ignored(void **state)
 {
-	uint8_t m[MAD];
+	uint8_t m[MAD_SIZE];
 	struct conn_ref r;
 	struct req_opts o = req_opts(0);
 
@@ -796,24 +650,24 @@ static void test_dreq_unknown(void **state)
 static void test_dup_req(void **state)
 {
 	struct req_opts o = io_opts(0, 1, 128);
-	uint8_t m[MAD], first[MAD];
+	uint8_t m[MAD_SIZE], first[MAD_SIZE];
 	struct conn_ref r;
 
 	(void)state;
 	env_start_default();
 	r = connect_req(&o);
-	memcpy(first, last_sent()->mad, MAD);
+	memcpy(first, last_sent()->mad, MAD_SIZE);
 
 	build_req(m, &o);
 	feed(m); /* REP_SENT: the same REP again */
 	assert_int_equal(E.nsent, 2);
-	assert_memory_equal(last_sent()->mad, first, MAD);
+	assert_memory_equal(last_sent()->mad, first, MAD_SIZE);
 	assert_int_equal(E.creates, 1);
 
 	send_rtu(r.guest_cid, r.our_cid);
 	feed(m); /* ESTABLISHED: still the same REP */
 	assert_int_equal(E.nsent, 3);
-	assert_memory_equal(last_sent()->mad, first, MAD);
+	assert_memory_equal(last_sent()->mad, first, MAD_SIZE);
 	assert_int_equal(E.creates, 1);
 	assert_int_equal(stats().dup_reqs, 2);
 	assert_int_equal(stats().reps, 3);
@@ -823,7 +677,7 @@ static void test_dup_req(void **state)
 static void test_req_in_timewait_stale(void **state)
 {
 	struct req_opts o = io_opts(0, 1, 16);
-	uint8_t m[MAD];
+	uint8_t m[MAD_SIZE];
 	struct conn_ref r;
 
 	(void)state;
@@ -833,7 +687,7 @@ static void test_req_in_timewait_stale(void **state)
 	build_req(m, &o);
 	feed(m);
 	expect_rej(last_sent(), o.tid, o.comm_id, 10);
-	assert_int_equal(get32(last_sent()->mad, REJ_LCID), r.our_cid);
+	assert_int_equal(mad_get32(last_sent()->mad, REJ_LCID), r.our_cid);
 	assert_int_equal(E.creates, 1);
 	assert_int_equal(stats().dup_reqs, 1);
 
@@ -850,7 +704,7 @@ static void test_stale_qpn_reuse(void **state)
 	struct req_opts o = io_opts(0, 1, 16);
 	struct req_opts again = io_opts(1, 1, 16);
 	const struct sent *dreq, *rej;
-	uint8_t m[MAD];
+	uint8_t m[MAD_SIZE];
 	struct conn_ref r;
 
 	(void)state;
@@ -863,11 +717,11 @@ static void test_stale_qpn_reuse(void **state)
 	rej = &E.ring[1];
 	dreq = &E.ring[2];
 	expect_rej(rej, again.tid, again.comm_id, 10);
-	assert_int_equal(get32(rej->mad, REJ_LCID), 0);
-	assert_int_equal(get16(dreq->mad, H_ATTR), ATTR_DREQ);
-	assert_int_equal(get32(dreq->mad, X_LCID), r.our_cid);
-	assert_int_equal(get32(dreq->mad, X_RCID), r.guest_cid);
-	assert_int_equal(get24(dreq->mad, DREQ_RQPN), o.qpn);
+	assert_int_equal(mad_get32(rej->mad, REJ_LCID), 0);
+	assert_int_equal(mad_get16(dreq->mad, H_ATTR), ATTR_DREQ);
+	assert_int_equal(mad_get32(dreq->mad, X_LCID), r.our_cid);
+	assert_int_equal(mad_get32(dreq->mad, X_RCID), r.guest_cid);
+	assert_int_equal(mad_get24(dreq->mad, DREQ_RQPN), o.qpn);
 	assert_int_equal(E.destroys, 1);
 	assert_int_equal(E.creates, 1);
 	assert_null(nvmeof_cm_lookup(E.cm, r.ctrl_qpn));
@@ -885,7 +739,7 @@ static void test_stale_qpn_reuse(void **state)
 static void test_rej_invalid_service(void **state)
 {
 	struct req_opts o;
-	uint8_t m[MAD];
+	uint8_t m[MAD_SIZE];
 
 	(void)state;
 	env_start_default();
@@ -923,13 +777,13 @@ static void test_rej_invalid_service(void **state)
 	/* Private data that is not an rdma_cm header at all. */
 	o = req_opts(9);
 	build_req(m, &o);
-	memset(m + REQ_PRIV, 0xff, MAD - REQ_PRIV);
+	memset(m + REQ_PRIV, 0xff, MAD_SIZE - REQ_PRIV);
 	feed(m);
 	expect_rej(last_sent(), o.tid, o.comm_id, 8);
 	/* A REQ with no private data (all zero): cma version 0 but IP version 0. */
 	o = req_opts(10);
 	build_req(m, &o);
-	memset(m + REQ_PRIV, 0, MAD - REQ_PRIV);
+	memset(m + REQ_PRIV, 0, MAD_SIZE - REQ_PRIV);
 	feed(m);
 	expect_rej(last_sent(), o.tid, o.comm_id, 8);
 
@@ -1071,7 +925,7 @@ static void test_guest_rej(void **state)
 static void test_bad_headers(void **state)
 {
 	struct req_opts o = req_opts(0);
-	uint8_t m[MAD], big[300];
+	uint8_t m[MAD_SIZE], big[300];
 	struct {
 		size_t off;
 		uint8_t val;
@@ -1088,10 +942,10 @@ static void test_bad_headers(void **state)
 		feed(m);
 	}
 	build_req(m, &o);
-	nvmeof_cm_mad(E.cm, m, MAD - 1, E.now);
+	nvmeof_cm_mad(E.cm, m, MAD_SIZE - 1, E.now);
 	nvmeof_cm_mad(E.cm, m, 24, E.now);
 	nvmeof_cm_mad(E.cm, m, 0, E.now);
-	nvmeof_cm_mad(E.cm, NULL, MAD, E.now);
+	nvmeof_cm_mad(E.cm, NULL, MAD_SIZE, E.now);
 	/* An unknown attribute (LAP) and ClassPortInfo. */
 	build_ids(m, 0x0019, 1, 2, 3);
 	feed(m);
@@ -1107,15 +961,15 @@ static void test_bad_headers(void **state)
 	memset(big, 0xee, sizeof(big));
 	build_req(big, &o);
 	nvmeof_cm_mad(E.cm, big, sizeof(big), E.now);
-	assert_int_equal(get16(last_sent()->mad, H_ATTR), ATTR_REP);
-	nvmeof_cm_mad(NULL, m, MAD, E.now); /* no CM: nothing happens */
+	assert_int_equal(mad_get16(last_sent()->mad, H_ATTR), ATTR_REP);
+	nvmeof_cm_mad(NULL, m, MAD_SIZE, E.now); /* no CM: nothing happens */
 	env_finish();
 }
 
 static void test_rep_timeout(void **state)
 {
 	struct req_opts o = io_opts(0, 1, 32);
-	uint8_t m[MAD];
+	uint8_t m[MAD_SIZE];
 	struct conn_ref r;
 
 	(void)state;
@@ -1216,13 +1070,13 @@ static void test_disconnect(void **state)
 	r = connect_established(&o);
 	assert_int_equal(nvmeof_cm_disconnect(E.cm, r.ctrl_qpn, E.now), 0);
 	s = last_sent();
-	assert_int_equal(get16(s->mad, H_ATTR), ATTR_DREQ);
-	assert_true(get64(s->mad, H_TID) != o.tid);
-	assert_int_equal(get32(s->mad, X_LCID), r.our_cid);
-	assert_int_equal(get32(s->mad, X_RCID), r.guest_cid);
-	assert_int_equal(get24(s->mad, DREQ_RQPN), o.qpn);
+	assert_int_equal(mad_get16(s->mad, H_ATTR), ATTR_DREQ);
+	assert_true(mad_get64(s->mad, H_TID) != o.tid);
+	assert_int_equal(mad_get32(s->mad, X_LCID), r.our_cid);
+	assert_int_equal(mad_get32(s->mad, X_RCID), r.guest_cid);
+	assert_int_equal(mad_get24(s->mad, DREQ_RQPN), o.qpn);
 	assert_int_equal(s->mad[DREQ_RQPN + 3], 0);
-	assert_true(all_zero(s->mad + 36, MAD - 36));
+	assert_true(all_zero(s->mad + 36, MAD_SIZE - 36));
 	assert_memory_equal(s->sgid, ctrl_gid, 16);
 	assert_memory_equal(s->dgid, guest_gid, 16);
 	assert_int_equal(E.destroys, 1);
@@ -1255,7 +1109,7 @@ static void test_disconnect_crossing(void **state)
 	env_start_default();
 	r = connect_established(&o);
 	assert_int_equal(nvmeof_cm_disconnect(E.cm, r.ctrl_qpn, E.now), 0);
-	tid1 = get64(last_sent()->mad, H_TID);
+	tid1 = mad_get64(last_sent()->mad, H_TID);
 	send_dreq(0x77, r.guest_cid, r.our_cid, r.ctrl_qpn);
 	expect_drep(last_sent(), 0x77, r.our_cid, r.guest_cid);
 	assert_int_equal(E.destroys, 1);
@@ -1263,7 +1117,7 @@ static void test_disconnect_crossing(void **state)
 	/* Disconnecting a connection still in REP_SENT works too, with a fresh TID. */
 	r2 = connect_req(&o2);
 	assert_int_equal(nvmeof_cm_disconnect(E.cm, r2.ctrl_qpn, E.now), 0);
-	tid2 = get64(last_sent()->mad, H_TID);
+	tid2 = mad_get64(last_sent()->mad, H_TID);
 	assert_true(tid1 != tid2);
 	assert_int_equal(E.destroys, 2);
 	env_finish();
@@ -1410,23 +1264,23 @@ static void test_destroy_live_queues(void **state)
 
 static void test_sidr(void **state)
 {
-	uint8_t m[MAD];
+	uint8_t m[MAD_SIZE];
 	const struct sent *s;
 
 	(void)state;
 	env_start_default();
 	mad_hdr(m, ATTR_SIDR_REQ, 0x5151);
-	put32(m, SIDR_REQID, 0xfeedf00d);
-	put16(m, SIDR_REQID + 4, 0xffff);
-	put64(m, SIDR_REQ_SID, 0x0111ull << 16 | PORT);
+	mad_put32(m, SIDR_REQID, 0xfeedf00d);
+	mad_put16(m, SIDR_REQID + 4, 0xffff);
+	mad_put64(m, SIDR_REQ_SID, 0x0111ull << 16 | PORT);
 	feed(m);
 	s = last_sent();
-	assert_int_equal(get16(s->mad, H_ATTR), ATTR_SIDR_REP);
-	assert_true(get64(s->mad, H_TID) == 0x5151);
-	assert_int_equal(get32(s->mad, SIDR_REQID), 0xfeedf00d);
+	assert_int_equal(mad_get16(s->mad, H_ATTR), ATTR_SIDR_REP);
+	assert_true(mad_get64(s->mad, H_TID) == 0x5151);
+	assert_int_equal(mad_get32(s->mad, SIDR_REQID), 0xfeedf00d);
 	assert_int_equal(s->mad[SIDR_REP_STATUS], 1);
-	assert_true(get64(s->mad, SIDR_REP_SID) == (0x0111ull << 16 | PORT));
-	assert_int_equal(get24(s->mad, 32), 0); /* no QPN */
+	assert_true(mad_get64(s->mad, SIDR_REP_SID) == (0x0111ull << 16 | PORT));
+	assert_int_equal(mad_get24(s->mad, 32), 0); /* no QPN */
 	env_finish();
 }
 
@@ -1520,7 +1374,7 @@ static void test_table_full_recycles(void **state)
 	struct nvmeof_cm_config c = base_config();
 	struct conn_ref r[20];
 	struct req_opts o;
-	uint8_t m[MAD];
+	uint8_t m[MAD_SIZE];
 
 	(void)state;
 	c.max_conns = 1;
@@ -1540,7 +1394,7 @@ static void test_table_full_recycles(void **state)
 	build_req(m, &o);
 	feed(m);
 	expect_rej(last_sent(), o.tid, o.comm_id, 10);
-	assert_int_equal(get32(last_sent()->mad, REJ_LCID), r[1].our_cid);
+	assert_int_equal(mad_get32(last_sent()->mad, REJ_LCID), r[1].our_cid);
 	/* r[0] is forgotten: the same REQ is a new connection (and recycles r[1]). */
 	o = io_opts(0, 1, 32);
 	connect_req(&o);
@@ -1594,7 +1448,7 @@ static void test_debug_logging(void **state)
 	struct req_opts o = io_opts(0, 1, 32);
 	struct req_opts bad = io_opts(1, 1, 32);
 	struct conn_ref r;
-	uint8_t m[MAD];
+	uint8_t m[MAD_SIZE];
 
 	(void)state;
 	log_set_level(LOG_LEVEL_DEBUG);
@@ -1627,10 +1481,7 @@ static uint64_t fuzz_state = 0x0123456789abcdefull;
 
 static uint32_t fuzz_next(void)
 {
-	fuzz_state ^= fuzz_state << 13;
-	fuzz_state ^= fuzz_state >> 7;
-	fuzz_state ^= fuzz_state << 17;
-	return (uint32_t)(fuzz_state >> 16);
+	return (uint32_t)(xorshift64(&fuzz_state) >> 16);
 }
 
 /* Random bodies under valid headers, with IDs borrowed from real connections so the state machine moves. */
@@ -1641,7 +1492,7 @@ static void test_fuzz(void **state)
 					  0xffff };
 	struct nvmeof_cm_config c = base_config();
 	uint32_t known_ours[16] = { 0 }, known_theirs[16] = { 0 }, known_qpn[16] = { 0 };
-	uint8_t m[MAD];
+	uint8_t m[MAD_SIZE];
 
 	(void)state;
 	c.qpn_count = 16;
@@ -1652,30 +1503,30 @@ static void test_fuzz(void **state)
 		unsigned k = fuzz_next() % 16;
 		unsigned sent = E.nsent;
 
-		for (unsigned j = 0; j < MAD; j += 4)
-			put32(m, j, fuzz_next());
+		for (unsigned j = 0; j < MAD_SIZE; j += 4)
+			mad_put32(m, j, fuzz_next());
 		m[H_BASE] = 1;
 		m[H_CLASS] = 0x07;
 		m[H_CLASSVER] = 2;
 		m[H_METHOD] = 0x03;
-		put16(m, H_ATTR, attrs[fuzz_next() % (sizeof(attrs) / sizeof(attrs[0]))]);
+		mad_put16(m, H_ATTR, attrs[fuzz_next() % (sizeof(attrs) / sizeof(attrs[0]))]);
 		if (fuzz_next() % 4 == 0) {
 			struct req_opts o = io_opts(fuzz_next() % 64, (uint16_t)(fuzz_next() % 6),
 						    (uint16_t)(1 + fuzz_next() % 130));
 
 			build_req(m, &o);
 		} else if (fuzz_next() % 2) {
-			put32(m, X_LCID, known_theirs[k]);
-			put32(m, X_RCID, fuzz_next() % 8 ? known_ours[k] : fuzz_next());
-			put24(m, DREQ_RQPN, known_qpn[k]);
+			mad_put32(m, X_LCID, known_theirs[k]);
+			mad_put32(m, X_RCID, fuzz_next() % 8 ? known_ours[k] : fuzz_next());
+			mad_put24(m, DREQ_RQPN, known_qpn[k]);
 		}
 		feed(m);
-		if (E.nsent > sent && get16(last_sent()->mad, H_ATTR) == ATTR_REP) {
+		if (E.nsent > sent && mad_get16(last_sent()->mad, H_ATTR) == ATTR_REP) {
 			const uint8_t *rep = last_sent()->mad;
 
-			known_ours[k] = get32(rep, REP_LCID);
-			known_theirs[k] = get32(rep, REP_RCID);
-			known_qpn[k] = get24(rep, REP_QPN);
+			known_ours[k] = mad_get32(rep, REP_LCID);
+			known_theirs[k] = mad_get32(rep, REP_RCID);
+			known_qpn[k] = mad_get24(rep, REP_QPN);
 			assert_true(known_qpn[k] >= QPN_BASE && known_qpn[k] < QPN_BASE + 16);
 		}
 		if (fuzz_next() % 64 == 0) {

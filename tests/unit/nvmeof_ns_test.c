@@ -75,6 +75,15 @@ static struct nvmeof_config config(const char *spec)
 	return b.nvmeof;
 }
 
+/* The configuration of nvmeof:file=PATH followed by opts ("" or ",key=value..."). */
+static struct nvmeof_config file_config(const char *path, const char *opts)
+{
+	char spec[256];
+
+	snprintf(spec, sizeof(spec), "nvmeof:file=%s%s", path, opts);
+	return config(spec);
+}
+
 static off_t file_size(const char *path)
 {
 	struct stat st;
@@ -124,14 +133,13 @@ static void test_ram(void **state)
 
 static void test_file_created_at_size(void **state)
 {
-	char spec[256], path[128];
+	char path[128];
 	struct nvmeof_config c;
 	struct nvmeof_ns ns;
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/new.img", dir);
-	snprintf(spec, sizeof(spec), "nvmeof:file=%s,size=3M", path);
-	c = config(spec);
+	c = file_config(path, ",size=3M");
 	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), 0);
 	assert_true(ns.size == 3u << 20);
 	assert_true(nvmeof_ns_volatile_cache(&ns));
@@ -140,8 +148,7 @@ static void test_file_created_at_size(void **state)
 
 	/* A new file without size= gets the default 64 MiB. */
 	snprintf(path, sizeof(path), "%s/default.img", dir);
-	snprintf(spec, sizeof(spec), "nvmeof:file=%s", path);
-	c = config(spec);
+	c = file_config(path, "");
 	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), 0);
 	assert_true(ns.size == 64u << 20);
 	assert_int_equal(file_size(path), 64 << 20);
@@ -150,8 +157,7 @@ static void test_file_created_at_size(void **state)
 	/* So does an existing empty one. */
 	snprintf(path, sizeof(path), "%s/empty.img", dir);
 	make_file(path, 0);
-	snprintf(spec, sizeof(spec), "nvmeof:file=%s,size=1M", path);
-	c = config(spec);
+	c = file_config(path, ",size=1M");
 	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), 0);
 	assert_int_equal(file_size(path), 1 << 20);
 	nvmeof_ns_close(&ns);
@@ -165,14 +171,13 @@ static void test_file_created_at_size(void **state)
  */
 static void test_file_created_durably(void **state)
 {
-	char spec[256], path[128];
+	char path[128];
 	struct nvmeof_config c;
 	struct nvmeof_ns ns;
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/fresh.img", dir);
-	snprintf(spec, sizeof(spec), "nvmeof:file=%s,size=1M", path);
-	c = config(spec);
+	c = file_config(path, ",size=1M");
 	nfsynced = 0;
 	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), 0);
 	assert_true(was_fsynced(path));
@@ -200,7 +205,7 @@ static void test_file_created_durably(void **state)
 
 static void test_file_keeps_grows_refuses(void **state)
 {
-	char spec[256], path[128], want[512];
+	char path[128], want[512];
 	struct nvmeof_config c;
 	struct nvmeof_ns ns;
 
@@ -209,28 +214,24 @@ static void test_file_keeps_grows_refuses(void **state)
 	make_file(path, 2 << 20);
 
 	/* Without size=, the image keeps its own size. */
-	snprintf(spec, sizeof(spec), "nvmeof:file=%s,bs=4096", path);
-	c = config(spec);
+	c = file_config(path, ",bs=4096");
 	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), 0);
 	assert_true(ns.size == 2u << 20);
 	nvmeof_ns_close(&ns);
 	assert_int_equal(file_size(path), 2 << 20);
 
 	/* The same size is fine, a larger one grows it. */
-	snprintf(spec, sizeof(spec), "nvmeof:file=%s,size=2M", path);
-	c = config(spec);
+	c = file_config(path, ",size=2M");
 	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), 0);
 	nvmeof_ns_close(&ns);
-	snprintf(spec, sizeof(spec), "nvmeof:file=%s,size=5M", path);
-	c = config(spec);
+	c = file_config(path, ",size=5M");
 	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), 0);
 	assert_true(ns.size == 5u << 20);
 	nvmeof_ns_close(&ns);
 	assert_int_equal(file_size(path), 5 << 20);
 
 	/* A smaller one is refused and the image is untouched. */
-	snprintf(spec, sizeof(spec), "nvmeof:file=%s,size=1M", path);
-	c = config(spec);
+	c = file_config(path, ",size=1M");
 	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), -1);
 	snprintf(want, sizeof(want), "nvmeof backend: %s is 5242880 bytes; size=1048576 would truncate it", path);
 	assert_string_equal(err, want);
@@ -239,21 +240,19 @@ static void test_file_keeps_grows_refuses(void **state)
 
 static void test_file_partial_block(void **state)
 {
-	char spec[256], path[128], want[512];
+	char path[128], want[512];
 	struct nvmeof_config c;
 	struct nvmeof_ns ns;
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/odd.img", dir);
 	make_file(path, 4096 + 512);
-	snprintf(spec, sizeof(spec), "nvmeof:file=%s,bs=4096", path);
-	c = config(spec);
+	c = file_config(path, ",bs=4096");
 	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), -1);
 	snprintf(want, sizeof(want), "nvmeof backend: %s is 4608 bytes, not a whole number of 4096-byte blocks", path);
 	assert_string_equal(err, want);
 	/* With 512-byte blocks the same image is fine. */
-	snprintf(spec, sizeof(spec), "nvmeof:file=%s", path);
-	c = config(spec);
+	c = file_config(path, "");
 	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), 0);
 	assert_true(ns.size == 4608);
 	nvmeof_ns_close(&ns);
@@ -261,13 +260,12 @@ static void test_file_partial_block(void **state)
 
 static void test_file_not_regular_and_locked(void **state)
 {
-	char spec[256], path[128], want[512];
+	char path[128], want[512];
 	struct nvmeof_config c;
 	struct nvmeof_ns ns, ns2;
 
 	(void)state;
-	snprintf(spec, sizeof(spec), "nvmeof:file=%s", dir);
-	c = config(spec);
+	c = file_config(dir, "");
 	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "nvmeof backend: cannot open"));
 
@@ -276,16 +274,14 @@ static void test_file_not_regular_and_locked(void **state)
 	assert_string_equal(err, "nvmeof backend: /dev/null is not a regular file");
 
 	snprintf(path, sizeof(path), "%s/nodir/x.img", dir);
-	snprintf(spec, sizeof(spec), "nvmeof:file=%s", path);
-	c = config(spec);
+	c = file_config(path, "");
 	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), -1);
 	snprintf(want, sizeof(want), "nvmeof backend: cannot open %s: No such file or directory", path);
 	assert_string_equal(err, want);
 
 	/* Two users of one image: the second is refused. */
 	snprintf(path, sizeof(path), "%s/shared.img", dir);
-	snprintf(spec, sizeof(spec), "nvmeof:file=%s,size=1M", path);
-	c = config(spec);
+	c = file_config(path, ",size=1M");
 	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), 0);
 	assert_int_equal(nvmeof_ns_open(&ns2, &c, err, sizeof(err)), -1);
 	snprintf(want, sizeof(want), "nvmeof backend: %s is in use by another process", path);
@@ -297,7 +293,7 @@ static void test_file_not_regular_and_locked(void **state)
 
 static void test_file_data_persists(void **state)
 {
-	char spec[256], path[128];
+	char path[128];
 	struct nvmeof_config c;
 	struct nvmeof_ns ns;
 	uint8_t buf[4096], out[4096];
@@ -305,8 +301,7 @@ static void test_file_data_persists(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/data.img", dir);
-	snprintf(spec, sizeof(spec), "nvmeof:file=%s,size=1M", path);
-	c = config(spec);
+	c = file_config(path, ",size=1M");
 	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), 0);
 	for (size_t i = 0; i < sizeof(buf); i++)
 		buf[i] = (uint8_t)(i ^ 0x5a);
@@ -327,8 +322,7 @@ static void test_file_data_persists(void **state)
 	assert_memory_equal(out, buf, 512);
 	close(fd);
 
-	snprintf(spec, sizeof(spec), "nvmeof:file=%s", path);
-	c = config(spec);
+	c = file_config(path, "");
 	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), 0);
 	memset(out, 0, sizeof(out));
 	assert_int_equal(nvmeof_ns_read(&ns, 8192, out, sizeof(out)), 0);
@@ -354,7 +348,7 @@ static void check_zero(struct nvmeof_ns *ns, uint64_t off, uint64_t len, bool de
 
 static void test_zero(void **state)
 {
-	char spec[256], path[128];
+	char path[128];
 	struct nvmeof_config c;
 	struct nvmeof_ns ns;
 
@@ -370,8 +364,7 @@ static void test_zero(void **state)
 	nvmeof_ns_close(&ns);
 
 	snprintf(path, sizeof(path), "%s/zero.img", dir);
-	snprintf(spec, sizeof(spec), "nvmeof:file=%s,size=1M", path);
-	c = config(spec);
+	c = file_config(path, ",size=1M");
 	assert_int_equal(nvmeof_ns_open(&ns, &c, err, sizeof(err)), 0);
 	check_zero(&ns, 512, 512, false);
 	check_zero(&ns, 4096, 64 * 1024, true);

@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../lib/xorshift.h"
 #include "nvmeof/nvmeof_target.h"
 #include "util/backend_opts.h"
 
@@ -258,6 +259,15 @@ static struct nvme_cmd cmd_new(uint8_t opcode, uint16_t cid)
 	return c;
 }
 
+/* An NVM command set command on namespace nsid, no data. */
+static struct nvme_cmd io_cmd(uint8_t opcode, uint16_t cid, uint32_t nsid)
+{
+	struct nvme_cmd c = cmd_new(opcode, cid);
+
+	c.nsid = le32_set(nsid);
+	return c;
+}
+
 static void sgl_keyed(struct nvme_cmd *c, uint32_t key, uint64_t off, uint32_t len, uint8_t sub)
 {
 	c->dptr.addr = le64_set(GUEST_BASE + off);
@@ -420,9 +430,8 @@ static struct nvme_cmd feature(bool set, uint16_t cid, uint8_t fid, uint32_t dw1
 
 static struct nvme_cmd rw(bool write, uint16_t cid, uint64_t slba, uint32_t nlb, uint64_t off)
 {
-	struct nvme_cmd c = cmd_new(write ? NVME_IO_WRITE : NVME_IO_READ, cid);
+	struct nvme_cmd c = io_cmd(write ? NVME_IO_WRITE : NVME_IO_READ, cid, cfg.nsid);
 
-	c.nsid = le32_set(cfg.nsid);
 	c.cdw10 = le32_set((uint32_t)slba);
 	c.cdw11 = le32_set((uint32_t)(slba >> 32));
 	c.cdw12 = le32_set(nlb - 1);
@@ -1076,8 +1085,7 @@ static void test_write_zeroes_dsm(void **state)
 	io_up(1, 1, cntlid);
 	fill(ns.ram, ns.size, 3);
 	/* Write Zeroes over blocks 10..19, with and without deallocation. */
-	c = cmd_new(NVME_IO_WRITE_ZEROES, 80);
-	c.nsid = le32_set(1);
+	c = io_cmd(NVME_IO_WRITE_ZEROES, 80, 1);
 	c.cdw10 = le32_set(10);
 	c.cdw12 = le32_set(9);
 	expect(1, &c, 0);
@@ -1099,8 +1107,7 @@ static void test_write_zeroes_dsm(void **state)
 	r[0].nlb = le32_set(8);
 	r[1].slba = le64_set(500);
 	r[1].nlb = le32_set(24);
-	c = cmd_new(NVME_IO_DSM, 81);
-	c.nsid = le32_set(1);
+	c = io_cmd(NVME_IO_DSM, 81, 1);
 	c.cdw10 = le32_set(1);
 	c.cdw11 = le32_set(1u << 2);
 	sgl_keyed(&c, K_DATA, BUF_OFF, 32, 0);
@@ -1122,8 +1129,7 @@ static void test_write_zeroes_dsm(void **state)
 	sgl_keyed(&c, K_DATA, BUF_OFF, 16, 0);
 	expect(1, &c, DNR(NVME_SC_SGL_INVALID_DATA));
 	/* Flush on RAM: nothing to write back, success. */
-	c = cmd_new(NVME_IO_FLUSH, 82);
-	c.nsid = le32_set(0xffffffffu);
+	c = io_cmd(NVME_IO_FLUSH, 82, 0xffffffffu);
 	expect(1, &c, 0);
 	c.nsid = le32_set(3);
 	expect(1, &c, DNR(NVME_SC_INVALID_NS));
@@ -1157,8 +1163,7 @@ static void test_file_durability(void **state)
 	read_image(3 * 4096, back, sizeof(back));
 	assert_memory_equal(back, guest + IO_OFF, sizeof(back));
 	/* Flush: written back before the response. */
-	c = cmd_new(NVME_IO_FLUSH, 91);
-	c.nsid = le32_set(1);
+	c = io_cmd(NVME_IO_FLUSH, 91, 1);
 	expect(1, &c, 0);
 	assert_int_equal(rsps[nrsp - 1].fdatasync_calls, 1);
 	/* FUA write: written back before the response. */
@@ -1176,8 +1181,7 @@ static void test_file_durability(void **state)
 	expect(0, &c, 0);
 	/* Writeback failing: Flush and FUA report a write fault, plain writes still land. */
 	fdatasync_fail = EIO;
-	c = cmd_new(NVME_IO_FLUSH, 96);
-	c.nsid = le32_set(1);
+	c = io_cmd(NVME_IO_FLUSH, 96, 1);
 	expect(1, &c, DNR(NVME_SC_WRITE_FAULT));
 	c = rw(true, 97, 7, 1, IO_OFF);
 	c.cdw12 = le32_set(1u << 30);
@@ -1186,8 +1190,7 @@ static void test_file_durability(void **state)
 	expect(1, &c, 0);
 	/* Write Zeroes with deallocate on the image punches a hole that reads as zeroes. */
 	fdatasync_fail = 0;
-	c = cmd_new(NVME_IO_WRITE_ZEROES, 99);
-	c.nsid = le32_set(1);
+	c = io_cmd(NVME_IO_WRITE_ZEROES, 99, 1);
 	c.cdw10 = le32_set(3);
 	c.cdw12 = le32_set(1u | 1u << 25);
 	expect(1, &c, 0);
@@ -1224,8 +1227,7 @@ static void test_file_writeback_error_sticks(void **state)
 	c = rw(true, 10, 3, 1, IO_OFF);
 	expect(1, &c, 0);
 	fdatasync_fail = EIO;
-	c = cmd_new(NVME_IO_FLUSH, 11);
-	c.nsid = le32_set(1);
+	c = io_cmd(NVME_IO_FLUSH, 11, 1);
 	expect(1, &c, DNR(NVME_SC_WRITE_FAULT));
 	/* The storage answers again: the earlier failure still stands. */
 	fdatasync_fail = 0;
@@ -1234,8 +1236,7 @@ static void test_file_writeback_error_sticks(void **state)
 	c = rw(true, 13, 4, 1, IO_OFF);
 	c.cdw12 = le32_set(1u << 30);
 	expect(1, &c, DNR(NVME_SC_WRITE_FAULT));
-	c = cmd_new(NVME_IO_WRITE_ZEROES, 14);
-	c.nsid = le32_set(1);
+	c = io_cmd(NVME_IO_WRITE_ZEROES, 14, 1);
 	c.cdw10 = le32_set(5);
 	c.cdw12 = le32_set(1u << 30);
 	expect(1, &c, DNR(NVME_SC_WRITE_FAULT));
@@ -1290,9 +1291,7 @@ static void cm_fill(uint8_t *p, uint64_t lba, uint64_t seq)
 	uint64_t x = (lba + 1) * 0x9e3779b97f4a7c15ull ^ seq * 0xbf58476d1ce4e5b9ull;
 
 	for (size_t i = 0; i < 4096; i += 8) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
+		xorshift64(&x);
 		memcpy(p + i, &x, 8);
 	}
 	memcpy(p, &lba, 8);
@@ -1356,10 +1355,7 @@ static uint32_t cm_rng = 0x6d2b79f5u;
 
 static uint32_t cm_rnd(uint32_t n)
 {
-	cm_rng ^= cm_rng << 13;
-	cm_rng ^= cm_rng >> 17;
-	cm_rng ^= cm_rng << 5;
-	return cm_rng % n;
+	return xorshift32(&cm_rng) % n;
 }
 
 /* The blocks of [slba, slba + nlb) completed with operation seq; promised durable too if durable. */
@@ -1418,8 +1414,7 @@ static void test_file_crash_model(void **state)
 			k = fua ? 3 : 2;
 			for (uint64_t b = slba; b < slba + nlb; b++)
 				cm_last_zero[b] = seq;
-			c = cmd_new(NVME_IO_WRITE_ZEROES, cid);
-			c.nsid = le32_set(1);
+			c = io_cmd(NVME_IO_WRITE_ZEROES, cid, 1);
 			c.cdw10 = le32_set((uint32_t)slba);
 			c.cdw12 = le32_set((nlb - 1) | (deac ? 1u << 25 : 0) | (fua ? 1u << 30 : 0));
 			expect(1, &c, 0);
@@ -1433,16 +1428,14 @@ static void test_file_crash_model(void **state)
 			memset(r, 0, sizeof(*r));
 			r->slba = le64_set(slba);
 			r->nlb = le32_set(nlb);
-			c = cmd_new(NVME_IO_DSM, cid);
-			c.nsid = le32_set(1);
+			c = io_cmd(NVME_IO_DSM, cid, 1);
 			c.cdw11 = le32_set(1u << 2);
 			sgl_keyed(&c, K_DATA, BUF_OFF, sizeof(*r), NVME_SGL_SUBTYPE_ADDRESS);
 			expect(1, &c, 0);
 			cm_complete(slba, nlb, seq, true, false);
 		} else if (kind < 80) { /* Flush: everything completed before it */
 			k = 5;
-			c = cmd_new(NVME_IO_FLUSH, cid);
-			c.nsid = le32_set(kind & 1 ? 0xffffffffu : 1);
+			c = io_cmd(NVME_IO_FLUSH, cid, kind & 1 ? 0xffffffffu : 1);
 			expect(1, &c, 0);
 			for (uint64_t b = 0; b < CM_BLOCKS; b++)
 				cm_durable[b] = cm_acked[b];

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "../lib/xorshift.h"
 #include "s3/s3_http.h"
 
 #define NO_SPLIT ((size_t)-1)
@@ -1261,10 +1262,7 @@ static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 
 static uint32_t rnd(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return (uint32_t)(rng_state >> 16);
+	return (uint32_t)(xorshift64(&rng_state) >> 16);
 }
 
 /*

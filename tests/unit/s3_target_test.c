@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../lib/xorshift.h"
 #include "s3/s3_conn.h"
 #include "s3/s3_target.h"
 #include "s3/s3_token.h"
@@ -695,10 +696,7 @@ static uint32_t split_state;
 
 static size_t next_split(size_t max)
 {
-	split_state ^= split_state << 13;
-	split_state ^= split_state >> 17;
-	split_state ^= split_state << 5;
-	return 1 + split_state % max;
+	return 1 + xorshift32(&split_state) % max;
 }
 
 /* Feeds msg to the connection in pieces of 1..max bytes; returns the final response. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../lib/xorshift.h"
 #include "s3/s3_token.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -241,10 +242,8 @@ static void test_round_trips(void **state)
 	memset(&in[2], 0xff, sizeof(in[2]));
 	/* every field distinct, from a simple xorshift */
 	memset(&in[3], 0, sizeof(in[3]));
-	for (int i = 0; i < 16; i++) {
-		x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-		in[3].gid[i] = (uint8_t)x;
-	}
+	for (int i = 0; i < 16; i++)
+		in[3].gid[i] = (uint8_t)xorshift32(&x);
 	in[3].transport = S3_TRANSPORT_DC;
 	in[3].qpn = 0xfedcba98;
 	in[3].rkey = 0x89abcdef;
