@@ -1,8 +1,8 @@
 /*
  * RoCEv2 wire format (roce_wire.h): the opcode table, the builder, the
  * parser and the ICRC. Tracks IBA Vol 1 release 1.4 ch. 9 (transport
- * headers, opcodes, packet length rules of 9.7/9.8) and the RoCEv2 annex
- * A17 (UDP encapsulation, ICRC over the masked IP/UDP/BTH headers).
+ * headers, opcodes, packet lengths) and the RoCEv2 annex
+ * (UDP encapsulation, ICRC over the masked IP/UDP/BTH headers).
  * The ICRC byte order and masking agree with Linux rxe and with a frame
  * captured from a ConnectX-4 Lx (tests/unit/roce_wire_test.c).
  */
@@ -126,7 +126,7 @@ const char *roce_strerror(enum roce_err err)
 #define ROCE_ICRC_MASKED_LEN (sizeof(struct net_ip_hdr) + sizeof(struct roce_udp_hdr) + sizeof(struct roce_bth))
 
 /*
- * A17.3.3: the ICRC covers the IP header onwards, with the fields that
+ * The RoCEv2 annex: the ICRC covers the IP header onwards, with the fields that
  * routers may change replaced by ones, behind 64 bits of ones standing in
  * for the LRH that RoCEv2 lacks. CRC-32 as IBA 7.8.1 defines it is the
  * Ethernet CRC (zlib's crc32: reflected, inverted in and out).
@@ -389,7 +389,7 @@ enum roce_err roce_parse(const uint8_t *frame, size_t len, uint32_t pmtu, struct
 	if (op->hdrs & ROCE_H(ROCE_HDR_IETH))
 		pkt->ieth = roce_take(frame, &off, sizeof(*pkt->ieth));
 
-	/* Payload and pad (IBA 9.7.1: the packet is a multiple of 4 bytes; 9.8.2 segment sizes). */
+	/* Payload and pad (IBA ch. 9: the packet is a multiple of 4 bytes; FIRST/MIDDLE carry the path MTU). */
 	region = len - off - ROCE_ICRC_LEN;
 	pad = roce_bth_pad(bth);
 	if (!op->payload && (region > 0 || pad > 0))

@@ -23,13 +23,13 @@
 #include "net/inet_wire.h"
 #include "util/endian.h"
 
-#define ROCE_UDP_DPORT      4791    /* RoCEv2 annex A17.4.2 */
+#define ROCE_UDP_DPORT      4791    /* the RoCEv2 annex assigns it */
 #define ROCE_IP_PROTO_UDP   17
 
 /* ---- UDP (RFC 768) ---------------------------------------------------------- */
 
 struct roce_udp_hdr {
-	be16 sport;     /* flow entropy, chosen by the sender (A17.4.2: 0xC000 and up recommended) */
+	be16 sport;     /* flow entropy, chosen by the sender */
 	be16 dport;     /* ROCE_UDP_DPORT */
 	be16 len;       /* UDP header + BTH .. ICRC */
 	be16 csum;      /* 0 when sent by us; not checked on receive (the ICRC covers the packet) */
@@ -112,7 +112,7 @@ _Static_assert(offsetof(struct roce_atomiceth, compare) == 20, "AtomicETH compar
 /* ACK ETH (9.3.5): syndrome in the top byte, MSN below */
 #define ROCE_AETH_SYN_SHIFT   24
 #define ROCE_AETH_MSN_MASK    0x00ffffffu
-/* syndrome: bits 7..5 the kind, bits 4..0 its value (IBA table 43) */
+/* syndrome: bits 7..5 the kind, bits 4..0 its value (IBA 9.3.5) */
 #define ROCE_AETH_KIND_MASK   0xe0u
 #define ROCE_AETH_VAL_MASK    0x1fu
 #define ROCE_AETH_KIND_ACK    0x00u   /* value: credit count (0x1f: invalid/unlimited) */
@@ -185,7 +185,7 @@ _Static_assert(offsetof(struct roce_deth, sqp) == 4, "DETH source QP offset");
 #define ROCE_L2L4_LEN (sizeof(struct net_eth_hdr) + sizeof(struct net_ip_hdr) + sizeof(struct roce_udp_hdr))
 #define ROCE_MIN_FRAME (ROCE_L2L4_LEN + sizeof(struct roce_bth) + ROCE_ICRC_LEN)
 
-/* ---- The opcode table (IBA 9.2.1, table 35; which ETHs: 9.3, table 37) ---------- */
+/* ---- The opcode table (IBA 9.2 opcodes; which ETHs each carries: 9.3) ------------- */
 
 enum roce_opcode {
 	ROCE_RC_SEND_FIRST = 0x00,
@@ -287,7 +287,7 @@ enum roce_err {
 /* A short constant name for any value (out-of-range values included). */
 const char *roce_strerror(enum roce_err err);
 
-/* ---- ICRC (IBA 7.8.1; RoCEv2 annex A17.3.3) --------------------------------------- */
+/* ---- ICRC (IBA 7.8.1; the RoCEv2 annex) ------------------------------------------- */
 
 /*
  * The ICRC of an IPv4 RoCEv2 packet: ip points at the IPv4 header, len covers

@@ -281,7 +281,7 @@ static void test_aeth_syndromes(void **state)
 			assert_int_equal(roce_aeth_msn(p.aeth), v * 0x10101u);
 		}
 	}
-	/* IBA table 43 bit patterns */
+	/* the syndrome bit patterns of IBA 9.3.5 */
 	assert_int_equal(roce_syn_ack(ROCE_AETH_CREDITS_INVALID), 0x1f);
 	assert_int_equal(roce_syn_rnr(0x0e), 0x2e);
 	assert_int_equal(roce_syn_nak(ROCE_NAK_PSN_SEQ_ERR), 0x60);
