@@ -291,7 +291,8 @@ const char *roce_strerror(enum roce_err err);
 
 /*
  * The ICRC of an IPv4 RoCEv2 packet: ip points at the IPv4 header, len covers
- * it up to (not including) the ICRC, at least IPv4 + UDP + BTH. CRC-32 over
+ * it up to (not including) the ICRC, at least IPv4 + UDP + BTH (a shorter
+ * len returns 0 and reads nothing). CRC-32 over
  * 8 bytes of 0xFF, then the IPv4, UDP and BTH headers with the variant fields
  * set to all ones (TOS, TTL, header checksum; UDP checksum; BTH resv8a, which
  * holds FECN and BECN), then the rest unchanged. The value is stored on the
@@ -363,7 +364,8 @@ struct roce_pkt {
 
 /*
  * Validate frame[0..len) (an Ethernet frame without FCS, exactly as long as
- * its IPv4 packet) against path MTU pmtu (bytes, 256..4096) and fill *pkt.
+ * its IPv4 packet) against path MTU pmtu (bytes: 256..4096 in practice;
+ * 0 or above 4096 is ROCE_ERR_ARG) and fill *pkt.
  * Checks, in order: Ethernet type; IPv4 version, IHL, total length against
  * the frame, header checksum, fragmentation, protocol; UDP length and port;
  * BTH room, version, opcode; the opcode's extension headers; pad and payload
