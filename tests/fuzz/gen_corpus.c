@@ -20,6 +20,7 @@
 
 #include <openssl/evp.h>
 
+#include "fabric/roce_wire.h"
 #include "fuzz_guest.h"
 #include "ionic/ionic_if.h"
 #include "nvmeof/nvme_spec.h"
@@ -1223,6 +1224,80 @@ static void gen_nvmeof_cm(void)
 	emit(t, "rep-timeout", &s);
 }
 
+/* ---- fuzz-roce: one RoCEv2 frame per RC/UD opcode, from the builder ---- */
+
+static void roce_seed(uint8_t mtu_sel, const struct roce_frame_desc *d, const char *name)
+{
+	struct seed s = { .n = 0 };
+	uint8_t f[8192];
+	size_t len;
+
+	if (roce_build(d, f, sizeof(f), &len) != ROCE_OK)
+		abort();
+	p8(&s, mtu_sel);
+	put(&s, f, len);
+	emit("fuzz-roce", name, &s);
+}
+
+static void gen_roce(void)
+{
+	static uint8_t payload[1024];
+
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 13 + 1);
+	for (unsigned o = 0; o < 256; o++) {
+		const struct roce_opcode_info *op = roce_opcode_info((uint8_t)o);
+		struct roce_frame_desc d = {
+			.dst_mac = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x02 },
+			.src_mac = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x01 },
+			.src_ip = 0xc0a8c801, .dst_ip = 0xc0a8c802, .ttl = 64, .df = true, .ip_id = 1,
+			.sport = (uint16_t)(0xc000 + o), .opcode = (uint8_t)o, .ackreq = true,
+			.pkey = 0xffff, .dqpn = 0x11, .psn = 0x100 + o,
+			.deth = { 0x11111111, 1 }, .reth = { 0x10000, 0x1234, 4096 },
+			.atomic = { 0x20000, 0x5678, 1, 2 }, .aeth = { roce_syn_ack(31), 7 }, .atomic_orig = 5,
+			.imm = 0xabcd, .ieth_rkey = 0x1234, .payload = payload,
+		};
+		char name[80];
+		size_t k;
+
+		if (op == NULL)
+			continue;
+		if (op->payload)
+			d.payload_len = (op->seg == ROCE_SEG_FIRST || op->seg == ROCE_SEG_MIDDLE) ? 256 : 5;
+		d.pad = (uint8_t)((4 - d.payload_len % 4) % 4);
+		for (k = 0; op->name[k] && k < sizeof(name) - 1; k++)
+			name[k] = (char)(op->name[k] == '_' ? '-' : op->name[k] | 0x20);
+		name[k] = 0;
+		roce_seed(0, &d, name);
+		/* the same with the target correcting checksums (bit 7), for mutations to build on */
+		if (op->seg == ROCE_SEG_ONLY) {
+			size_t n = strlen(name);
+
+			snprintf(name + n, sizeof(name) - n, "-fix");
+			roce_seed(0x80, &d, name);
+		}
+	}
+	/* NAKs of each kind, and a 1024-byte path MTU */
+	{
+		struct roce_frame_desc d = {
+			.dst_mac = { 0x02, 0, 0, 0, 0, 0x02 }, .src_mac = { 0x02, 0, 0, 0, 0, 0x01 },
+			.src_ip = 0xc0a8c801, .dst_ip = 0xc0a8c802, .ttl = 64, .sport = 0xc000,
+			.opcode = ROCE_RC_ACKNOWLEDGE, .pkey = 0xffff, .dqpn = 0x11, .psn = 0x200,
+			.aeth = { roce_syn_nak(ROCE_NAK_PSN_SEQ_ERR), 3 },
+		};
+
+		roce_seed(0, &d, "rc-nak-psn-seq-err");
+		d.aeth.syndrome = roce_syn_nak(ROCE_NAK_REM_ACCESS_ERR);
+		roce_seed(0, &d, "rc-nak-rem-access-err");
+		d.aeth.syndrome = roce_syn_rnr(14);
+		roce_seed(0, &d, "rc-rnr-nak");
+		d.opcode = ROCE_RC_RDMA_WRITE_MIDDLE;
+		d.payload = payload;
+		d.payload_len = 1024;
+		roce_seed(2, &d, "rc-rdma-write-middle-mtu1024");
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -1245,6 +1320,7 @@ int main(int argc, char **argv)
 	gen_tcp();
 	gen_nvmeof();
 	gen_nvmeof_cm();
+	gen_roce();
 	printf("%u seeds in %s\n", nfiles, outdir);
 	return 0;
 }
