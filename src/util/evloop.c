@@ -262,8 +262,12 @@ int evloop_run(struct evloop *loop)
 		activity = n > 0;
 		if (loop->npollers && !loop->stop) {
 			activity |= run_pollers(loop);
-			if (busy && !activity) {
-				/* Look at the pollers more often than at the fds: a look at the fds is a system call. */
+			if (busy && !activity && !loop->pollers_asleep) {
+				/*
+				 * Look at the pollers more often than at the fds: a look at the
+				 * fds is a system call. (Not at pollers that are all asleep:
+				 * nothing can reach them but through an fd.)
+				 */
 				uint64_t until = mono_ns() + SPIN_NS;
 
 				while (!activity && !loop->stop && mono_ns() < until)
