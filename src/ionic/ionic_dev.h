@@ -71,7 +71,7 @@ bool ionic_dev_doorbell_poll(struct ionic_dev *dev);
 
 /*
  * Work in slices. A doorbell never makes the device work for long: the RDMA
- * engine moves at most about 1 MiB (a budget shared by everything the fds
+ * engine moves at most about 2 MiB (a budget shared by everything the fds
  * bring between two calls of ionic_dev_work) and leaves the rest of a long
  * transfer, and the WQEs behind it, waiting. ionic_dev_work does one slice of
  * what waits with a fresh budget and gives the next doorbells a fresh one;

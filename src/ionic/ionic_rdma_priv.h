@@ -25,7 +25,7 @@
 #define IONIC_RDMA_UDMA_SHIFT 6
 #define IONIC_RDMA_MAX_DEPTH_LOG2 16
 #define IONIC_RDMA_HDR_MAX   80        /* Ethernet + VLAN + IPv6 + UDP header template */
-#define IONIC_RDMA_TURN_BUDGET (1u << 20) /* bytes the WQE engine moves per slice (ionic_rdma_qp.c) */
+#define IONIC_RDMA_TURN_BUDGET (2u << 20) /* bytes the WQE engine moves per slice (ionic_rdma_qp.c) */
 
 struct rdma_job;
 

@@ -34,15 +34,17 @@
 #define MSG_MAX      (1ull << 31)
 #define CHUNK        (64u << 10)   /* the bounce buffer */
 /*
- * The work of one slice: 1 MiB of copying, some 25-100 us at memcpy speed
+ * The work of one slice: 2 MiB of copying, some 50-70 us at memcpy speed
  * (30-45 GB/s on the project's machine), far below the millisecond the loop
- * may spend before it serves its fds. Memory the server touches for the first
- * time costs a page fault per 4 KiB on top (1-15 us each, the latter on a
- * loaded virtual machine: 1 MiB can then take 4 ms), so a slice also ends once
- * it has copied for SLICE_NS. A copy goes in pieces of at most PIECE_MAX (32
- * pages), so a slice ends at most one piece past either limit. Every WQE costs
- * WQE_COST besides its bytes (a few hundred nanoseconds of parsing, key checks
- * and completion), so a ring of empty WQEs is bounded too.
+ * may spend before it serves its fds, and large enough that the turn of the
+ * loop between two slices (a system call, about 1 us here) costs little.
+ * Memory the server touches for the first time costs a page fault per 4 KiB
+ * on top (1.5-15 us each, the latter on a loaded virtual machine: 2 MiB can
+ * then take 8 ms), so a slice also ends once it has copied for SLICE_NS. A
+ * copy goes in pieces of at most PIECE_MAX (32 pages), so a slice ends at
+ * most one piece past either limit. Every WQE costs WQE_COST besides its
+ * bytes (a few hundred nanoseconds of parsing, key checks and completion), so
+ * a ring of empty WQEs is bounded too.
  */
 #define TURN_BUDGET  IONIC_RDMA_TURN_BUDGET
 #define SLICE_NS     500000u

@@ -1668,7 +1668,7 @@ static unsigned dp_cqes_waiting(struct dp *d)
 }
 
 /*
- * Wait until the engine has done what was rung so far. It moves about 1 MiB
+ * Wait until the engine has done what was rung so far. It moves about 2 MiB
  * per turn of the server's loop and leaves the rest of a doorbell's work for
  * later turns, so a round trip no longer says that every WQE rung before it
  * ran (and two do not either: the server may read the second message in the
@@ -3916,7 +3916,7 @@ static void test_dp_fuzz(void **state)
 /* ==== bounded work: transfers larger than a slice ==== */
 
 /*
- * The engine moves about 1 MiB per turn of the server's loop and leaves the
+ * The engine moves about 2 MiB per turn of the server's loop and leaves the
  * rest of a transfer for later turns. These tests give it transfers of up to
  * 1 GiB between two large memfds mapped into the server beside the library's
  * 4 MiB (MAP_NORESERVE: pages exist once touched): the source, a quarter of
