@@ -39,8 +39,8 @@
  * may spend before it serves its fds, and large enough that the turn of the
  * loop between two slices (a system call, about 1 us here) costs little.
  * Memory the server touches for the first time costs a page fault per 4 KiB
- * on top (1.5-15 us each, the latter on a loaded virtual machine: 2 MiB can
- * then take 8 ms), so a slice also ends once it has copied for SLICE_NS. A
+ * on top (up to 15 us each on a loaded virtual machine: 2 MiB can then take
+ * 8 ms), so a slice also ends once it has copied for SLICE_NS. A
  * copy goes in pieces of at most PIECE_MAX (32 pages), so a slice ends at
  * most one piece past either limit. Every WQE costs WQE_COST besides its
  * bytes (a few hundred nanoseconds of parsing, key checks and completion), so
