@@ -1446,8 +1446,10 @@ bool s3_op_work(struct s3_op *op, uint64_t budget)
 	uint64_t n = op->xfer.len - op->xfer.done;
 	int rc;
 
-	if (n == 0)
+	if (n == 0) {
+		xfer_end(op); /* an empty transfer holds a reference all the same */
 		return false;
+	}
 	if (n > budget)
 		n = budget;
 	if (op->xfer.write) {
@@ -1908,6 +1910,7 @@ void s3_op_finish(struct s3_op *op, struct s3_response *resp)
 	/* A transfer the caller left undone is made now, whole. */
 	while (s3_op_work(op, UINT64_MAX))
 		;
+	xfer_end(op);
 	switch (op->kind) {
 	case OP_PUT_OBJECT: finish_put(op); break;
 	case OP_PUT_PART: finish_part(op); break;

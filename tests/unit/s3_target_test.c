@@ -1407,6 +1407,12 @@ static void test_rdma_short_and_range(void **state)
 	assert_memory_equal(m->buf, src, 1000);
 	assert_int_equal(m->buf[1000], 0xcc);
 	free_resp(&r);
+	/* An empty window: nothing moves. Regression: the transfer kept its reference to the object (a leak). */
+	memset(m->buf, 0xcc, 2 * size);
+	r = rdma_req("GET", "/ernic/o", 0x99, m->addr, 0, NULL);
+	assert_rdma(&r, 200, 0);
+	assert_int_equal(m->buf[0], 0xcc);
+	free_resp(&r);
 	/* A ranged GET moves only the range. */
 	memset(m->buf, 0xcc, 2 * size);
 	r = rdma_req("GET", "/ernic/o", 0x99, m->addr, size, "Range: bytes=1024-1535\r\n");
