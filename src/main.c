@@ -269,7 +269,7 @@ int main(int argc, char **argv)
 	struct tap *tap = NULL;
 	struct ionic_dev_config nic_cfg;
 	struct ev_watch *sig_watch = NULL;
-	struct ev_poller *db_poller = NULL;
+	struct ev_poller *db_poller = NULL, *work_poller = NULL;
 	sigset_t mask;
 	char err[512];
 	int status = 1;
@@ -323,6 +323,15 @@ int main(int argc, char **argv)
 		LOG_ERR("cannot create the device");
 		goto out;
 	}
+	/*
+	 * Long device work (a large RDMA transfer) goes a slice per turn of the
+	 * loop. Added first, so it runs after the doorbell poller in a turn.
+	 */
+	work_poller = evloop_add_poller(sig.loop, ionic_pci_work, nic);
+	if (work_poller == NULL) {
+		LOG_ERR("cannot schedule the device's work");
+		goto out;
+	}
 	if (opts.mmap_doorbells) {
 		/* Stores to the mapped doorbell pages tell nobody: the loop looks for them. */
 		db_poller = evloop_add_poller(sig.loop, ionic_pci_poll, nic);
@@ -355,8 +364,10 @@ int main(int argc, char **argv)
 	}
 out:
 	vfu_server_stop(srv);
-	if (sig.loop)
+	if (sig.loop) {
 		evloop_del_poller(sig.loop, db_poller);
+		evloop_del_poller(sig.loop, work_poller);
+	}
 	ionic_datapath_attach(dp, NULL);
 	ionic_pci_free(nic);
 	tap_close(tap);

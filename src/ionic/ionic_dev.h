@@ -92,6 +92,19 @@ int ionic_dev_bar2_access(void *dev, uint64_t offset, void *buf, size_t len, boo
  */
 bool ionic_dev_doorbell_poll(struct ionic_dev *dev);
 
+/*
+ * Work in slices. A doorbell never makes the device work for long: the RDMA
+ * engine moves at most about 2 MiB (a budget shared by everything the fds
+ * bring between two calls of ionic_dev_work) and leaves the rest of a long
+ * transfer, and the WQEs behind it, waiting. ionic_dev_work does one slice of
+ * what waits with a fresh budget and gives the next doorbells a fresh one;
+ * it returns true while work still waits (call it again soon, after looking
+ * at the fds). Call it once per turn of the event loop, also when nothing
+ * waits (ionic_dev_work_pending false): it renews the budget.
+ */
+bool ionic_dev_work(struct ionic_dev *dev);
+bool ionic_dev_work_pending(const struct ionic_dev *dev);
+
 /* Fill fresh doorbell pages (IONIC_BAR2_SIZE bytes) with empty slots. */
 void ionic_db_pages_clear(uint64_t *pages);
 

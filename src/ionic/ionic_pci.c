@@ -134,6 +134,17 @@ enum ev_poll_result ionic_pci_poll(void *arg)
 	return ionic_dev_doorbell_poll(ip->dev) ? EV_POLL_WORK : EV_POLL_EMPTY;
 }
 
+enum ev_poll_result ionic_pci_work(void *arg)
+{
+	struct ionic_pci *ip = arg;
+	bool waiting = ionic_dev_work_pending(ip->dev);
+
+	/* Called with nothing waiting too: the call renews the budget of the doorbells to come. */
+	if (ionic_dev_work(ip->dev))
+		return EV_POLL_MORE;
+	return waiting ? EV_POLL_WORK : EV_POLL_ASLEEP;
+}
+
 static int bar0_access(void *opaque, uint64_t off, void *buf, size_t len, bool is_write)
 {
 	struct ionic_pci *ip = opaque;

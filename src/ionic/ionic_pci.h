@@ -31,6 +31,12 @@ struct ionic_dev *ionic_pci_dev(struct ionic_pci *ip);
 
 /* A poller for the event loop (ip as arg): take doorbells stored in the mapped pages. */
 enum ev_poll_result ionic_pci_poll(void *ip);
+/*
+ * A poller for the event loop (ip as arg), always installed: one slice of
+ * the device's long work per turn (ionic_dev_work); EV_POLL_MORE while work
+ * is left, asleep when none waits.
+ */
+enum ev_poll_result ionic_pci_work(void *ip);
 
 /* A simulated firmware reset of the device (see ionic_dev_fw_reset). */
 void ionic_pci_fw_reset(struct ionic_pci *ip);

@@ -30,6 +30,7 @@ int ionic_rdma_new(struct ionic_dev *dev)
 		free(r);
 		return -ENOMEM;
 	}
+	r->budget = IONIC_RDMA_TURN_BUDGET;
 	dev->rdma = r;
 	return 0;
 }
@@ -375,6 +376,18 @@ uint8_t ionic_rdma_queue_cmd(struct ionic_dev *dev, const uint8_t *cmd)
 		ionic_guest_error(dev, "RDMA queue command %u for queue %u refused (%u)", c->opcode,
 				  le32_get(c->qid_ver) & 0xffffffu, rc);
 	return rc;
+}
+
+/* ---- bounded work ---------------------------------------------------------------------------------------- */
+
+bool ionic_dev_work(struct ionic_dev *dev)
+{
+	return dev->rdma ? rdma_work(dev) : false;
+}
+
+bool ionic_dev_work_pending(const struct ionic_dev *dev)
+{
+	return dev->rdma && dev->rdma->run_head != 0;
 }
 
 /* ---- doorbells --------------------------------------------------------------------------------------------- */

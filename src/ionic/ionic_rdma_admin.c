@@ -111,6 +111,7 @@ static uint8_t admin_create_qp(struct ionic_dev *dev, const struct ionic_admin_c
 	}
 	n.state = IONIC_QPS_RESET;
 	n.dbid = le16_get(c->dbid_flags);
+	n.epoch = ++r->epochs;
 	n.valid = true;
 	r->qp[id] = n;
 	rdma_hw_note(&r->qp_hw, id);
@@ -182,6 +183,9 @@ static uint8_t admin_modify_qp(struct ionic_dev *dev, const struct ionic_admin_m
 	if (mask & IB_QP_STATE) {
 		bool to_reset = state == IONIC_QPS_RESET && qp->state != IONIC_QPS_RESET;
 
+		/* Out of service: a send in progress is dropped, a peer's message to or from it fails. */
+		if (state == IONIC_QPS_RESET || state == IONIC_QPS_ERR)
+			rdma_qp_halt(dev, id);
 		if (state == IONIC_QPS_RESET)
 			qp_to_reset(qp);
 		LOG_DEBUG("ionic rdma: QP %u state %u -> %u", id, qp->state, state);
@@ -238,6 +242,7 @@ static uint8_t admin_query_qp(struct ionic_dev *dev, const struct ionic_admin_qu
 
 static void qp_free(struct ionic_dev *dev, struct rdma_qp *qp)
 {
+	rdma_qp_release(dev, (uint32_t)(qp - dev->rdma->qp));
 	if (qp->rnr_wait)
 		dev->rdma->rnr_waiters--;
 	rdma_ring_free(dev, &qp->sq.ring);

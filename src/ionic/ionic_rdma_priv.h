@@ -25,6 +25,9 @@
 #define IONIC_RDMA_UDMA_SHIFT 6
 #define IONIC_RDMA_MAX_DEPTH_LOG2 16
 #define IONIC_RDMA_HDR_MAX   80        /* Ethernet + VLAN + IPv6 + UDP header template */
+#define IONIC_RDMA_TURN_BUDGET (2u << 20) /* bytes the WQE engine moves per slice (ionic_rdma_qp.c) */
+
+struct rdma_job;
 
 /* A queue's memory in the guest: contiguous from base, or a copied page list. */
 struct rdma_ring {
@@ -93,6 +96,20 @@ struct rdma_qp {
 	uint8_t hdr_len;
 	uint32_t msn;           /* completed remote WQEs since RESET */
 	bool rnr_wait;          /* the send queue waits for the peer to post a receive */
+	/*
+	 * Work in slices (ionic_rdma_qp.c): the send WQE in progress, kept while
+	 * it moves its bytes over several turns (allocated at the first send,
+	 * freed with the QP); the QP whose message fills this QP's next receive
+	 * (0: none; others wait behind it); the epoch, changed whenever the QP
+	 * leaves service (error, reset, destroy), so a peer's WQE in progress
+	 * can tell; and the QP's place on the run queue.
+	 */
+	struct rdma_job *job;
+	uint32_t rq_claim;
+	bool rq_claim_waited;   /* a sender found the receive held: wake senders when it is let go */
+	uint32_t epoch;
+	bool on_runq;
+	uint32_t run_next, run_prev;
 };
 
 struct rdma_mr {
@@ -128,6 +145,17 @@ struct ionic_rdma {
 	struct rdma_ah *ah;     /* IONIC_RDMA_NAH */
 	uint64_t pts_used;      /* page-table entries held */
 	uint32_t rnr_waiters;   /* QPs whose send waits for the peer's receive */
+	/*
+	 * Bounded work: bytes (and a cost per WQE) the engine may still spend
+	 * before it yields to the event loop, and the time it has spent
+	 * copying in this slice; the QPs with work left over, in
+	 * the order they get their next slice (ids, 0 ends the list); the
+	 * source of epochs.
+	 */
+	uint64_t budget;
+	uint64_t slice_t0;      /* CLOCK_MONOTONIC ns when the slice's first copy began (0: none yet) */
+	uint32_t run_head, run_tail;
+	uint32_t epochs;
 	struct ionic_rdma_peer_ops peer; /* in-process peers; all NULL without one */
 	/* One past the highest index created since the last reset: a reset walks no further (the
 	 * tables are large, resets frequent in tests and fuzzing, most entries never used). */
@@ -163,12 +191,29 @@ int rdma_mr_xfer(struct ionic_dev *dev, uint32_t pd, bool privileged, uint32_t k
 
 /* Tell the driver that qpid's posted WQEs are flushed (it entered the error state). */
 void rdma_qp_flush(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp);
-/* Execute qpid's posted send WQEs (it must be in RTS). */
+/*
+ * qpid leaves service (error, reset, destroy): the send WQE it has in
+ * progress is dropped without a completion (the driver flushes it with the
+ * rest of its queue), a receive of its peer it held is released, and a WQE of
+ * another QP that moves bytes to or from it fails at its next slice.
+ */
+void rdma_qp_halt(struct ionic_dev *dev, uint32_t qpid);
+/* Everything rdma_qp_halt does, and the QP's work state freed (before the QP is). */
+void rdma_qp_release(struct ionic_dev *dev, uint32_t qpid);
+/*
+ * Execute qpid's posted send WQEs (it must be in RTS), within the engine's
+ * budget: what the budget does not cover waits on the run queue.
+ */
 void rdma_sq_run(struct ionic_dev *dev, uint32_t qpid);
 /* Receives were posted on qpid: senders waiting for one go on. */
 void rdma_rq_posted(struct ionic_dev *dev, uint32_t qpid);
 /* qpid was destroyed or went back to RESET: tell the in-process peers. */
 void rdma_peer_qp_gone(struct ionic_dev *dev, uint32_t qpid);
+/*
+ * One turn's slice of the work on the run queue with a fresh budget, then a
+ * fresh budget for whatever the next turn brings. True while work is left.
+ */
+bool rdma_work(struct ionic_dev *dev);
 
 /* The RDMA admin queue aqid's doorbell. */
 void rdma_aq_run(struct ionic_dev *dev, uint32_t aqid);

@@ -10,10 +10,20 @@
  * Every key, length and index a WQE carries is checked before use; a bad
  * one completes that WQE with an error status and moves its QP to the error
  * state, as a real RNIC would, and the server goes on.
+ *
+ * Bounded work. One event-loop thread runs everything, and a WQE may move up
+ * to 2 GiB: the engine therefore spends at most a budget (TURN_BUDGET bytes
+ * copied, WQE_COST per WQE) before it yields. A QP whose work the budget did
+ * not cover goes on the run queue, and rdma_work() gives the queue one fresh
+ * budget per turn of the loop, a slice per QP in turn, so the socket, the
+ * other QPs and everything else are served between two slices. A WQE stopped
+ * half-way keeps its state in the QP's job: later WQEs of that QP wait behind
+ * it and its completion is written after its last byte. See docs/ionic.md.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ionic/ionic_rdma_priv.h"
 #include "util/inet_csum.h"
@@ -22,7 +32,24 @@
 #define WQE_MAX      (1u << IONIC_RDMA_MAX_STRIDE)
 #define MAX_SGE      ((WQE_MAX - IONIC_V1_WQE_PLD_OFFSET) / sizeof(struct ionic_sge))
 #define MSG_MAX      (1ull << 31)
-#define CHUNK        (64u << 10)
+#define CHUNK        (64u << 10)   /* the bounce buffer */
+/*
+ * The work of one slice: 2 MiB of copying, some 50-70 us at memcpy speed
+ * (30-45 GB/s on the project's machine), far below the millisecond the loop
+ * may spend before it serves its fds, and large enough that the turn of the
+ * loop between two slices (a system call, about 1 us here) costs little.
+ * Memory the server touches for the first time costs a page fault per 4 KiB
+ * on top (up to 15 us each on a loaded virtual machine: 2 MiB can then take
+ * 8 ms), so a slice also ends once it has copied for SLICE_NS. A
+ * copy goes in pieces of at most PIECE_MAX (32 pages), so a slice ends at
+ * most one piece past either limit. Every WQE costs WQE_COST besides its
+ * bytes (a few hundred nanoseconds of parsing, key checks and completion), so
+ * a ring of empty WQEs is bounded too.
+ */
+#define TURN_BUDGET  IONIC_RDMA_TURN_BUDGET
+#define SLICE_NS     500000u
+#define PIECE_MAX    (128u << 10)
+#define WQE_COST     4096u
 #define GRH_BYTES    40
 #define PEER_MSG_MAX 4096  /* an NVMe-oF capsule or a MAD; the peers take nothing larger */
 #define ROCE_QKEY_GSI 0x80010000u
@@ -239,6 +266,7 @@ static void qp_error(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp, u
 		return;
 	LOG_DEBUG("ionic rdma: QP %u to error (event %u)", qpid, code);
 	qp->state = IONIC_QPS_ERR;
+	rdma_qp_halt(dev, qpid);
 	if (qp->sq.present && dev->rdma->cq[qp->sq.cq_id].valid)
 		rdma_eq_post(dev, dev->rdma->cq[qp->sq.cq_id].eq_id, IONIC_V1_EQE_TYPE_QP, code, qpid);
 	rdma_qp_flush(dev, qpid, qp);
@@ -350,62 +378,145 @@ static bool ep_span(struct ionic_dev *dev, const struct endpoint *ep, struct cur
 	return true;
 }
 
-/* Move len bytes from src to dst. 0, or -1 with which side failed in *src_failed. */
+/* Spend n of the budget (never below zero). */
+static void charge(struct ionic_rdma *r, uint64_t n)
+{
+	r->budget -= n < r->budget ? n : r->budget;
+}
+
+/*
+ * A copy from src to dst that can stop after any piece and go on later:
+ * the cursors say where each side stands, left how many bytes remain. The
+ * endpoints' SGLs must outlive it (they live in the QP's job).
+ */
+struct xfer {
+	struct endpoint src, dst;
+	struct cursor cs, cd;
+	uint64_t rs, rd;           /* offsets into a remote (key, va) range */
+	uint64_t left;
+};
+
+enum { XFER_DONE, XFER_MORE, XFER_SRC_FAULT, XFER_DST_FAULT };
+
+static void xfer_init(struct xfer *x, const struct endpoint *src, const struct endpoint *dst, uint64_t len)
+{
+	memset(x, 0, sizeof(*x));
+	x->src = *src;
+	x->dst = *dst;
+	x->cs.sgl = src->sgl;
+	x->cd.sgl = dst->sgl;
+	x->left = len;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The slice is over: its budget is spent, or (bounded work only) it has been
+ * copying for SLICE_NS; then the rest of the budget goes too.
+ */
+static bool slice_over(struct ionic_rdma *r, bool bounded)
+{
+	uint64_t now;
+
+	if (!bounded)
+		return false;
+	if (r->budget == 0)
+		return true;
+	now = mono_ns();
+	if (r->slice_t0 == 0)
+		r->slice_t0 = now;
+	else if (now - r->slice_t0 >= SLICE_NS)
+		r->budget = 0;
+	return r->budget == 0;
+}
+
+/*
+ * Move x's bytes until they are all moved (XFER_DONE), the slice is over
+ * (XFER_MORE; only when bounded: then the engine's budget is charged what
+ * moved, and the last piece may overshoot it by up to PIECE_MAX) or a side
+ * fails (XFER_SRC_FAULT, XFER_DST_FAULT; bytes before the failing piece have
+ * moved, as on a wire).
+ * Guest to guest in one copy while both sides resolve to mapped guest
+ * memory; a piece that does not (a fault, or a piece spanning two mappings)
+ * goes through the bounce buffer, which tells which side failed. Every piece
+ * resolves its keys and guest addresses afresh, so a registration or a
+ * mapping that goes away between two slices stops the copy there, and
+ * nothing is ever written through a stale translation.
+ */
+static int xfer_step(struct ionic_dev *dev, struct xfer *x, bool bounded)
+{
+	struct ionic_rdma *r = dev->rdma;
+
+	while (x->left > 0) {
+		uint64_t want = x->left < PIECE_MAX ? x->left : PIECE_MAX, sbus, dbus;
+		struct cursor ts = x->cs, td = x->cd;
+		size_t ns, nd, n;
+		bool fast;
+
+		if (slice_over(r, bounded))
+			return XFER_MORE;
+		fast = ep_span(dev, &x->src, &ts, x->rs, want, &sbus, &ns) &&
+		       ep_span(dev, &x->dst, &td, x->rd, want, &dbus, &nd);
+		if (fast) {
+			n = ns < nd ? ns : nd;
+			fast = ionic_dma_copy(dev, dbus, sbus, n) == 0;
+		}
+		if (fast) {
+			x->cs = ts;
+			x->cd = td;
+			if (x->src.sgl)
+				x->cs.off += n;
+			else
+				x->rs += n;
+			if (x->dst.sgl)
+				x->cd.off += n;
+			else
+				x->rd += n;
+		} else {
+			n = want < CHUNK ? (size_t)want : CHUNK;
+			if (ep_xfer(dev, &x->src, &x->cs, &x->rs, chunk_buf, n, RDMA_FROM_GUEST))
+				return XFER_SRC_FAULT;
+			if (ep_xfer(dev, &x->dst, &x->cd, &x->rd, chunk_buf, n, RDMA_TO_GUEST))
+				return XFER_DST_FAULT;
+		}
+		x->left -= n;
+		charge(r, n);
+	}
+	return XFER_DONE;
+}
+
+/*
+ * Move len bytes from src to dst at once (a UD message: at most 4 KiB), the
+ * budget charged afterwards. 0, or -1 with which side failed in *src_failed.
+ */
 static int move_bytes(struct ionic_dev *dev, const struct endpoint *src, const struct endpoint *dst, uint64_t len,
 		      bool *src_failed)
 {
-	struct cursor cs = { src->sgl, 0, 0 }, cd = { dst->sgl, 0, 0 };
-	uint64_t rs = 0, rd = 0;
+	struct xfer x;
+	int rc;
 
-	/*
-	 * Guest to guest in one copy, piece by piece, while both sides resolve to
-	 * mapped guest memory; anything else (a fault, a piece spanning two
-	 * mappings) goes on below through the bounce buffer, which tells which
-	 * side failed. A failed piece moved nothing, so the cursors stay right.
-	 */
-	while (len > 0) {
-		struct cursor ts = cs, td = cd;
-		uint64_t sbus, dbus;
-		size_t ns, nd, n;
-
-		if (!ep_span(dev, src, &ts, rs, len, &sbus, &ns) || !ep_span(dev, dst, &td, rd, len, &dbus, &nd))
-			break;
-		n = ns < nd ? ns : nd;
-		if (ionic_dma_copy(dev, dbus, sbus, n))
-			break;
-		cs = ts;
-		cd = td;
-		if (src->sgl)
-			cs.off += n;
-		else
-			rs += n;
-		if (dst->sgl)
-			cd.off += n;
-		else
-			rd += n;
-		len -= n;
-	}
-
-	while (len > 0) {
-		size_t n = len < CHUNK ? (size_t)len : CHUNK;
-
-		if (ep_xfer(dev, src, &cs, &rs, chunk_buf, n, RDMA_FROM_GUEST)) {
-			*src_failed = true;
-			return -1;
-		}
-		if (ep_xfer(dev, dst, &cd, &rd, chunk_buf, n, RDMA_TO_GUEST)) {
-			*src_failed = false;
-			return -1;
-		}
-		len -= n;
-	}
-	return 0;
+	xfer_init(&x, src, dst, len);
+	rc = xfer_step(dev, &x, false);
+	if (rc == XFER_DONE)
+		return 0;
+	*src_failed = rc == XFER_SRC_FAULT;
+	return -1;
 }
 
 /* ---- the receive side ------------------------------------------------------------------------------ */
 
-/* Take the next posted receive WQE of qp: its id and SGL. -EAGAIN if none is posted. */
-static int rq_take(struct ionic_dev *dev, struct rdma_qp *qp, le64 *wqe_id, struct sgl *sgl)
+/*
+ * Read the next posted receive WQE of qp without taking it: its id and SGL.
+ * -EAGAIN if none is posted, -EFAULT if its slot cannot be read, -EINVAL if
+ * it is malformed (*wqe_id is then set).
+ */
+static int rq_peek(struct ionic_dev *dev, struct rdma_qp *qp, le64 *wqe_id, struct sgl *sgl)
 {
 	uint8_t wqe[WQE_MAX];
 	uint32_t stride = 1u << qp->rq.ring.stride_log2, mask = (1u << qp->rq.ring.depth_log2) - 1;
@@ -418,16 +529,26 @@ static int rq_take(struct ionic_dev *dev, struct rdma_qp *qp, le64 *wqe_id, stru
 	    ionic_dma_read(dev, addr, wqe, stride))
 		return -EFAULT;
 	memcpy(&h, wqe, sizeof(h));
-	qp->rq.head++;
 	*wqe_id = h.wqe_id;
 	if (!parse_sgl(wqe, stride, h.num_sge_key, be16_get(h.flags), sgl))
 		return -EINVAL;
 	return 0;
 }
 
+/* Take the next posted receive WQE of qp, as rq_peek; a malformed one is taken too. */
+static int rq_take(struct ionic_dev *dev, struct rdma_qp *qp, le64 *wqe_id, struct sgl *sgl)
+{
+	int rc = rq_peek(dev, qp, wqe_id, sgl);
+
+	if (rc == 0 || rc == -EINVAL)
+		qp->rq.head++;
+	return rc;
+}
+
 /* ---- the send side ------------------------------------------------------------------------------------ */
 
-enum { WQE_DONE, WQE_BLOCKED };
+/* What running a WQE came to; WQE_GO_ON: a step of it succeeded and it goes on (never returned by the engine). */
+enum { WQE_DONE, WQE_BLOCKED, WQE_MORE, WQE_GO_ON };
 
 struct wqe_ctx {
 	uint32_t qpid;
@@ -437,6 +558,36 @@ struct wqe_ctx {
 	struct ionic_v1_base_hdr h;
 	uint16_t flags;
 	struct sgl sgl;
+};
+
+#define RECV_OP_NONE 0xff /* an RDMA READ or WRITE: no receive at the peer */
+
+/* The phases of an RC/UC WQE that moves bytes (SEND, SEND_IMM, SEND_INV, RDMA WRITE, WRITE_IMM, READ). */
+enum job_phase {
+	JOB_COPY,        /* the payload moves, slice by slice */
+	JOB_IMM,         /* WRITE_IMM: the payload is in place; its immediate needs the peer's next receive */
+	JOB_NUM_PHASES,
+};
+
+/*
+ * A send WQE in progress, kept in its QP between slices: the WQE as read,
+ * the peer (its id, and its epoch when the WQE started: a different one
+ * means the peer left service meanwhile), the peer's receive the message
+ * fills (held from the first byte to the completion, so the peer's receives
+ * complete in order and nobody else takes this one), and the copy.
+ */
+struct rdma_job {
+	struct wqe_ctx w;
+	bool active;             /* a WQE is in progress; everything below is its state */
+	uint8_t phase;           /* enum job_phase */
+	uint8_t recv_op;         /* IONIC_V1_CQE_RECV_OP_* the peer's receive completes with, or RECV_OP_NONE */
+	bool read;               /* RDMA READ: the remote range is the source */
+	uint32_t peer_id, peer_epoch;
+	bool claimed;            /* the peer's next receive (rid, rsgl) is this message's */
+	le64 rid;
+	struct sgl rsgl;
+	struct recv_info ri;
+	struct xfer x;
 };
 
 /* The connected peer of an RC/UC QP on the loopback fabric. */
@@ -468,57 +619,231 @@ static bool sgl_ok(struct ionic_dev *dev, const struct rdma_qp *qp, const struct
 	return true;
 }
 
-/* SEND, SEND_IMM, SEND_INV and RDMA_WRITE_IMM on RC/UC: a message into the peer's next receive. */
-static int exec_rc_message(struct ionic_dev *dev, struct wqe_ctx *w, struct rdma_qp *peer, uint32_t peer_id,
-			   const struct endpoint *src, uint64_t len, uint8_t recv_op)
+/* ---- the run queue and the QPs' work state ---------------------------------------------------------------- */
+
+static void runq_add(struct ionic_dev *dev, uint32_t qpid)
 {
-	struct recv_info ri = { .src_qpn = w->qpid, .op = recv_op, .imm_rkey = { w->h.imm_data_key.v },
-				.solicited = (w->flags & IONIC_V1_FLAG_SOL) != 0 };
-	struct endpoint dst = { .qp = peer, .need = IONIC_MRF_LOCAL_WRITE };
-	struct sgl rsgl;
-	le64 rid;
-	bool src_failed = false;
+	struct ionic_rdma *r = dev->rdma;
+	struct rdma_qp *qp = &r->qp[qpid];
+
+	if (qp->on_runq)
+		return;
+	qp->on_runq = true;
+	qp->run_next = 0;
+	qp->run_prev = r->run_tail;
+	if (r->run_tail)
+		r->qp[r->run_tail].run_next = qpid;
+	else
+		r->run_head = qpid;
+	r->run_tail = qpid;
+}
+
+static void runq_remove(struct ionic_dev *dev, uint32_t qpid)
+{
+	struct ionic_rdma *r = dev->rdma;
+	struct rdma_qp *qp = &r->qp[qpid];
+
+	if (!qp->on_runq)
+		return;
+	if (qp->run_prev)
+		r->qp[qp->run_prev].run_next = qp->run_next;
+	else
+		r->run_head = qp->run_next;
+	if (qp->run_next)
+		r->qp[qp->run_next].run_prev = qp->run_prev;
+	else
+		r->run_tail = qp->run_prev;
+	qp->on_runq = false;
+	qp->run_next = qp->run_prev = 0;
+}
+
+/* j's peer if it is still the QP j started with and can take part (RTR or RTS); NULL if it left. */
+static struct rdma_qp *job_peer(struct ionic_dev *dev, const struct rdma_job *j)
+{
+	struct rdma_qp *p = &dev->rdma->qp[j->peer_id];
+
+	if (!p->valid || p->epoch != j->peer_epoch || (p->state != IONIC_QPS_RTR && p->state != IONIC_QPS_RTS))
+		return NULL;
+	return p;
+}
+
+/*
+ * A receive of qpid's became free (a message that held it completed or went
+ * away): if a sender found it held meanwhile, senders waiting for a receive
+ * try again on a later slice, and an in-process peer's waiting messages go
+ * now. (Nobody else is woken: a waiting sender retries when receives are
+ * posted, as it always did.)
+ */
+static void rq_released(struct ionic_dev *dev, uint32_t qpid)
+{
+	struct ionic_rdma *r = dev->rdma;
+
+	if (!r->qp[qpid].rq_claim_waited)
+		return;
+	r->qp[qpid].rq_claim_waited = false;
+	if (r->rnr_waiters)
+		for (uint32_t i = 1; i < IONIC_RDMA_NQP; i++)
+			if (r->qp[i].valid && r->qp[i].rnr_wait)
+				runq_add(dev, i);
+	if (r->peer.rq_posted)
+		r->peer.rq_posted(r->peer.ctx, qpid);
+}
+
+/*
+ * Hold the peer's next receive for j's message. 0; -EBUSY while another
+ * QP's message holds it; otherwise as rq_peek (a malformed receive is
+ * taken, as before).
+ */
+static int rq_claim(struct ionic_dev *dev, struct rdma_job *j, struct rdma_qp *peer)
+{
 	int rc;
 
-	/* A requester's own fault fails before anything is sent: the responder keeps its receive. */
-	if (src->sgl && !sgl_ok(dev, w->qp, src->sgl, 0)) {
-		complete_msn(dev, w->qpid, w->qp, IONIC_STS_LOCAL_PROT_ERR);
-		qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
-		return WQE_DONE;
+	if (peer->rq_claim) {
+		peer->rq_claim_waited = true;
+		return -EBUSY;
 	}
-	rc = rq_take(dev, peer, &rid, &rsgl);
+	rc = rq_peek(dev, peer, &j->rid, &j->rsgl);
+	if (rc == 0) {
+		peer->rq_claim = j->w.qpid;
+		j->claimed = true;
+	} else if (rc == -EINVAL) {
+		peer->rq.head++;
+	}
+	return rc;
+}
+
+/* Let go of the peer's receive j holds (if the peer is still the one j started with). */
+static void rq_unclaim(struct ionic_dev *dev, struct rdma_job *j)
+{
+	struct rdma_qp *p = &dev->rdma->qp[j->peer_id];
+
+	if (!j->claimed)
+		return;
+	j->claimed = false;
+	if (p->valid && p->epoch == j->peer_epoch && p->rq_claim == j->w.qpid) {
+		p->rq_claim = 0;
+		rq_released(dev, j->peer_id);
+	}
+}
+
+/* j's message is done with the receive it holds: taken from the peer's queue, and let go. */
+static void rq_commit(struct ionic_dev *dev, struct rdma_job *j, struct rdma_qp *peer)
+{
+	if (!j->claimed)
+		return;
+	peer->rq.head++;
+	rq_unclaim(dev, j);
+}
+
+static void job_end(struct ionic_dev *dev, struct rdma_job *j)
+{
+	if (!j->active)
+		return;
+	rq_unclaim(dev, j);
+	j->active = false;
+}
+
+/* The WQE in j starts work that may take several slices, against peer. */
+static void job_begin(struct rdma_job *j, struct rdma_qp *peer, uint32_t peer_id, uint8_t recv_op)
+{
+	j->active = true;
+	j->peer_id = peer_id;
+	j->peer_epoch = peer->epoch;
+	j->recv_op = recv_op;
+	j->claimed = false;
+	j->read = false;
+	j->phase = JOB_COPY;
+	j->ri = (struct recv_info){ .src_qpn = j->w.qpid, .op = recv_op, .imm_rkey = { j->w.h.imm_data_key.v },
+				    .solicited = (j->w.flags & IONIC_V1_FLAG_SOL) != 0 };
+}
+
+void rdma_qp_halt(struct ionic_dev *dev, uint32_t qpid)
+{
+	struct ionic_rdma *r = dev->rdma;
+	struct rdma_qp *qp = &r->qp[qpid];
+
+	qp->epoch = ++r->epochs;
+	qp->rq_claim = 0; /* void: the holder sees the new epoch */
+	qp->rq_claim_waited = false;
+	if (qp->job)
+		job_end(dev, qp->job);
+	runq_remove(dev, qpid);
+	/*
+	 * A peer's WQE moving bytes to or from it is on the run queue and learns
+	 * of it at its next slice; one waiting for a receive here, when it is
+	 * woken (as before, when such a WQE was retried from its start).
+	 */
+}
+
+void rdma_qp_release(struct ionic_dev *dev, uint32_t qpid)
+{
+	struct rdma_qp *qp = &dev->rdma->qp[qpid];
+
+	rdma_qp_halt(dev, qpid);
+	free(qp->job);
+	qp->job = NULL;
+}
+
+/* ---- RC and UC ------------------------------------------------------------------------------------------------ */
+
+/* A local fault of an RDMA READ/WRITE is the requester's; a remote one an access violation at the responder. */
+static int fail_rdma(struct ionic_dev *dev, struct rdma_job *j, struct rdma_qp *peer, bool local_fault)
+{
+	struct wqe_ctx *w = &j->w;
+
+	complete_msn(dev, w->qpid, w->qp, local_fault ? IONIC_STS_LOCAL_PROT_ERR : IONIC_STS_REMOTE_ACC_ERR);
+	qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+	if (!local_fault)
+		qp_error(dev, j->peer_id, peer, IONIC_V1_EQE_QP_ERR_ACCESS);
+	return WQE_DONE;
+}
+
+/* The copy of a message or an RDMA READ/WRITE failed on one side. */
+static int job_fault(struct ionic_dev *dev, struct rdma_job *j, struct rdma_qp *peer, bool src_failed)
+{
+	struct wqe_ctx *w = &j->w;
+
+	if (j->recv_op == RECV_OP_NONE || j->recv_op == IONIC_V1_CQE_RECV_OP_RDMA_IMM)
+		return fail_rdma(dev, j, peer, src_failed == !j->read);
+	/* A message: the receive it was filling completes in error; both QPs go to the error state. */
+	rq_commit(dev, j, peer);
+	complete_recv(dev, j->peer_id, peer, j->rid, &j->ri, 0,
+		      src_failed ? IONIC_STS_REMOTE_OPER_ERR : IONIC_STS_LOCAL_PROT_ERR);
+	complete_msn(dev, w->qpid, w->qp, src_failed ? IONIC_STS_LOCAL_PROT_ERR : IONIC_STS_REMOTE_OPER_ERR);
+	qp_error(dev, j->peer_id, peer, IONIC_V1_EQE_QP_ERR);
+	qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+	return WQE_DONE;
+}
+
+/* The peer's next receive for a message without one held yet: WQE_GO_ON when held, WQE_DONE or WQE_BLOCKED. */
+static int job_claim(struct ionic_dev *dev, struct rdma_job *j, struct rdma_qp *peer)
+{
+	struct wqe_ctx *w = &j->w;
+	int rc = rq_claim(dev, j, peer);
+
 	if (rc == -EAGAIN && w->qp->type == IONIC_QPT_UC) {
 		complete_msn(dev, w->qpid, w->qp, 0); /* UC has no RNR: the message is silently lost */
 		return WQE_DONE;
 	}
-	if (rc == -EAGAIN)
-		return WQE_BLOCKED; /* receiver not ready: the send waits for a receive (RNR, retried forever) */
+	/* Receiver not ready, or its next receive is another message's: wait for a receive (RNR, retried forever). */
+	if (rc == -EAGAIN || rc == -EBUSY)
+		return WQE_BLOCKED;
 	if (rc) {
 		complete_msn(dev, w->qpid, w->qp, IONIC_STS_REMOTE_OPER_ERR);
-		qp_error(dev, peer_id, peer, IONIC_V1_EQE_QP_ERR);
+		qp_error(dev, j->peer_id, peer, IONIC_V1_EQE_QP_ERR);
 		qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
 		return WQE_DONE;
 	}
-	if (recv_op != IONIC_V1_CQE_RECV_OP_RDMA_IMM) {
-		if (len > rsgl.total) {
-			/* The responder saw an invalid request; the requester gets the NAK's status. */
-			complete_recv(dev, peer_id, peer, rid, &ri, 0, IONIC_STS_LOCAL_LEN_ERR);
-			complete_msn(dev, w->qpid, w->qp, IONIC_STS_REMOTE_INV_REQ_ERR);
-			qp_error(dev, peer_id, peer, IONIC_V1_EQE_QP_ERR_REQUEST);
-			qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
-			return WQE_DONE;
-		}
-		dst.sgl = &rsgl;
-		if (move_bytes(dev, src, &dst, len, &src_failed)) {
-			complete_recv(dev, peer_id, peer, rid, &ri, 0,
-				      src_failed ? IONIC_STS_REMOTE_OPER_ERR : IONIC_STS_LOCAL_PROT_ERR);
-			complete_msn(dev, w->qpid, w->qp, src_failed ? IONIC_STS_LOCAL_PROT_ERR : IONIC_STS_REMOTE_OPER_ERR);
-			qp_error(dev, peer_id, peer, IONIC_V1_EQE_QP_ERR);
-			qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
-			return WQE_DONE;
-		}
-	}
-	if (recv_op == IONIC_V1_CQE_RECV_OP_SEND_INV) {
+	return WQE_GO_ON;
+}
+
+/* Everything moved: the peer's receive (if any) and the requester complete. */
+static int job_finish(struct ionic_dev *dev, struct rdma_job *j, struct rdma_qp *peer)
+{
+	struct wqe_ctx *w = &j->w;
+
+	rq_commit(dev, j, peer);
+	if (j->recv_op == IONIC_V1_CQE_RECV_OP_SEND_INV) {
 		uint32_t key = be32_get(w->h.imm_data_key), index = key >> 8;
 		struct rdma_mr *mr = index && index < IONIC_RDMA_NMR ? &dev->rdma->mr[index] : NULL;
 
@@ -526,9 +851,92 @@ static int exec_rc_message(struct ionic_dev *dev, struct wqe_ctx *w, struct rdma
 		if (mr && mr->valid && mr->id == key && mr->pd == peer->pd && (mr->flags & IONIC_MRF_INV_EN))
 			mr->registered = false;
 	}
-	complete_recv(dev, peer_id, peer, rid, &ri, (uint32_t)len, 0);
+	if (j->recv_op != RECV_OP_NONE)
+		complete_recv(dev, j->peer_id, peer, j->rid, &j->ri, (uint32_t)w->sgl.total, 0);
 	complete_msn(dev, w->qpid, w->qp, 0);
 	return WQE_DONE;
+}
+
+/*
+ * One slice of a WQE in progress (from its start, or resumed): WQE_MORE when
+ * the budget ran out first, WQE_BLOCKED when it waits for a receive,
+ * WQE_DONE when it completed (successfully or not).
+ */
+static int job_run(struct ionic_dev *dev, struct rdma_job *j)
+{
+	struct wqe_ctx *w = &j->w;
+	struct rdma_qp *peer = job_peer(dev, j);
+	int rc;
+
+	if (!peer) {
+		/*
+		 * The responder left (destroyed, reset, error) with the message half
+		 * done: the requester gives up as after its retries. Its receive, if
+		 * this message held one, went with it.
+		 */
+		j->claimed = false;
+		complete_msn(dev, w->qpid, w->qp, IONIC_STS_RETRY_EXCEEDED);
+		qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+		return WQE_DONE;
+	}
+	if (j->phase == JOB_COPY) {
+		/* The responder's access flags are checked on every slice, as on every packet. */
+		if (j->recv_op == RECV_OP_NONE || j->recv_op == IONIC_V1_CQE_RECV_OP_RDMA_IMM) {
+			if (!(peer->access & (j->read ? IONIC_QPF_REMOTE_READ : IONIC_QPF_REMOTE_WRITE)))
+				return fail_rdma(dev, j, peer, false);
+		}
+		rc = xfer_step(dev, &j->x, true);
+		if (rc == XFER_MORE)
+			return WQE_MORE;
+		if (rc != XFER_DONE)
+			return job_fault(dev, j, peer, rc == XFER_SRC_FAULT);
+		if (j->recv_op != IONIC_V1_CQE_RECV_OP_RDMA_IMM)
+			return job_finish(dev, j, peer);
+		j->phase = JOB_IMM;
+	}
+	/* WRITE_IMM's message part: checked as a SEND's (an empty SGE with a bad key fails here). */
+	if (!sgl_ok(dev, w->qp, &w->sgl, 0)) {
+		complete_msn(dev, w->qpid, w->qp, IONIC_STS_LOCAL_PROT_ERR);
+		qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+		return WQE_DONE;
+	}
+	rc = job_claim(dev, j, peer);
+	return rc == WQE_GO_ON ? job_finish(dev, j, peer) : rc;
+}
+
+/* SEND, SEND_IMM and SEND_INV on RC/UC: a message into the peer's next receive. */
+static int exec_rc_message(struct ionic_dev *dev, struct rdma_job *j, struct rdma_qp *peer, uint32_t peer_id,
+			   uint8_t recv_op)
+{
+	struct wqe_ctx *w = &j->w;
+	struct endpoint src = { .qp = w->qp, .sgl = &w->sgl };
+	struct endpoint dst = { .qp = peer, .sgl = &j->rsgl, .need = IONIC_MRF_LOCAL_WRITE };
+	uint64_t len = w->sgl.total;
+	int rc;
+
+	/* A requester's own fault fails before anything is sent: the responder keeps its receive. */
+	if (!sgl_ok(dev, w->qp, &w->sgl, 0)) {
+		complete_msn(dev, w->qpid, w->qp, IONIC_STS_LOCAL_PROT_ERR);
+		qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+		return WQE_DONE;
+	}
+	job_begin(j, peer, peer_id, recv_op);
+	rc = job_claim(dev, j, peer);
+	if (rc != WQE_GO_ON) {
+		job_end(dev, j); /* nothing was done: a blocked WQE starts afresh when it is run again */
+		return rc;
+	}
+	if (len > j->rsgl.total) {
+		/* The responder saw an invalid request; the requester gets the NAK's status. */
+		rq_commit(dev, j, peer);
+		complete_recv(dev, peer_id, peer, j->rid, &j->ri, 0, IONIC_STS_LOCAL_LEN_ERR);
+		complete_msn(dev, w->qpid, w->qp, IONIC_STS_REMOTE_INV_REQ_ERR);
+		qp_error(dev, peer_id, peer, IONIC_V1_EQE_QP_ERR_REQUEST);
+		qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+		return WQE_DONE;
+	}
+	xfer_init(&j->x, &src, &dst, len);
+	return job_run(dev, j);
 }
 
 /* Gather a WQE's local SGL into buf (at most cap bytes). 0, or an IONIC_STS_* for the sender. */
@@ -540,11 +948,17 @@ static uint32_t gather(struct ionic_dev *dev, struct wqe_ctx *w, void *buf, size
 
 	if (w->sgl.total > cap)
 		return IONIC_STS_REMOTE_INV_REQ_ERR;
+	charge(dev->rdma, w->sgl.total);
 	return ep_xfer(dev, &src, &c, &unused, buf, (size_t)w->sgl.total, RDMA_FROM_GUEST) ? IONIC_STS_LOCAL_PROT_ERR
 											 : 0;
 }
 
-/* An RC QP connected to an in-process peer: SENDs go to it; it never serves RDMA READ/WRITE. */
+/*
+ * An RC QP connected to an in-process peer: SENDs go to it; it never serves
+ * RDMA READ/WRITE. The peer moves its data (an NVMe-oF command's, at most
+ * MDTS: 1 MiB) before it returns, with ionic_rdma_peer_xfer(), which charges
+ * the budget: the next capsule waits for the next slice.
+ */
 static int exec_rc_to_peer(struct ionic_dev *dev, struct wqe_ctx *w)
 {
 	static uint8_t msg[PEER_MSG_MAX];
@@ -564,14 +978,12 @@ static int exec_rc_to_peer(struct ionic_dev *dev, struct wqe_ctx *w)
 	return WQE_DONE;
 }
 
-static int exec_rc(struct ionic_dev *dev, struct wqe_ctx *w)
+static int exec_rc(struct ionic_dev *dev, struct rdma_job *j)
 {
-	struct endpoint src = { .qp = w->qp, .sgl = &w->sgl };
+	struct wqe_ctx *w = &j->w;
 	struct ionic_v1_common_bdy b;
 	struct rdma_qp *peer;
 	uint32_t peer_id;
-	uint64_t len;
-	bool src_failed = false;
 
 	memcpy(&b, w->wqe + sizeof(w->h), sizeof(b));
 	peer = peer_of(dev, w->qp, &peer_id);
@@ -588,14 +1000,13 @@ static int exec_rc(struct ionic_dev *dev, struct wqe_ctx *w)
 		qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
 		return WQE_DONE;
 	}
-	len = w->sgl.total;
 	switch (w->h.op) {
 	case IONIC_V1_OP_SEND:
-		return exec_rc_message(dev, w, peer, peer_id, &src, len, IONIC_V1_CQE_RECV_OP_SEND);
+		return exec_rc_message(dev, j, peer, peer_id, IONIC_V1_CQE_RECV_OP_SEND);
 	case IONIC_V1_OP_SEND_IMM:
-		return exec_rc_message(dev, w, peer, peer_id, &src, len, IONIC_V1_CQE_RECV_OP_SEND_IMM);
+		return exec_rc_message(dev, j, peer, peer_id, IONIC_V1_CQE_RECV_OP_SEND_IMM);
 	case IONIC_V1_OP_SEND_INV:
-		return exec_rc_message(dev, w, peer, peer_id, &src, len, IONIC_V1_CQE_RECV_OP_SEND_INV);
+		return exec_rc_message(dev, j, peer, peer_id, IONIC_V1_CQE_RECV_OP_SEND_INV);
 	case IONIC_V1_OP_RDMA_WRITE:
 	case IONIC_V1_OP_RDMA_WRITE_IMM:
 	case IONIC_V1_OP_RDMA_READ: {
@@ -608,21 +1019,16 @@ static int exec_rc(struct ionic_dev *dev, struct wqe_ctx *w)
 		};
 		struct endpoint local = { .qp = w->qp, .sgl = &w->sgl, .need = read ? IONIC_MRF_LOCAL_WRITE : 0 };
 
-		if (!(peer->access & qpf) ||
-		    (w->qp->type == IONIC_QPT_UC && read) ||
-		    move_bytes(dev, read ? &remote : &local, read ? &local : &remote, len, &src_failed)) {
-			bool local_fault = src_failed == !read && (peer->access & qpf);
-
-			complete_msn(dev, w->qpid, w->qp, local_fault ? IONIC_STS_LOCAL_PROT_ERR : IONIC_STS_REMOTE_ACC_ERR);
-			qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
-			if (!local_fault)
-				qp_error(dev, peer_id, peer, IONIC_V1_EQE_QP_ERR_ACCESS);
-			return WQE_DONE;
+		/* (A READ on UC counts as the requester's own fault, a missing right as the responder's.) */
+		if (!(peer->access & qpf) || (w->qp->type == IONIC_QPT_UC && read)) {
+			j->peer_id = peer_id;
+			return fail_rdma(dev, j, peer, (peer->access & qpf) != 0);
 		}
-		if (w->h.op == IONIC_V1_OP_RDMA_WRITE_IMM)
-			return exec_rc_message(dev, w, peer, peer_id, &src, len, IONIC_V1_CQE_RECV_OP_RDMA_IMM);
-		complete_msn(dev, w->qpid, w->qp, 0);
-		return WQE_DONE;
+		job_begin(j, peer, peer_id,
+			  w->h.op == IONIC_V1_OP_RDMA_WRITE_IMM ? IONIC_V1_CQE_RECV_OP_RDMA_IMM : RECV_OP_NONE);
+		j->read = read;
+		xfer_init(&j->x, read ? &remote : &local, read ? &local : &remote, w->sgl.total);
+		return job_run(dev, j);
 	}
 	case IONIC_V1_OP_ATOMIC_CS:
 	case IONIC_V1_OP_ATOMIC_FA: {
@@ -858,6 +1264,7 @@ static uint32_t exec_reg_mr(struct ionic_dev *dev, struct wqe_ctx *w)
 			return IONIC_STS_MEM_MGMT_OPER_ERR;
 		/* The driver's table stays mapped until the MR goes; its contents are read now, into the
 		 * MR's own array when it is large enough (no allocation per registration). */
+		charge(dev->rdma, (uint64_t)map_count * sizeof(*pages));
 		if (mr->pages && mr->pages_cap >= map_count) {
 			if (map_count > mr->npages &&
 			    map_count - mr->npages > IONIC_RDMA_NPTS - dev->rdma->pts_used)
@@ -907,8 +1314,9 @@ static uint32_t exec_local_inv(struct ionic_dev *dev, struct wqe_ctx *w)
 
 /* ---- the queues ------------------------------------------------------------------------------------------ */
 
-static int exec_wqe(struct ionic_dev *dev, struct wqe_ctx *w)
+static int exec_wqe(struct ionic_dev *dev, struct rdma_job *j)
 {
+	struct wqe_ctx *w = &j->w;
 	uint32_t st;
 
 	w->flags = be16_get(w->h.flags);
@@ -932,44 +1340,77 @@ static int exec_wqe(struct ionic_dev *dev, struct wqe_ctx *w)
 	}
 	if (w->flags & IONIC_V1_FLAG_INL)
 		w->sgl.n = 0, w->sgl.total = 0;
-	return w->qp->type == IONIC_QPT_UD ? exec_ud(dev, w) : exec_rc(dev, w);
+	return w->qp->type == IONIC_QPT_UD ? exec_ud(dev, w) : exec_rc(dev, j);
+}
+
+/* The QP's work state, made at its first send WQE; NULL when there is no memory for it. */
+static struct rdma_job *qp_job(struct rdma_qp *qp)
+{
+	if (!qp->job)
+		qp->job = calloc(1, sizeof(*qp->job));
+	return qp->job;
 }
 
 void rdma_sq_run(struct ionic_dev *dev, uint32_t qpid)
 {
-	static struct wqe_ctx w; /* one thread owns the device; keeps 300 bytes off the stack */
-	struct rdma_qp *qp = &dev->rdma->qp[qpid];
+	struct ionic_rdma *r = dev->rdma;
+	struct rdma_qp *qp = &r->qp[qpid];
 	uint32_t mask;
 
 	if (!qp->valid || !qp->sq.present || qp->state != IONIC_QPS_RTS)
 		return;
 	mask = (1u << qp->sq.ring.depth_log2) - 1;
 	if (qp->rnr_wait)
-		dev->rdma->rnr_waiters--;
+		r->rnr_waiters--;
 	qp->rnr_wait = false;
 	while ((qp->sq.head & mask) != qp->sq.prod && qp->state == IONIC_QPS_RTS) {
-		uint64_t addr;
+		struct rdma_job *j;
+		int rc;
 
-		memset(&w, 0, sizeof(w));
-		w.qpid = qpid;
-		w.qp = qp;
-		w.stride = 1u << qp->sq.ring.stride_log2;
-		if (w.stride > WQE_MAX || rdma_ring_addr(&qp->sq.ring, qp->sq.head, &addr) ||
-		    ionic_dma_read(dev, addr, w.wqe, w.stride)) {
-			ionic_guest_error(dev, "QP %u send queue slot %u is not mapped", qpid, qp->sq.head & mask);
+		if (r->budget == 0) {
+			runq_add(dev, qpid); /* the rest waits for the next slice */
+			return;
+		}
+		j = qp_job(qp);
+		if (!j) {
+			LOG_WARN("ionic rdma: no memory for QP %u's work state", qpid);
 			qp_error(dev, qpid, qp, IONIC_V1_EQE_QP_ERR);
 			return;
 		}
-		memcpy(&w.h, w.wqe, sizeof(w.h));
-		LOG_DEBUG("ionic rdma: QP %u SQ slot %u: op %u, %u SGEs, flags %#x", qpid, qp->sq.head & mask, w.h.op,
-			  w.h.num_sge_key, be16_get(w.h.flags));
-		if (exec_wqe(dev, &w) == WQE_BLOCKED) {
+		if (j->active) {
+			rc = job_run(dev, j); /* the WQE at the head, under way */
+		} else {
+			struct wqe_ctx *w = &j->w;
+			uint64_t addr;
+
+			memset(w, 0, sizeof(*w));
+			w->qpid = qpid;
+			w->qp = qp;
+			w->stride = 1u << qp->sq.ring.stride_log2;
+			if (w->stride > WQE_MAX || rdma_ring_addr(&qp->sq.ring, qp->sq.head, &addr) ||
+			    ionic_dma_read(dev, addr, w->wqe, w->stride)) {
+				ionic_guest_error(dev, "QP %u send queue slot %u is not mapped", qpid, qp->sq.head & mask);
+				qp_error(dev, qpid, qp, IONIC_V1_EQE_QP_ERR);
+				return;
+			}
+			memcpy(&w->h, w->wqe, sizeof(w->h));
+			LOG_DEBUG("ionic rdma: QP %u SQ slot %u: op %u, %u SGEs, flags %#x", qpid, qp->sq.head & mask,
+				  w->h.op, w->h.num_sge_key, be16_get(w->h.flags));
+			charge(r, WQE_COST);
+			rc = exec_wqe(dev, j);
+		}
+		if (rc == WQE_MORE) {
+			runq_add(dev, qpid);
+			return;
+		}
+		if (rc == WQE_BLOCKED) {
 			if (!qp->rnr_wait)
-				dev->rdma->rnr_waiters++;
+				r->rnr_waiters++;
 			qp->rnr_wait = true;
 			return;
 		}
 		dev->stats.rdma_wqes++;
+		job_end(dev, j);
 		qp->sq.head++;
 	}
 }
@@ -984,6 +1425,27 @@ void rdma_rq_posted(struct ionic_dev *dev, uint32_t qpid)
 	for (uint32_t i = 1; i < dev->rdma->qp_hw; i++)
 		if (dev->rdma->qp[i].valid && dev->rdma->qp[i].rnr_wait)
 			rdma_sq_run(dev, i);
+}
+
+bool rdma_work(struct ionic_dev *dev)
+{
+	struct ionic_rdma *r = dev->rdma;
+
+	r->budget = TURN_BUDGET;
+	r->slice_t0 = 0;
+	/*
+	 * A QP goes back on the queue only with the budget spent (or with no
+	 * budget left to begin), so this ends; each QP gets a slice in turn.
+	 */
+	while (r->run_head && r->budget) {
+		uint32_t qpid = r->run_head;
+
+		runq_remove(dev, qpid);
+		rdma_sq_run(dev, qpid);
+	}
+	r->budget = TURN_BUDGET; /* for what the fds bring before the next slice */
+	r->slice_t0 = 0;
+	return r->run_head != 0;
 }
 
 /* ---- in-process peers ----------------------------------------------------------------------------------- */
@@ -1046,6 +1508,10 @@ int ionic_rdma_peer_deliver(struct ionic_dev *dev, uint32_t guest_qpn, uint32_t 
 	/* Without bus mastering no receive can be fetched: as if none were posted (ionic_rdma_bus_master_on). */
 	if (!dev->bus_master)
 		return -EAGAIN;
+	if (qp->rq_claim) {
+		qp->rq_claim_waited = true;
+		return -EAGAIN; /* a message of the loopback fabric is filling the next receive */
+	}
 	rc = rq_take(dev, qp, &rid, &rsgl);
 	if (rc == -EAGAIN)
 		return -EAGAIN;
@@ -1086,6 +1552,7 @@ int ionic_rdma_peer_xfer(struct ionic_dev *dev, uint32_t guest_qpn, uint32_t rke
 		return -ENOKEY;
 	if (!(qp->access & (write ? IONIC_QPF_REMOTE_WRITE : IONIC_QPF_REMOTE_READ)))
 		return -EACCES;
+	charge(dev->rdma, len);
 	return rdma_mr_xfer(dev, qp->pd, false, rkey, addr, buf, len, write ? RDMA_TO_GUEST : RDMA_FROM_GUEST,
 			    write ? IONIC_MRF_REMOTE_WRITE : IONIC_MRF_REMOTE_READ);
 }
@@ -1097,6 +1564,7 @@ int ionic_rdma_key_xfer(struct ionic_dev *dev, uint32_t rkey, uint64_t addr, voi
 	/* No QP names a PD here: the registration's own PD is the one that applies. */
 	if (index == 0 || index >= IONIC_RDMA_NMR || !dev->rdma->mr[index].valid)
 		return -ENOKEY;
+	charge(dev->rdma, len);
 	return rdma_mr_xfer(dev, dev->rdma->mr[index].pd, false, rkey, addr, buf, len,
 			    write ? RDMA_TO_GUEST : RDMA_FROM_GUEST,
 			    write ? IONIC_MRF_REMOTE_WRITE : IONIC_MRF_REMOTE_READ);

@@ -149,3 +149,8 @@ const struct inet_stats *net_host_stats(const struct net_host *h)
 {
 	return inet_stats(h->inet);
 }
+
+void net_host_service(struct net_host *h)
+{
+	inet_poll(h->inet, evloop_now_ms());
+}

@@ -36,4 +36,11 @@ void net_host_free(struct net_host *h);
 
 const struct inet_stats *net_host_stats(const struct net_host *h);
 
+/*
+ * The application has output, or room for input it refused, outside of a
+ * frame's arrival (work of its own finished): serve its connections now
+ * rather than at the next tick.
+ */
+void net_host_service(struct net_host *h);
+
 #endif

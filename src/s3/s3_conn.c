@@ -27,6 +27,9 @@ struct s3_conn {
 	bool in_body;
 	bool closing;            /* no more input is taken; close when output drains */
 	bool eof;
+	bool defer;              /* RDMA transfers are made by s3_conn_work */
+	bool waiting;            /* c->op's request is complete, its transfer is not: input and its response wait */
+	bool wait_keep;          /* that request's keep-alive */
 	struct seg *head, *tail;
 	unsigned responses;      /* responses queued, not fully sent */
 	uint64_t pending;        /* bytes queued */
@@ -146,12 +149,45 @@ static void finish_op(struct s3_conn *c, bool keep_alive)
 	queue_response(c, &r, keep_alive);
 }
 
+/* The request is complete: its response now, or once its RDMA transfer is made (deferred). */
+static void finish_or_wait(struct s3_conn *c, bool keep_alive)
+{
+	if (c->defer && s3_op_busy(c->op)) {
+		c->waiting = true;
+		c->wait_keep = keep_alive;
+		c->in_body = false;
+		return;
+	}
+	finish_op(c, keep_alive);
+}
+
+void s3_conn_defer_transfers(struct s3_conn *c)
+{
+	c->defer = true;
+}
+
+bool s3_conn_busy(const struct s3_conn *c)
+{
+	return c->waiting;
+}
+
+bool s3_conn_work(struct s3_conn *c, uint64_t budget)
+{
+	if (!c->waiting)
+		return false;
+	if (s3_op_work(c->op, budget))
+		return true;
+	c->waiting = false;
+	finish_op(c, c->wait_keep);
+	return false;
+}
+
 size_t s3_conn_input(struct s3_conn *c, const uint8_t *data, size_t len)
 {
 	size_t used = 0;
 
 	/* Until the parser has nothing more to say about this input (it may have events left at its end). */
-	while (!c->closing) {
+	while (!c->closing && !c->waiting) {
 		enum http_event ev;
 		const uint8_t *body;
 		size_t body_len, n;
@@ -183,7 +219,7 @@ size_t s3_conn_input(struct s3_conn *c, const uint8_t *data, size_t len)
 					queue_copy(c, cont, sizeof(cont) - 1);
 				} else {
 					/* The answer is known and the client waits for our word: give it, then close. */
-					finish_op(c, false);
+					finish_or_wait(c, false);
 					return used;
 				}
 			}
@@ -197,7 +233,7 @@ size_t s3_conn_input(struct s3_conn *c, const uint8_t *data, size_t len)
 			bool keep = http_parser_request(c->hp)->keep_alive;
 
 			if (c->op)
-				finish_op(c, keep);
+				finish_or_wait(c, keep);
 			http_parser_reset(c->hp);
 			break;
 		}
@@ -222,7 +258,7 @@ size_t s3_conn_input(struct s3_conn *c, const uint8_t *data, size_t len)
 void s3_conn_input_eof(struct s3_conn *c)
 {
 	c->eof = true;
-	if (c->op) { /* a request cut off: nothing of it is stored */
+	if (c->op && !c->waiting) { /* a request cut off: nothing of it is stored (a complete one is answered) */
 		s3_op_abort(c->op);
 		c->op = NULL;
 		c->in_body = false;
@@ -291,5 +327,5 @@ void s3_conn_output_done(struct s3_conn *c, size_t n)
 
 bool s3_conn_wants_close(const struct s3_conn *c)
 {
-	return c->closing;
+	return c->closing && !c->waiting; /* not before the waiting request's response is out */
 }

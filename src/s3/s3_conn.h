@@ -44,4 +44,18 @@ void s3_conn_output_done(struct s3_conn *c, size_t n);
 /* Once the output is drained, the connection should be closed (error, Connection: close, EOF). */
 bool s3_conn_wants_close(const struct s3_conn *c);
 
+/*
+ * Bounded work (off unless asked for): the RDMA transfer of a complete
+ * x-amz-rdma-token request is left for s3_conn_work instead of being made
+ * within s3_conn_input. Until it is done the connection takes no input (the
+ * transport keeps a pipelined request) and queues no response; its end
+ * queues the response, after which the transport should offer its held
+ * input again and send (for the in-band stack: inet_poll).
+ */
+void s3_conn_defer_transfers(struct s3_conn *c);
+/* A transfer waits for s3_conn_work. */
+bool s3_conn_busy(const struct s3_conn *c);
+/* Up to budget bytes of it; true while some are left (false: done, the response is queued). */
+bool s3_conn_work(struct s3_conn *c, uint64_t budget);
+
 #endif

@@ -3,19 +3,41 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "net/net_host.h"
 #include "s3/s3_conn.h"
 #include "s3/s3_target.h"
+#include "util/evloop.h"
 
 _Static_assert(S3_WINDOW_MIN >= INET_TCP_WINDOW && S3_WINDOW_MAX <= INET_TCP_WINDOW_MAX,
 	       "window= stays within what the stack takes");
 
 #define S3_SERVER_QPN 0x00d00000 /* nominal: no queue pair is ever connected on this path */
 
+/*
+ * RDMA transfers in slices, as the RDMA engine moves its own: per turn of the
+ * event loop at most SLICE_BYTES or SLICE_NS (a PUT hashes what it reads, at
+ * about 0.6 GB/s: the time limit is the one that counts for it), in pieces of
+ * PIECE bytes given to the waiting connections in turn.
+ */
+#define PIECE       (128u << 10)
+#define SLICE_BYTES (2u << 20)
+#define SLICE_NS    500000u
+
+/* One TCP connection's application: its HTTP connection, on the endpoint's list. */
+struct ep_conn {
+	struct s3_endpoint *ep;
+	struct s3_conn *c;
+	struct ep_conn *prev, *next;
+};
+
 struct s3_endpoint {
 	struct s3_store *store;
 	struct net_host *host;
+	struct evloop *loop;
+	struct ev_poller *work;
+	struct ep_conn *conns;
 };
 
 /* ---- the TCP stack's application: one s3_conn per connection ---- */
@@ -23,38 +45,112 @@ struct s3_endpoint {
 static void *app_open(void *ctx)
 {
 	struct s3_endpoint *ep = ctx;
+	struct ep_conn *e = calloc(1, sizeof(*e));
 
-	return s3_conn_new(ep->store);
+	if (e == NULL)
+		return NULL;
+	e->c = s3_conn_new(ep->store);
+	if (e->c == NULL) {
+		free(e);
+		return NULL;
+	}
+	s3_conn_defer_transfers(e->c);
+	e->ep = ep;
+	e->next = ep->conns;
+	if (ep->conns)
+		ep->conns->prev = e;
+	ep->conns = e;
+	return e;
 }
 
 static size_t app_input(void *app, const uint8_t *data, size_t len)
 {
-	return s3_conn_input(app, data, len);
+	struct ep_conn *e = app;
+
+	return s3_conn_input(e->c, data, len);
 }
 
 static void app_eof(void *app)
 {
-	s3_conn_input_eof(app);
+	struct ep_conn *e = app;
+
+	s3_conn_input_eof(e->c);
 }
 
 static size_t app_peek(void *app, uint64_t off, const uint8_t **data)
 {
-	return s3_conn_output_peek(app, off, data);
+	struct ep_conn *e = app;
+
+	return s3_conn_output_peek(e->c, off, data);
 }
 
 static void app_acked(void *app, size_t n)
 {
-	s3_conn_output_done(app, n);
+	struct ep_conn *e = app;
+
+	s3_conn_output_done(e->c, n);
 }
 
 static bool app_wants_close(void *app)
 {
-	return s3_conn_wants_close(app);
+	struct ep_conn *e = app;
+
+	return s3_conn_wants_close(e->c);
 }
 
 static void app_close(void *app)
 {
-	s3_conn_free(app);
+	struct ep_conn *e = app;
+
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		e->ep->conns = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	s3_conn_free(e->c);
+	free(e);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The event loop's poller: a slice of the waiting RDMA transfers, a piece per
+ * connection in turn. When one ends (its response queued), the stack sends it
+ * and offers the connection's held input again; that may start new transfers,
+ * which the next turn serves.
+ */
+static enum ev_poll_result ep_work(void *arg)
+{
+	struct s3_endpoint *ep = arg;
+	uint64_t t0 = mono_ns(), moved = 0;
+	bool busy = true, finished = false, worked = false;
+
+	while (busy && moved < SLICE_BYTES && mono_ns() - t0 < SLICE_NS) {
+		busy = false;
+		for (struct ep_conn *e = ep->conns; e; e = e->next) {
+			if (!s3_conn_busy(e->c))
+				continue;
+			worked = true;
+			if (s3_conn_work(e->c, PIECE))
+				busy = true;
+			else
+				finished = true;
+			moved += PIECE;
+		}
+	}
+	if (finished)
+		net_host_service(ep->host); /* may close connections (and free their entries) */
+	for (struct ep_conn *e = ep->conns; e; e = e->next)
+		if (s3_conn_busy(e->c))
+			return EV_POLL_MORE;
+	return worked ? EV_POLL_WORK : EV_POLL_ASLEEP;
 }
 
 struct s3_endpoint *s3_endpoint_new(const struct s3_config *cfg, struct evloop *loop, struct net_switch *sw,
@@ -87,6 +183,12 @@ struct s3_endpoint *s3_endpoint_new(const struct s3_config *cfg, struct evloop *
 	ep->host = net_host_new(&hc, loop, sw, err, errlen);
 	if (ep->host == NULL)
 		goto fail;
+	ep->loop = loop;
+	ep->work = evloop_add_poller(loop, ep_work, ep);
+	if (ep->work == NULL) {
+		snprintf(err, errlen, "s3 backend: cannot schedule its work");
+		goto fail;
+	}
 	return ep;
 fail:
 	s3_endpoint_free(ep);
@@ -97,7 +199,9 @@ void s3_endpoint_free(struct s3_endpoint *ep)
 {
 	if (ep == NULL)
 		return;
-	net_host_free(ep->host);
+	if (ep->work)
+		evloop_del_poller(ep->loop, ep->work);
+	net_host_free(ep->host); /* closes every connection */
 	s3_store_free(ep->store);
 	free(ep);
 }

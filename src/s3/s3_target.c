@@ -100,6 +100,19 @@ struct s3_op {
 	bool head;                /* HEAD: the response never has a body */
 	char *xml;
 	size_t xml_len;
+	/*
+	 * The RDMA transfer still to make (s3_op_work): [done, len) of the token's
+	 * window from (rkey, addr); a GET writes from data, which lives in blob
+	 * (a reference: the object may be replaced or deleted meanwhile), a PUT
+	 * reads into op->blob and hashes as it goes.
+	 */
+	struct {
+		bool write;
+		uint32_t rkey;
+		uint64_t addr, len, done;
+		struct s3_blob *blob;
+		const uint8_t *data;
+	} xfer;
 };
 
 /* ---------------------------------------------------------------- blobs */
@@ -1055,7 +1068,6 @@ static void get_object(struct s3_op *op, const struct req *rq)
 
 	if (rq->rdma) {
 		uint64_t n = len;
-		int rc;
 
 		if (!rdma_usable(op, rq))
 			return;
@@ -1064,12 +1076,14 @@ static void get_object(struct s3_op *op, const struct req *rq)
 			n = rq->token.len;
 		if (n > st->cfg.maxpart)
 			n = st->cfg.maxpart;
-		rc = n ? st->dma.write(st->dma.ctx, rq->token.rkey, rq->token.addr, o->blob->data + start, n) : 0;
-		if (rc) {
-			op_error(op, S3_ERR_INTERNAL, dma_error(rc));
-			return;
-		}
-		st->stats.rdma_bytes += n;
+		/* Made by s3_op_work, from a reference to the object's bytes as they are now. */
+		op->xfer.write = true;
+		op->xfer.rkey = rq->token.rkey;
+		op->xfer.addr = rq->token.addr;
+		op->xfer.len = n;
+		op->xfer.blob = o->blob;
+		op->xfer.data = o->blob->data + start;
+		o->blob->refs++;
 		op->resp.content_length = 0;
 		op->resp.send_body = false;
 		op->resp.len = n; /* what set_rdma reports */
@@ -1174,19 +1188,10 @@ static void put_begin(struct s3_op *op, const struct req *rq, enum op_kind kind)
 	}
 	op->kind = kind;
 	if (rq->rdma) {
-		int rc = op->expected ? st->dma.read(st->dma.ctx, rq->token.rkey, rq->token.addr, op->blob->data,
-						    (size_t)op->expected) : 0;
-
-		if (rc) {
-			op_error(op, S3_ERR_INTERNAL, dma_error(rc));
-			return;
-		}
-		if (EVP_DigestUpdate(op->md5, op->blob->data, (size_t)op->expected) != 1) {
-			op_error(op, S3_ERR_INTERNAL, NULL);
-			return;
-		}
-		st->stats.rdma_bytes += op->expected;
-		op->filled = op->expected;
+		/* Made by s3_op_work: read into the blob, hashed piece by piece. */
+		op->xfer.rkey = rq->token.rkey;
+		op->xfer.addr = rq->token.addr;
+		op->xfer.len = op->expected;
 		op->resp.len = op->expected;
 	}
 }
@@ -1417,6 +1422,63 @@ out:
 	op->rdma = rq.rdma;
 	op->head = rq.head;
 	return op;
+}
+
+/* ---- the RDMA transfer ---- */
+
+bool s3_op_busy(const struct s3_op *op)
+{
+	return op->xfer.done < op->xfer.len;
+}
+
+/* The transfer stops here (done or failed): its reference goes. */
+static void xfer_end(struct s3_op *op)
+{
+	op->xfer.len = op->xfer.done;
+	s3_blob_put(op->xfer.blob);
+	op->xfer.blob = NULL;
+	op->xfer.data = NULL;
+}
+
+bool s3_op_work(struct s3_op *op, uint64_t budget)
+{
+	struct s3_store *st = op->st;
+	uint64_t n = op->xfer.len - op->xfer.done;
+	int rc;
+
+	if (n == 0) {
+		xfer_end(op); /* an empty transfer holds a reference all the same */
+		return false;
+	}
+	if (n > budget)
+		n = budget;
+	if (op->xfer.write) {
+		rc = st->dma.write(st->dma.ctx, op->xfer.rkey, op->xfer.addr + op->xfer.done,
+				   op->xfer.data + op->xfer.done, (size_t)n);
+	} else {
+		uint8_t *p = op->blob->data + op->xfer.done;
+
+		rc = st->dma.read(st->dma.ctx, op->xfer.rkey, op->xfer.addr + op->xfer.done, p, (size_t)n);
+		if (rc == 0 && EVP_DigestUpdate(op->md5, p, (size_t)n) != 1) {
+			xfer_end(op);
+			op_error(op, S3_ERR_INTERNAL, NULL);
+			return false;
+		}
+	}
+	if (rc) {
+		/* Nothing is stored and the response says 0 bytes (what moved before is not reported). */
+		xfer_end(op);
+		op_error(op, S3_ERR_INTERNAL, dma_error(rc));
+		return false;
+	}
+	op->xfer.done += n;
+	st->stats.rdma_bytes += n;
+	if (!op->xfer.write)
+		op->filled = op->xfer.done;
+	if (op->xfer.done < op->xfer.len)
+		return true;
+	xfer_end(op);
+	return false;
 }
 
 /* ---- body and finish ---- */
@@ -1845,6 +1907,10 @@ out:
 
 void s3_op_finish(struct s3_op *op, struct s3_response *resp)
 {
+	/* A transfer the caller left undone is made now, whole. */
+	while (s3_op_work(op, UINT64_MAX))
+		;
+	xfer_end(op);
 	switch (op->kind) {
 	case OP_PUT_OBJECT: finish_put(op); break;
 	case OP_PUT_PART: finish_part(op); break;
@@ -1882,6 +1948,7 @@ void s3_op_abort(struct s3_op *op)
 {
 	if (op == NULL)
 		return;
+	xfer_end(op);
 	drop_body(op);
 	s3_response_release(&op->resp);
 	free(op->xml);

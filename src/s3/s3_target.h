@@ -106,6 +106,18 @@ bool s3_op_wants_body(const struct s3_op *op);
 /* Body bytes, in order. */
 void s3_op_body(struct s3_op *op, const uint8_t *data, size_t len);
 
+/*
+ * The RDMA transfer of an x-amz-rdma-token request (a GET's RDMA WRITE, a
+ * PUT's or UploadPart's RDMA READ with the MD5 of what it read) is made
+ * through s3_op_work, at most `budget` bytes a call, so a large one need not
+ * hold up the caller's thread: true while bytes are left (s3_op_busy). A
+ * failure ends it with the error response. s3_op_finish makes whatever is
+ * left at once, so a caller that never calls s3_op_work gets the transfer
+ * whole.
+ */
+bool s3_op_busy(const struct s3_op *op);
+bool s3_op_work(struct s3_op *op, uint64_t budget);
+
 /* The body is complete: fill *resp and free the op. */
 void s3_op_finish(struct s3_op *op, struct s3_response *resp);
 

@@ -41,6 +41,7 @@ struct evloop {
 	struct ev_poller *pollers;
 	unsigned npollers;      /* live ones */
 	bool pollers_asleep;    /* every poller said EV_POLL_ASLEEP on the last turn */
+	bool pollers_more;      /* a poller said EV_POLL_MORE on the last turn */
 	unsigned busy_us;
 	unsigned idle_us;       /* the sleep between two idle turns, while there are pollers */
 	uint64_t last_activity_ns;
@@ -54,9 +55,9 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-long evloop_poll_timeout(bool busy, bool have_pollers, unsigned idle_us)
+long evloop_poll_timeout(bool busy, bool more, bool have_pollers, unsigned idle_us)
 {
-	if (busy)
+	if (busy || more)
 		return 0;
 	return have_pollers ? (long)idle_us : -1;
 }
@@ -115,7 +116,7 @@ void evloop_set_busy_poll(struct evloop *loop, unsigned busy_us)
 /* Every live poller once; true if one of them found work. */
 static bool run_pollers(struct evloop *loop)
 {
-	bool work = false, asleep = true;
+	bool work = false, asleep = true, more = false;
 
 	for (struct ev_poller *p = loop->pollers; p && !loop->stop; p = p->next) {
 		enum ev_poll_result r;
@@ -123,10 +124,12 @@ static bool run_pollers(struct evloop *loop)
 		if (p->dead)
 			continue;
 		r = p->fn(p->arg);
-		work |= r == EV_POLL_WORK;
+		work |= r == EV_POLL_WORK || r == EV_POLL_MORE;
+		more |= r == EV_POLL_MORE;
 		asleep &= r == EV_POLL_ASLEEP;
 	}
 	loop->pollers_asleep = asleep;
+	loop->pollers_more = more;
 	return work;
 }
 
@@ -240,7 +243,8 @@ int evloop_run(struct evloop *loop)
 	loop->last_activity_ns = mono_ns();
 	while (!loop->stop) {
 		bool busy = loop->busy_us && mono_ns() - loop->last_activity_ns < (uint64_t)loop->busy_us * 1000;
-		long timeout = evloop_poll_timeout(busy, loop->npollers > 0 && !loop->pollers_asleep, loop->idle_us);
+		long timeout = evloop_poll_timeout(busy, loop->npollers > 0 && loop->pollers_more,
+						   loop->npollers > 0 && !loop->pollers_asleep, loop->idle_us);
 		int n = wait_events(loop, evs, 64, timeout);
 		bool activity;
 
@@ -258,8 +262,12 @@ int evloop_run(struct evloop *loop)
 		activity = n > 0;
 		if (loop->npollers && !loop->stop) {
 			activity |= run_pollers(loop);
-			if (busy && !activity) {
-				/* Look at the pollers more often than at the fds: a look at the fds is a system call. */
+			if (busy && !activity && !loop->pollers_asleep) {
+				/*
+				 * Look at the pollers more often than at the fds: a look at the
+				 * fds is a system call. (Not at pollers that are all asleep:
+				 * nothing can reach them but through an fd.)
+				 */
 				uint64_t until = mono_ns() + SPIN_NS;
 
 				while (!activity && !loop->stop && mono_ns() < until)

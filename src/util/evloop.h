@@ -18,6 +18,12 @@
  * busy window applies all the same (a reply that follows a message closely
  * is then picked up without a wake-up).
  *
+ * Work in slices. A poller may also carry out long work a piece at a time:
+ * it does one bounded slice per call and says EV_POLL_MORE while more is
+ * ready, and the loop then goes round again at once, looking at the fds
+ * before the next slice, so one long task never keeps the fds waiting for
+ * longer than a slice.
+ *
  * Functions returning int give 0 or -errno.
  */
 #ifndef ERNIC_UTIL_EVLOOP_H
@@ -58,16 +64,19 @@ int evloop_defer(struct evloop *loop, void (*fn)(void *arg), void *arg);
 /*
  * A poller: fn(arg) on every turn of the loop. It returns EV_POLL_WORK when
  * it found (and did) work, which keeps the loop in its busy window,
- * EV_POLL_EMPTY when it looked and found nothing, and EV_POLL_ASLEEP when
- * nothing can arrive for it until an fd wakes the loop (no client, say):
- * while every poller is asleep the loop sleeps until an fd is ready. A
- * poller may be removed from any callback, its own included. Returns NULL
- * on failure.
+ * EV_POLL_MORE when it did work and more is ready now (the next turn then
+ * follows without sleeping: the fds are looked at, then the pollers are
+ * called again), EV_POLL_EMPTY when it looked and found nothing, and
+ * EV_POLL_ASLEEP when nothing can arrive for it until an fd wakes the loop
+ * (no client, say): while every poller is asleep the loop sleeps until an
+ * fd is ready. A poller may be removed from any callback, its own included.
+ * Returns NULL on failure.
  */
 enum ev_poll_result {
 	EV_POLL_ASLEEP,
 	EV_POLL_EMPTY,
 	EV_POLL_WORK,
+	EV_POLL_MORE,
 };
 typedef enum ev_poll_result (*ev_poll_fn)(void *arg);
 struct ev_poller;
@@ -77,10 +86,13 @@ void evloop_del_poller(struct evloop *loop, struct ev_poller *p);
 /* The busy window after activity, in microseconds (0: never spin). Default 0. */
 void evloop_set_busy_poll(struct evloop *loop, unsigned busy_us);
 
-/* The sleep before the next turn: 0 (spin), -1 (until an fd is ready) or microseconds. */
+/*
+ * The sleep before the next turn: 0 (spin), -1 (until an fd is ready) or
+ * microseconds. more: a poller said EV_POLL_MORE on the last turn.
+ */
 #define EVLOOP_IDLE_MIN_US 50
 #define EVLOOP_IDLE_MAX_US 4000
-long evloop_poll_timeout(bool busy, bool have_pollers, unsigned idle_us);
+long evloop_poll_timeout(bool busy, bool more, bool have_pollers, unsigned idle_us);
 /* The idle interval after a turn that found nothing (doubling) or found work (back to the minimum). */
 unsigned evloop_next_idle(unsigned idle_us, bool activity);
 

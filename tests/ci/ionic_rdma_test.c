@@ -8,7 +8,9 @@
  * receive WQEs on RC and UD queue pairs over the device's loopback fabric,
  * memory regions (contiguous, page lists, fast registration), RECV /
  * SEND_MSN / SEND_NPG completions, the UD GRH area, error and flush paths,
- * doorbell pages, and a fixed-seed fuzz of the WQE engine. Every test checks
+ * doorbell pages, a fixed-seed fuzz of the WQE engine, and transfers of up
+ * to 1 GiB, which the engine moves in slices between which everything else
+ * is served (the "bounded work" tests at the end). Every test checks
  * the bytes the device writes into guest memory, the statuses, which
  * interrupts fire, and every hostile-input path; after each the server must
  * still answer. Bugs this suite once found are pinned where they are marked
@@ -24,7 +26,11 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../lib/ionic_rdma_guest.h"
@@ -1611,6 +1617,48 @@ static void expect_quiet(struct dp *d)
 	for (int i = 0; i < 2 * DP_NQP; i++)
 		assert_no_cqe(&d->f, &d->cq[i]);
 	assert_no_eqe(&d->f, &d->f.eq);
+}
+
+/* New CQEs waiting on the data CQs, none of them taken. */
+static unsigned dp_cqes_waiting(struct dp *d)
+{
+	uint8_t cqe[RG_CQE_SIZE];
+	unsigned n = 0;
+
+	for (int i = 0; i < 2 * DP_NQP; i++) {
+		struct rg_cq peek = d->cq[i];
+
+		while (rg_cq_poll(&d->f.g, &peek, cqe))
+			n++;
+	}
+	return n;
+}
+
+/*
+ * Wait until the engine has done what was rung so far. It moves about 2 MiB
+ * per turn of the server's loop and leaves the rest of a doorbell's work for
+ * later turns, so a round trip no longer says that every WQE rung before it
+ * ran (and two do not either: the server may read the second message in the
+ * same turn as the first). While work waits the server runs a slice (a few
+ * tens of microseconds) on every turn, so the work is done, or blocked on a
+ * missing receive, once two round trips a millisecond apart bring no new
+ * completion.
+ */
+static void dp_settle(struct dp *d)
+{
+	unsigned n = ~0u, quiet = 0;
+
+	for (;;) {
+		unsigned m;
+
+		rg_sync(&d->f.g);
+		m = dp_cqes_waiting(d);
+		quiet = m == n ? quiet + 1 : 0;
+		n = m;
+		if (quiet == 2)
+			return;
+		usleep(1000);
+	}
 }
 
 /*
@@ -3746,8 +3794,8 @@ static void test_dp_fuzz(void **state)
 		done += n;
 		batches++;
 
-		/* Every CQE well-formed. */
-		rg_sync(&d.f.g);
+		/* Every CQE well-formed (a batch may take the engine more than one slice). */
+		dp_settle(&d);
 		for (int i = 0; i < 4; i++) {
 			struct rg_cq *cq = &d.cq[i];
 			int k = i / 2;
@@ -3909,6 +3957,558 @@ static void test_dp_bus_master(void **state)
 	fx_down(&d.f);
 }
 
+/* ==== bounded work: transfers larger than a slice ==== */
+
+/*
+ * The engine moves about 2 MiB per turn of the server's loop and leaves the
+ * rest of a transfer for later turns. These tests give it transfers of up to
+ * 1 GiB between two large memfds mapped into the server beside the library's
+ * 4 MiB (MAP_NORESERVE: pages exist once touched): the source, a quarter of
+ * the size, named by four SGEs; the destination, the whole size, one
+ * contiguous MR on QP 21. ERNIC_BIG_MIB (default 1024, at least 16, a
+ * multiple of 4) makes them smaller on a host short of memory.
+ */
+#define BIG_SRC_IOVA 0x100000000ull
+#define BIG_DST_IOVA 0x200000000ull
+#define BIG_SRC_VA   0x1000000000ull
+#define BIG_DST_VA   0x2000000000ull
+
+struct big {
+	struct dp d;
+	uint64_t size;          /* the destination; the source is a quarter */
+	int fd[2];
+	uint8_t *src, *dst;
+	struct tmr smr, dmr, pmr; /* source (QP 20's PD), destination (REMOTE_WRITE/READ), ping-pong buffers */
+};
+
+static uint64_t big_size(void)
+{
+	const char *e = getenv("ERNIC_BIG_MIB");
+	unsigned long mib = e && *e ? strtoul(e, NULL, 10) : 1024;
+
+	if (mib < 16 || mib % 4)
+		fail_msg("ERNIC_BIG_MIB=%s: at least 16, a multiple of 4", e);
+	return (uint64_t)mib << 20;
+}
+
+/* A memfd of size bytes, mapped here and into the server at iova. */
+static uint8_t *big_map(int *fd, uint64_t iova, uint64_t size)
+{
+	struct vfu_dma_map m = { .argsz = sizeof(m), .flags = VFU_DMA_READ | VFU_DMA_WRITE, .iova = iova, .size = size };
+	uint8_t rep[16];
+	size_t rlen;
+	uint32_t err = 1;
+	void *p;
+
+	*fd = memfd_create("ionic-rdma-big", MFD_CLOEXEC);
+	assert_true(*fd >= 0);
+	assert_int_equal(ftruncate(*fd, (off_t)size), 0);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, *fd, 0);
+	assert_true(p != MAP_FAILED);
+	assert_int_equal(vfc_call(&cl, VFU_CMD_DMA_MAP, &m, sizeof(m), fd, 1, rep, sizeof(rep), &rlen, &err), 0);
+	assert_int_equal(err, 0);
+	return p;
+}
+
+static void big_unmap_server(uint64_t iova, uint64_t size)
+{
+	struct vfu_dma_unmap u = { .argsz = sizeof(u), .iova = iova, .size = size };
+	uint8_t rep[64];
+	size_t rlen;
+	uint32_t err = 1;
+
+	assert_int_equal(vfc_call(&cl, VFU_CMD_DMA_UNMAP, &u, sizeof(u), NULL, 0, rep, sizeof(rep), &rlen, &err), 0);
+	assert_int_equal(err, 0);
+}
+
+/* 64-bit xorshift bytes from seed. */
+static void big_pattern(uint8_t *p, uint64_t len, uint64_t seed)
+{
+	uint64_t x = seed | 1;
+
+	for (uint64_t i = 0; i + 8 <= len; i += 8) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		memcpy(p + i, &x, 8);
+	}
+}
+
+/*
+ * The data-path fixture (RC QPs 20 <-> 21), QPs 22 <-> 23 for a ping-pong,
+ * the two large regions and their MRs, the source filled from seed.
+ */
+static void big_up(struct big *b, uint64_t seed)
+{
+	struct dp *d = &b->d;
+
+	memset(b, 0, sizeof(*b));
+	b->size = big_size();
+	dp_up(d, RG_QPT_RC);
+	for (int k = 2; k < 4; k++) {
+		dp_qp(d, k, DP_QPN(k), RG_QPT_RC, 0);
+		assert_int_equal(rg_qp_create(&d->f.g, &d->f.aq, &d->qp[k]), 0);
+	}
+	dp_connect(d, 2);
+	dp_connect(d, 3);
+	b->src = big_map(&b->fd[0], BIG_SRC_IOVA, b->size / 4);
+	b->dst = big_map(&b->fd[1], BIG_DST_IOVA, b->size);
+	b->smr = (struct tmr){ .index = 6, .key = 0x66, .pd = 1, .flags = RG_MRF_LOCAL_WRITE, .va = BIG_SRC_VA,
+			       .len = b->size / 4, .base = BIG_SRC_IOVA };
+	b->dmr = (struct tmr){ .index = 7, .key = 0x77, .pd = 1, .va = BIG_DST_VA, .len = b->size, .base = BIG_DST_IOVA,
+			       .flags = RG_MRF_LOCAL_WRITE | RG_MRF_REMOTE_WRITE | RG_MRF_REMOTE_READ };
+	b->pmr = (struct tmr){ .index = 8, .key = 0x88, .pd = 1, .flags = RG_MRF_LOCAL_WRITE, .va = 0x8000,
+			       .len = 0x4000, .base = DP_BUF };
+	assert_int_equal(tmr_create(d, &b->smr), RG_ASTS_OK);
+	assert_int_equal(tmr_create(d, &b->dmr), RG_ASTS_OK);
+	assert_int_equal(tmr_create(d, &b->pmr), RG_ASTS_OK);
+	big_pattern(b->src, b->size / 4, seed);
+}
+
+static void big_down(struct big *b)
+{
+	fx_down(&b->d.f);
+	munmap(b->src, b->size / 4);
+	munmap(b->dst, b->size);
+	close(b->fd[0]);
+	close(b->fd[1]);
+}
+
+/* The four SGEs of the whole source, in order: size bytes. */
+static void big_sges(const struct big *b, struct rg_sge s[4])
+{
+	for (int i = 0; i < 4; i++)
+		s[i] = sge_of(&b->smr, 0, (uint32_t)(b->size / 4));
+}
+
+/* QP 20 writes the whole source four times over the destination, from its start. */
+static void big_post_write(struct big *b, uint64_t wqe_id)
+{
+	struct rg_sge s[4];
+
+	big_sges(b, s);
+	rg_post_rdma(&b->d.f.g, &b->d.qp[0], wqe_id, RG_WR_RDMA_WRITE, RG_WQE_SIG, 0, BIG_DST_VA, tkey(&b->dmr), s, 4);
+}
+
+/* The destination holds the source four times over, byte for byte, up to `upto` bytes. */
+static void big_check(const struct big *b, uint64_t upto)
+{
+	uint64_t q = b->size / 4;
+
+	for (uint64_t off = 0; off < upto; off += q) {
+		uint64_t n = upto - off < q ? upto - off : q;
+
+		if (memcmp(b->dst + off, b->src, n))
+			fail_msg("destination bytes [%#llx, %#llx) differ from the source", (unsigned long long)off,
+				 (unsigned long long)(off + n));
+	}
+}
+
+static bool page_touched(const uint8_t *p)
+{
+	uint64_t w[512];
+
+	memcpy(w, p, sizeof(w));
+	for (int i = 0; i < 512; i++)
+		if (w[i])
+			return true;
+	return false;
+}
+
+/* How far a write from the destination's start got: pages are written in order (4 KiB granularity). */
+static uint64_t big_progress(const struct big *b)
+{
+	uint64_t lo = 0, hi = b->size / 4096; /* pages [0, lo) written, [hi, end) not */
+
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (page_touched(b->dst + mid * 4096))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo * 4096;
+}
+
+/* A CQE waiting on cq, not taken. */
+static bool cqe_waiting(struct dp *d, const struct rg_cq *cq)
+{
+	struct rg_cq peek = *cq;
+	uint8_t cqe[RG_CQE_SIZE];
+
+	return rg_cq_poll(&d->f.g, &peek, cqe);
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Wait (up to 120 s) for a CQE on cq without taking it. */
+static void wait_cqe(struct dp *d, const struct rg_cq *cq)
+{
+	double until = now_ms() + 120000;
+
+	while (!cqe_waiting(d, cq)) {
+		if (now_ms() > until)
+			fail_msg("no completion on CQ %u within 120 s", cq->id);
+		usleep(1000);
+	}
+}
+
+/*
+ * One ping-pong on QPs 22 <-> 23: a 64-byte SEND each way, each side waiting
+ * for its receive (and taking its own send completion). round counts from 1.
+ */
+static void ping_pong(struct big *b, uint32_t round)
+{
+	struct dp *d = &b->d;
+	const struct rg_sge s = sge_of(&b->pmr, 0, 64), r = sge_of(&b->pmr, 0x1000, 64);
+	const struct rg_sge s2 = sge_of(&b->pmr, 0x2000, 64), r2 = sge_of(&b->pmr, 0x3000, 64);
+
+	rg_post_recv(&d->f.g, &d->qp[3], round, 0, &r, 1);
+	rg_rq_ring(&d->f.g, &d->qp[3]);
+	rg_post_recv(&d->f.g, &d->qp[2], round, 0, &r2, 1);
+	rg_rq_ring(&d->f.g, &d->qp[2]);
+	rg_post_send(&d->f.g, &d->qp[2], 0, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, &s, 1);
+	rg_sq_ring(&d->f.g, &d->qp[2]);
+	expect_recv(d, rcq(d, 3), d->qp[3].id, round, d->qp[2].id, 0, 64);
+	rg_post_send(&d->f.g, &d->qp[3], 0, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, &s2, 1);
+	rg_sq_ring(&d->f.g, &d->qp[3]);
+	expect_recv(d, rcq(d, 2), d->qp[2].id, round, d->qp[3].id, 0, 64);
+	expect_msn(d, scq(d, 2), d->qp[2].id, round, 0);
+	expect_msn(d, scq(d, 3), d->qp[3].id, round, 0);
+	if (round % 64 == 0) {
+		for (int k = 2; k < 4; k++) {
+			rg_cq_ack(&d->f.g, scq(d, k));
+			rg_cq_ack(&d->f.g, rcq(d, k));
+		}
+	}
+}
+
+/*
+ * The issue's test: a 1 GiB RDMA WRITE on QP 20, and while it is under way a
+ * ping-pong on QPs 22 <-> 23 and REGION_READs keep being answered, each seen
+ * to finish while the write's completion has not yet appeared; a SEND posted
+ * behind the write on the same QP completes after it (MSN 2), its receive
+ * after the write's completion; the destination is the source four times
+ * over, byte for byte. (Were the write done in one go, the first REGION_READ
+ * sent after its doorbell would be answered only after its completion.)
+ */
+static void test_big_write(void **state)
+{
+	struct big b;
+	struct dp *d = &b.d;
+	struct rg_sge rs, rr;
+	static double lat[1u << 16];
+	uint32_t rounds = 0, reads = 0;
+	double t0, t;
+
+	(void)state;
+	big_up(&b, 0x1234567);
+	/* A receive for the 32-byte SEND that follows the write. */
+	rs = sge_of(&b.pmr, 0x100, 32);
+	rr = sge_of(&b.pmr, 0x800, 64);
+	pattern(d, DP_BUF + 0x100, 32, 5);
+	rg_post_recv(&d->f.g, &d->qp[1], 0x5e9d, 0, &rr, 1);
+	rg_rq_ring(&d->f.g, &d->qp[1]);
+	big_post_write(&b, 1);
+	rg_post_send(&d->f.g, &d->qp[0], 2, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, &rs, 1);
+	t0 = now_ms();
+	rg_sq_ring(&d->f.g, &d->qp[0]);
+	while (!cqe_waiting(d, scq(d, 0))) {
+		double t1 = now_ms();
+
+		assert_int_equal(vfc_read32(&cl, CFG, 0), 0x10021dd8);
+		t = now_ms() - t1;
+		if (!cqe_waiting(d, scq(d, 0))) {
+			if (reads < sizeof(lat) / sizeof(lat[0]))
+				lat[reads] = t;
+			reads++;
+			/* Behind the write: the SEND has not reached its receive. */
+			assert_false(cqe_waiting(d, rcq(d, 1)));
+		}
+		ping_pong(&b, ++rounds);
+		if (cqe_waiting(d, scq(d, 0)))
+			rounds--; /* this one may have finished after the write */
+		if (now_ms() - t0 > 120000)
+			fail_msg("the write did not complete within 120 s");
+	}
+	t = now_ms() - t0;
+	if (reads == 0 || rounds == 0)
+		fail_msg("nothing was answered before the write's completion (%u reads, %u ping-pongs)", reads, rounds);
+	{
+		uint32_t n = reads < sizeof(lat) / sizeof(lat[0]) ? reads : sizeof(lat) / sizeof(lat[0]);
+
+		qsort(lat, n, sizeof(lat[0]), cmp_double);
+		print_message("[   INFO   ] %llu MiB WRITE: %.0f ms; meanwhile %u REGION_READs (median %.3f ms, slowest "
+			      "%.2f ms) and %u ping-pongs\n", (unsigned long long)(b.size >> 20), t, reads, lat[n / 2],
+			      lat[n - 1], rounds);
+	}
+	expect_msn(d, scq(d, 0), d->qp[0].id, 1, 0);
+	expect_msn(d, scq(d, 0), d->qp[0].id, 2, 0);
+	expect_recv(d, rcq(d, 1), d->qp[1].id, 0x5e9d, d->qp[0].id, 0, 32);
+	big_check(&b, b.size);
+	assert_memory_equal(gp(d, DP_BUF + 0x800), gp(d, DP_BUF + 0x100), 32);
+	expect_quiet(d);
+	big_down(&b);
+}
+
+/* What cuts a write short in test_big_abort. */
+enum abort_kind {
+	AB_DESTROY,      /* the requester destroyed */
+	AB_ERR,          /* the requester moved to ERR */
+	AB_RESET,        /* the requester moved to RESET */
+	AB_PEER_ERR,     /* the responder moved to ERR */
+	AB_PEER_DESTROY, /* the responder destroyed */
+	AB_UNMAP,        /* the destination's guest memory unmapped (DMA_UNMAP) */
+	AB_DISCONNECT,   /* the client gone */
+	AB_NUM_KINDS,
+};
+
+static const char *const abort_name[AB_NUM_KINDS] = {
+	"requester destroyed", "requester to ERR", "requester to RESET", "responder to ERR", "responder destroyed",
+	"destination unmapped", "client disconnected",
+};
+
+/*
+ * A write stopped half-way, seven ways: it stops where it was (the
+ * destination holds exactly a prefix of what it would have held, and nothing
+ * changes afterwards: the server writes nothing through a QP, a key or a
+ * mapping that is gone); the requester completes as the driver expects (no
+ * completion of its own when the guest took the QP down: the driver flushes
+ * it; RETRY_EXCEEDED when the responder went away; REMOTE_ACC_ERR when the
+ * responder's memory did); later WQEs and QPs work; the server survives.
+ */
+static void test_big_abort(void **state)
+{
+	(void)state;
+	for (int kind = 0; kind < AB_NUM_KINDS; kind++) {
+		struct big b;
+		struct dp *d = &b.d;
+		uint64_t got, later;
+
+		big_up(&b, 0xab0 + (uint64_t)kind);
+		big_post_write(&b, 1);
+		rg_sq_ring(&d->f.g, &d->qp[0]);
+		rg_sync(&d->f.g); /* its doorbell was handled: it is under way */
+		switch (kind) {
+		case AB_DESTROY:
+			assert_int_equal(rg_qp_destroy(&d->f.g, &d->f.aq, d->qp[0].id), 0);
+			break;
+		case AB_ERR:
+			assert_int_equal(rg_qp_modify(&d->f.g, &d->f.aq, &d->qp[0], RG_QPS_ERR, RG_QPS_RTS, 0, 0), 0);
+			break;
+		case AB_RESET:
+			assert_int_equal(rg_qp_modify(&d->f.g, &d->f.aq, &d->qp[0], RG_QPS_RESET, RG_QPS_RTS, 0, 0), 0);
+			break;
+		case AB_PEER_ERR:
+			assert_int_equal(rg_qp_modify(&d->f.g, &d->f.aq, &d->qp[1], RG_QPS_ERR, RG_QPS_RTS, 0, 0), 0);
+			break;
+		case AB_PEER_DESTROY:
+			assert_int_equal(rg_qp_destroy(&d->f.g, &d->f.aq, d->qp[1].id), 0);
+			break;
+		case AB_UNMAP:
+			big_unmap_server(BIG_DST_IOVA, b.size);
+			break;
+		case AB_DISCONNECT:
+			vfc_close(&cl);
+			assert_int_equal(vfc_fixture_open(NULL), 0);
+			break;
+		}
+		if (kind != AB_DISCONNECT)
+			dp_settle(d);
+		else
+			usleep(20000);
+		got = big_progress(&b);
+		usleep(20000);
+		later = big_progress(&b);
+		print_message("[   INFO   ] %s: the write stopped after %llu KiB of %llu MiB\n", abort_name[kind],
+			      (unsigned long long)(got >> 10), (unsigned long long)(b.size >> 20));
+		if (got >= b.size)
+			fail_msg("%s: all %llu bytes written: not stopped half-way", abort_name[kind],
+				 (unsigned long long)got);
+		if (later != got)
+			fail_msg("%s: written on after it stopped (%llu, then %llu bytes)", abort_name[kind],
+				 (unsigned long long)got, (unsigned long long)later);
+		big_check(&b, got);
+		switch (kind) {
+		case AB_DESTROY:
+			expect_quiet(d);
+			break;
+		case AB_ERR:
+			expect_flushed(d, 0); /* the flush markers only: no completion of the write itself */
+			expect_quiet(d);
+			break;
+		case AB_RESET:
+			expect_quiet(d);
+			/* The QP comes back and runs the next WQE as its first. */
+			d->qp[0].sq_prod = d->qp[0].rq_prod = 0;
+			dp_connect(d, 0);
+			{
+				const struct rg_sge s = sge_of(&b.smr, 0, 4096);
+
+				rg_post_rdma(&d->f.g, &d->qp[0], 2, RG_WR_RDMA_WRITE, RG_WQE_SIG, 0, BIG_DST_VA + b.size - 4096,
+					     tkey(&b.dmr), &s, 1);
+				rg_sq_ring(&d->f.g, &d->qp[0]);
+				expect_msn(d, scq(d, 0), d->qp[0].id, 1, 0);
+				assert_memory_equal(b.dst + b.size - 4096, b.src, 4096);
+			}
+			break;
+		case AB_PEER_ERR:
+			expect_msn(d, scq(d, 0), d->qp[0].id, 1, RG_STS_RETRY_EXCEEDED);
+			expect_flushed(d, 0);
+			expect_flushed(d, 1);
+			expect_qp_event(d, d->qp[0].id, RG_EQE_QP_ERR);
+			break;
+		case AB_PEER_DESTROY:
+			expect_msn(d, scq(d, 0), d->qp[0].id, 1, RG_STS_RETRY_EXCEEDED);
+			expect_flushed(d, 0);
+			expect_qp_event(d, d->qp[0].id, RG_EQE_QP_ERR);
+			break;
+		case AB_UNMAP:
+			expect_msn(d, scq(d, 0), d->qp[0].id, 1, RG_STS_REMOTE_ACC);
+			expect_flushed(d, 0);
+			expect_flushed(d, 1);
+			expect_qp_events(d, 2, (const uint32_t[]){ d->qp[0].id, d->qp[1].id },
+					 (const uint8_t[]){ RG_EQE_QP_ERR, RG_EQE_QP_ERR_ACCESS });
+			break;
+		case AB_DISCONNECT:
+			assert_alive(); /* a new client is served; the device was reset */
+			break;
+		}
+		/* The ping-pong pair never noticed (a new client has a fresh device: nothing to ask). */
+		if (kind != AB_DISCONNECT) {
+			ping_pong(&b, 1);
+			expect_quiet(d);
+		}
+		big_down(&b);
+		/* A fresh client (and so a fresh device and guest memory) for the next way. */
+		vfc_close(&cl);
+		assert_int_equal(vfc_fixture_open(NULL), 0);
+	}
+}
+
+/*
+ * A 1 GiB SEND into one receive, and a small SEND to the same receiver from
+ * another QP posted while it is under way: the small one waits (the big one
+ * holds the receiver's next receive until its last byte), then takes the
+ * receive after; completions in that order, bytes exact. Then an RDMA READ
+ * of a quarter of it back into the (cleared) source.
+ */
+static void test_big_send_read(void **state)
+{
+	struct big b;
+	struct dp *d = &b.d;
+	struct rg_sge s[4], r, small, ssrc;
+	uint64_t q;
+
+	(void)state;
+	big_up(&b, 0x5e4d);
+	q = b.size / 4;
+	/* QP 22 sends to QP 21 too (a second requester for one responder). */
+	assert_int_equal(rg_qp_to_rts(&d->f.g, &d->f.aq, &d->qp[2], d->qp[1].id, DP_ACCESS), 0);
+	r = (struct rg_sge){ BIG_DST_VA, (uint32_t)b.size, tkey(&b.dmr) };
+	small = sge_of(&b.pmr, 0x1000, 64);
+	ssrc = sge_of(&b.pmr, 0, 48);
+	pattern(d, DP_BUF, 48, 9);
+	rg_post_recv(&d->f.g, &d->qp[1], 0xb16, 0, &r, 1);
+	rg_post_recv(&d->f.g, &d->qp[1], 0x5a11, 0, &small, 1);
+	rg_rq_ring(&d->f.g, &d->qp[1]);
+	big_sges(&b, s);
+	rg_post_send(&d->f.g, &d->qp[0], 0, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, s, 4);
+	rg_sq_ring(&d->f.g, &d->qp[0]);
+	rg_sync(&d->f.g);
+	rg_post_send(&d->f.g, &d->qp[2], 0, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, &ssrc, 1);
+	rg_sq_ring(&d->f.g, &d->qp[2]);
+	rg_sync(&d->f.g);
+	if (!cqe_waiting(d, scq(d, 0)))
+		assert_false(cqe_waiting(d, scq(d, 2))); /* still waiting behind the big one */
+	else
+		print_message("[   INFO   ] the 1 GiB SEND was done before the small one came: ordering not seen\n");
+	wait_cqe(d, scq(d, 2));
+	expect_recv(d, rcq(d, 1), d->qp[1].id, 0xb16, d->qp[0].id, 0, (uint32_t)b.size);
+	expect_recv(d, rcq(d, 1), d->qp[1].id, 0x5a11, d->qp[2].id, 0, 48);
+	expect_msn(d, scq(d, 0), d->qp[0].id, 1, 0);
+	expect_msn(d, scq(d, 2), d->qp[2].id, 1, 0);
+	big_check(&b, b.size);
+	assert_memory_equal(gp(d, DP_BUF + 0x1000), gp(d, DP_BUF), 48);
+
+	/* READ the destination's first quarter (the source's bytes) back into the cleared source. */
+	memset(b.src, 0, q);
+	{
+		const struct rg_sge k = sge_of(&b.smr, 0, (uint32_t)q);
+
+		rg_post_rdma(&d->f.g, &d->qp[0], 0, RG_WR_RDMA_READ, RG_WQE_SIG, 0, BIG_DST_VA, tkey(&b.dmr), &k, 1);
+		rg_sq_ring(&d->f.g, &d->qp[0]);
+		wait_cqe(d, scq(d, 0));
+		expect_msn(d, scq(d, 0), d->qp[0].id, 2, 0);
+		assert_memory_equal(b.src, b.dst, q);
+	}
+	expect_quiet(d);
+	big_down(&b);
+}
+
+/*
+ * Two large writes on two QPs at once (20 -> 21 into the destination's first
+ * half, 22 -> 23 into its second): they take slices in turn, so when the first
+ * completes the other is at least half done; both exact.
+ */
+static void test_big_fair(void **state)
+{
+	struct big b;
+	struct dp *d = &b.d;
+	struct rg_sge s[4];
+	uint64_t half;
+	int first;
+
+	(void)state;
+	big_up(&b, 0xfa1);
+	half = b.size / 2;
+	big_sges(&b, s);
+	rg_post_rdma(&d->f.g, &d->qp[0], 0, RG_WR_RDMA_WRITE, RG_WQE_SIG, 0, BIG_DST_VA, tkey(&b.dmr), s, 2);
+	rg_post_rdma(&d->f.g, &d->qp[2], 0, RG_WR_RDMA_WRITE, RG_WQE_SIG, 0, BIG_DST_VA + half, tkey(&b.dmr), s, 2);
+	rg_sq_ring(&d->f.g, &d->qp[0]);
+	rg_sq_ring(&d->f.g, &d->qp[2]);
+	while (!cqe_waiting(d, scq(d, 0)) && !cqe_waiting(d, scq(d, 2)))
+		usleep(200);
+	first = cqe_waiting(d, scq(d, 0)) ? 0 : 2;
+	{
+		/* The other one's progress: pages written from the start of its half. */
+		const uint8_t *o = b.dst + (first == 0 ? half : 0);
+		uint64_t lo = 0, hi = half / 4096;
+
+		while (lo < hi) {
+			uint64_t mid = lo + (hi - lo) / 2;
+
+			if (page_touched(o + mid * 4096))
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		print_message("[   INFO   ] QP %u finished first; QP %u had written %llu of %llu MiB\n", d->qp[first].id,
+			      d->qp[2 - first].id, (unsigned long long)(lo * 4096 >> 20), (unsigned long long)(half >> 20));
+		assert_true(lo * 4096 >= half / 2);
+	}
+	wait_cqe(d, scq(d, 2 - first));
+	expect_msn(d, scq(d, 0), d->qp[0].id, 1, 0);
+	expect_msn(d, scq(d, 2), d->qp[2].id, 1, 0);
+	big_check(&b, b.size);
+	expect_quiet(d);
+	big_down(&b);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -3940,6 +4540,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_dp_states, vfc_fixture_open, vfc_fixture_close),
 		cmocka_unit_test_setup_teardown(test_dp_fuzz, vfc_fixture_open, vfc_fixture_close),
 		cmocka_unit_test_setup_teardown(test_dp_bus_master, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_big_write, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_big_abort, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_big_send_read, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_big_fair, vfc_fixture_open, vfc_fixture_close),
 	};
 
 	int failed;

@@ -282,7 +282,7 @@ int vfc_call(struct vfc *c, uint16_t cmd, const void *req, size_t len, const int
 	return 0;
 }
 
-static int region(uint32_t r, uint64_t off, void *buf, uint32_t len, bool is_write)
+static int region_access(uint32_t r, uint64_t off, void *buf, uint32_t len, bool is_write)
 {
 	/* The bounds the vfio-user server and the PCI glue check before the device sees an access. */
 	if (r == 0 && off < IONIC_BAR0_MSIX_TABLE_OFFSET && len <= IONIC_BAR0_MSIX_TABLE_OFFSET - off)
@@ -296,6 +296,15 @@ static int region(uint32_t r, uint64_t off, void *buf, uint32_t len, bool is_wri
 	if (!is_write)
 		memset(buf, 0, len);
 	return 0;
+}
+
+/* An access, then one slice of the device's long work, as the server's loop runs one per turn. */
+static int region(uint32_t r, uint64_t off, void *buf, uint32_t len, bool is_write)
+{
+	int rc = region_access(r, off, buf, len, is_write);
+
+	ionic_dev_work(fg.dev);
+	return rc;
 }
 
 int vfc_read(struct vfc *c, uint32_t r, uint64_t off, void *buf, uint32_t len)

@@ -7,7 +7,9 @@
  * a dma_map the device reads and writes through, SET_IRQS keeps the
  * eventfds the device's interrupts are written to. Everything a region
  * access does happens before the call returns, so a doorbell has been
- * handled when the helper goes on.
+ * handled when the helper goes on, except what the device leaves for later
+ * turns of the server's loop (a long RDMA transfer): each access is followed
+ * by one slice of that (ionic_dev_work), as each message is in the server.
  *
  * One device at a time: fg_open() makes a fresh one (and its client),
  * fg_close() releases both and every mapping.

@@ -1,4 +1,4 @@
-/* evloop-unit: pollers, their removal from a callback, the busy window and the idle back-off. */
+/* evloop-unit: pollers, their removal from a callback, the busy window, the idle back-off and work in slices. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -6,16 +6,21 @@
 #include <cmocka.h>
 
 #include <stdbool.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include "util/evloop.h"
 
 static void test_idle_policy(void **state)
 {
 	(void)state;
-	assert_int_equal(evloop_poll_timeout(true, true, 4), 0);
-	assert_int_equal(evloop_poll_timeout(true, false, 4), 0);
-	assert_int_equal(evloop_poll_timeout(false, true, 3), 3);
-	assert_int_equal(evloop_poll_timeout(false, false, 3), -1);
+	assert_int_equal(evloop_poll_timeout(true, false, true, 4), 0);
+	assert_int_equal(evloop_poll_timeout(true, false, false, 4), 0);
+	assert_int_equal(evloop_poll_timeout(false, false, true, 3), 3);
+	assert_int_equal(evloop_poll_timeout(false, false, false, 3), -1);
+	/* A poller with more work ready: the next turn comes at once, busy window or not. */
+	assert_int_equal(evloop_poll_timeout(false, true, true, 3), 0);
+	assert_int_equal(evloop_poll_timeout(true, true, true, 3), 0);
 	/* Doubling up to the ceiling while nothing happens, back to the floor on activity. */
 	assert_int_equal(evloop_next_idle(EVLOOP_IDLE_MIN_US, false), 2 * EVLOOP_IDLE_MIN_US);
 	assert_int_equal(evloop_next_idle(1000, false), 2000);
@@ -110,12 +115,72 @@ static void test_busy_window(void **state)
 	assert_int_equal(calls_in_60ms(0, true), 3);
 }
 
+/*
+ * A long task done in slices: EV_POLL_MORE while slices remain, then asleep.
+ * At slice `poke` it makes a pipe readable; the pipe's callback notes how
+ * many slices had run when it was served.
+ */
+struct slicer {
+	unsigned slices, calls, poke, seen_at;
+	int pipe[2];
+};
+
+static enum ev_poll_result slice_poll(void *arg)
+{
+	struct slicer *s = arg;
+
+	if (s->calls == s->slices)
+		return EV_POLL_ASLEEP;
+	s->calls++;
+	if (s->calls == s->poke && write(s->pipe[1], "x", 1) != 1)
+		fail_msg("pipe write");
+	return s->calls < s->slices ? EV_POLL_MORE : EV_POLL_WORK;
+}
+
+static void pipe_cb(void *arg, uint32_t events)
+{
+	struct slicer *s = arg;
+	char c;
+
+	(void)events;
+	if (read(s->pipe[0], &c, 1) == 1)
+		s->seen_at = s->calls;
+}
+
+static void test_slices(void **state)
+{
+	struct evloop *loop = evloop_new();
+	struct slicer s = { .slices = 2000, .poke = 10 };
+	struct ev_watch *w;
+	struct ev_timer *t;
+
+	(void)state;
+	assert_int_equal(pipe(s.pipe), 0);
+	/* No busy window: without EV_POLL_MORE every turn would sleep 50 us or more. */
+	assert_non_null(evloop_add_poller(loop, slice_poll, &s));
+	w = evloop_add_fd(loop, s.pipe[0], EPOLLIN, pipe_cb, &s);
+	t = evloop_add_timer(loop, 60, stop_cb, loop);
+	assert_non_null(w);
+	assert_non_null(t);
+	assert_int_equal(evloop_run(loop), 0);
+	/* 2000 slices within 60 ms: the loop did not sleep between them (it would need 100 ms at least). */
+	assert_int_equal(s.calls, s.slices);
+	/* The fd that became ready during slice 10 was served before slice 11. */
+	assert_int_equal(s.seen_at, s.poke);
+	evloop_del_timer(loop, t);
+	evloop_del_fd(loop, w);
+	evloop_free(loop);
+	close(s.pipe[0]);
+	close(s.pipe[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_idle_policy),
 		cmocka_unit_test(test_pollers_run_and_go),
 		cmocka_unit_test(test_busy_window),
+		cmocka_unit_test(test_slices),
 	};
 
 	return cmocka_run_group_tests_name("evloop-unit", tests, NULL, NULL);

@@ -1405,6 +1405,12 @@ static void test_rdma_short_and_range(void **state)
 	assert_memory_equal(m->buf, src, 1000);
 	assert_int_equal(m->buf[1000], 0xcc);
 	free_resp(&r);
+	/* An empty window: nothing moves. Regression: the transfer kept its reference to the object (a leak). */
+	memset(m->buf, 0xcc, 2 * size);
+	r = rdma_req("GET", "/ernic/o", 0x99, m->addr, 0, NULL);
+	assert_rdma(&r, 200, 0);
+	assert_int_equal(m->buf[0], 0xcc);
+	free_resp(&r);
 	/* A ranged GET moves only the range. */
 	memset(m->buf, 0xcc, 2 * size);
 	r = rdma_req("GET", "/ernic/o", 0x99, m->addr, size, "Range: bytes=1024-1535\r\n");
@@ -1470,6 +1476,144 @@ static void test_rdma_errors(void **state)
 	r = rdma_req("GET", "/ernic/e", 0x77, m->addr, 4, NULL);
 	assert_rdma(&r, 500, 0);
 	free_resp(&r);
+}
+
+/* Bytes already queued for sending, taken without parsing. */
+static size_t pending_output(void)
+{
+	const uint8_t *p;
+
+	return s3_conn_output_peek(conn, 0, &p);
+}
+
+/*
+ * Transfers left for s3_conn_work (what the S3 endpoint asks for, so that a
+ * 256 MiB transfer does not hold up the event loop): a request is answered
+ * only after its last slice, a pipelined request behind it waits (its bytes
+ * are not taken), a PUT's ETag is the MD5 of the whole body though it was
+ * read and hashed slice by slice, an object replaced by another connection
+ * in the middle of a GET is still read whole (the GET holds its bytes), a
+ * registration that goes away in the middle ends it with 500 and 0 bytes, a
+ * client that sends FIN still gets the response, one that vanishes leaks
+ * nothing.
+ */
+static void test_rdma_deferred(void **state)
+{
+	const size_t size = 8 << 20, slice = 1 << 20;
+	struct fake_mr *m = add_mr(0x4321, 0x7e0000000000ull, 2 * size);
+	uint8_t *src = pattern(size, 31), *other = pattern(size, 32);
+	char tok[128], req[1024], v[64], md5[33], want[40];
+	struct s3_conn *c2;
+	struct resp r;
+	unsigned calls;
+	size_t olen, pos = 0;
+	uint8_t *out;
+	int n;
+
+	(void)state;
+	s3_conn_defer_transfers(conn);
+	memcpy(m->buf, src, size);
+	/* PUT: nothing answered until the last of its 1 MiB slices. */
+	n = snprintf(req, sizeof(req), "PUT /ernic/big HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\nx-amz-rdma-token: %s\r\n\r\n",
+		     token_hdr(0x4321, m->addr, size, tok));
+	assert_int_equal(s3_conn_input(conn, (const uint8_t *)req, (size_t)n), (size_t)n);
+	for (calls = 0; s3_conn_busy(conn); calls++) {
+		assert_int_equal(pending_output(), 0);
+		s3_conn_work(conn, slice);
+	}
+	assert_int_equal(calls, size / slice);
+	assert_false(s3_conn_work(conn, slice)); /* nothing left */
+	out = drain(&olen);
+	assert_true(parse_resp(out, olen, &pos, &r));
+	assert_rdma(&r, 200, size);
+	md5_hex(src, size, md5);
+	snprintf(want, sizeof(want), "\"%s\"", md5);
+	assert_string_equal(hdr(&r, "ETag", v, sizeof(v)), want);
+	free(out);
+
+	/* A GET with a second request pipelined behind it: the second is not even taken. */
+	memset(m->buf + size, 0, size);
+	n = snprintf(req, sizeof(req), "GET /ernic/big HTTP/1.1\r\nHost: s3\r\nx-amz-rdma-token: %s\r\n\r\n"
+		     "HEAD /ernic/big HTTP/1.1\r\nHost: s3\r\n\r\n", token_hdr(0x4321, m->addr + size, size, tok));
+	{
+		size_t used = s3_conn_input(conn, (const uint8_t *)req, (size_t)n);
+
+		assert_true(used < (size_t)n);
+		assert_true(s3_conn_busy(conn));
+		assert_int_equal(s3_conn_input(conn, (const uint8_t *)req + used, (size_t)n - used), 0);
+		/* Meanwhile another connection replaces the object. */
+		c2 = s3_conn_new(st);
+		{
+			char head[256];
+			int k = snprintf(head, sizeof(head), "PUT /ernic/big HTTP/1.1\r\nHost: s3\r\nContent-Length: %zu\r\n\r\n", size);
+			uint8_t *msg = malloc((size_t)k + size);
+
+			memcpy(msg, head, (size_t)k);
+			memcpy(msg + k, other, size);
+			assert_int_equal(s3_conn_input(c2, msg, (size_t)k + size), (size_t)k + size);
+			free(msg);
+		}
+		s3_conn_free(c2);
+		while (s3_conn_work(conn, slice))
+			assert_int_equal(pending_output(), 0);
+		/* The GET read the object as it was when it began. */
+		assert_memory_equal(m->buf + size, src, size);
+		/* Now the pipelined HEAD goes in, and sees the new object. */
+		assert_int_equal(s3_conn_input(conn, (const uint8_t *)req + used, (size_t)n - used), (size_t)n - used);
+	}
+	out = drain(&olen);
+	pos = 0;
+	assert_true(parse_resp(out, olen, &pos, &r));
+	assert_rdma(&r, 200, size);
+	assert_true(parse_resp(out, olen, &pos, &r));
+	assert_int_equal(r.status, 200);
+	md5_hex(other, size, md5);
+	snprintf(want, sizeof(want), "\"%s\"", md5);
+	assert_string_equal(hdr(&r, "ETag", v, sizeof(v)), want);
+	assert_int_equal(pos, olen);
+	free(out);
+
+	/* The registration goes away after two slices: 500, 0 bytes, nothing stored. */
+	n = snprintf(req, sizeof(req), "PUT /ernic/gone HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\nx-amz-rdma-token: %s\r\n\r\n",
+		     token_hdr(0x4321, m->addr, size, tok));
+	assert_int_equal(s3_conn_input(conn, (const uint8_t *)req, (size_t)n), (size_t)n);
+	assert_true(s3_conn_work(conn, slice));
+	assert_true(s3_conn_work(conn, slice));
+	m->key = 0x4322;
+	assert_false(s3_conn_work(conn, slice));
+	m->key = 0x4321;
+	out = drain(&olen);
+	pos = 0;
+	assert_true(parse_resp(out, olen, &pos, &r));
+	assert_rdma(&r, 500, 0);
+	free(out);
+	r = req_str("HEAD /ernic/gone HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.status, 404);
+	assert_int_equal(s3_store_stats(st)->used_bytes, size);
+
+	/* FIN after the request: the response still comes, then the connection may close. */
+	n = snprintf(req, sizeof(req), "GET /ernic/big HTTP/1.1\r\nHost: s3\r\nx-amz-rdma-token: %s\r\n\r\n",
+		     token_hdr(0x4321, m->addr + size, 4 * slice, tok));
+	assert_int_equal(s3_conn_input(conn, (const uint8_t *)req, (size_t)n), (size_t)n);
+	s3_conn_input_eof(conn);
+	assert_false(s3_conn_wants_close(conn));
+	while (s3_conn_work(conn, slice))
+		;
+	out = drain(&olen);
+	pos = 0;
+	assert_true(parse_resp(out, olen, &pos, &r));
+	assert_rdma(&r, 200, 4 * slice);
+	assert_true(s3_conn_wants_close(conn));
+	free(out);
+
+	/* A connection that goes away in the middle of a GET: its reference to the object goes too (ASan). */
+	c2 = s3_conn_new(st);
+	s3_conn_defer_transfers(c2);
+	assert_int_equal(s3_conn_input(c2, (const uint8_t *)req, (size_t)n), (size_t)n);
+	assert_true(s3_conn_work(c2, slice));
+	s3_conn_free(c2);
+	free(src);
+	free(other);
 }
 
 static void test_rdma_maxpart(void **state)
@@ -1908,6 +2052,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rdma_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rdma_maxpart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_put_atomic_every_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rdma_deferred, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("s3-target-unit", tests, NULL, NULL);
