@@ -137,12 +137,16 @@ enum ev_poll_result ionic_pci_poll(void *arg)
 enum ev_poll_result ionic_pci_work(void *arg)
 {
 	struct ionic_pci *ip = arg;
-	bool waiting = ionic_dev_work_pending(ip->dev);
 
-	/* Called with nothing waiting too: the call renews the budget of the doorbells to come. */
-	if (ionic_dev_work(ip->dev))
-		return EV_POLL_MORE;
-	return waiting ? EV_POLL_WORK : EV_POLL_ASLEEP;
+	/*
+	 * Called with nothing waiting too: the call renews the budget of the
+	 * doorbells to come. Once the queue is empty only an fd (a doorbell) can
+	 * fill it again, so the poller is asleep even after a last slice (the
+	 * turns with EV_POLL_MORE counted as activity): saying EV_POLL_WORK would
+	 * wake the loop 50 us later for nothing, once per burst (measured: a 1 MiB
+	 * WRITE batch cost the server 4% more without a busy window).
+	 */
+	return ionic_dev_work(ip->dev) ? EV_POLL_MORE : EV_POLL_ASLEEP;
 }
 
 static int bar0_access(void *opaque, uint64_t off, void *buf, size_t len, bool is_write)

@@ -34,7 +34,7 @@ enum ev_poll_result ionic_pci_poll(void *ip);
 /*
  * A poller for the event loop (ip as arg), always installed: one slice of
  * the device's long work per turn (ionic_dev_work); EV_POLL_MORE while work
- * is left, asleep when none waits.
+ * is left, asleep once none does.
  */
 enum ev_poll_result ionic_pci_work(void *ip);
 
