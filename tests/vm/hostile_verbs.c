@@ -198,8 +198,15 @@ static void post_random(struct ctx *c, long *posted, long *refused)
 		rnd_sge(c, &sg[i]);
 	wr.sg_list = sg;
 	wr.send_flags = (unsigned)rnd_below(16) & (IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_FENCE);
-	if (rnd_below(8) == 0)
+	if (rnd_below(8) == 0) {
+		/* Inline data is copied by the provider from our own memory at post time: only there
+		 * must the addresses be real (a wild one would fault this program, not the device). */
 		wr.send_flags |= IBV_SEND_INLINE;
+		for (int i = 0; i < wr.num_sge; i++) {
+			sg[i].addr = (uintptr_t)c->buf + rnd_below(BUF_SIZE / 2);
+			sg[i].length = rnd_below(2) ? rnd_below(64) : rnd_below(BUF_SIZE / 2);
+		}
+	}
 	wr.imm_data = (uint32_t)rnd();
 	if (ud) {
 		wr.wr.ud.ah = c->ah;
