@@ -689,6 +689,45 @@ static void peer_note(struct peer *p, const struct seg *s)
 	}
 }
 
+/* The peer sends len bytes of d at seq and notes the one segment that answers it in s. */
+static void peer_tx_at_answered(struct harness *h, struct peer *p, uint32_t seq, unsigned flags, const uint8_t *d,
+				size_t len, struct seg *s)
+{
+	peer_tx_at(h, p, seq, flags, d, len);
+	expect_seg(h, s);
+	peer_note(p, s);
+}
+
+/* Exactly one segment waits, and it carries the len bytes of d from off, at sequence b + off. */
+static void expect_only_data(struct harness *h, uint32_t b, const uint8_t *d, size_t off, size_t len)
+{
+	struct seg s;
+
+	expect_seg(h, &s);
+	expect_nothing(h);
+	assert_int_equal(s.seq, b + off);
+	assert_int_equal(s.len, len);
+	assert_memory_equal(s.data, d + off, len);
+}
+
+/* The loss-recovery counters so far. */
+static void expect_recoveries(struct harness *h, uint64_t fast_retransmits, uint64_t retransmits, uint64_t timeouts)
+{
+	assert_int_equal(inet_stats(h->t)->fast_retransmits, fast_retransmits);
+	assert_int_equal(inet_stats(h->t)->retransmits, retransmits);
+	assert_int_equal(inet_stats(h->t)->timeouts, timeouts);
+}
+
+/* The peer acknowledges everything up to end, without SACK blocks: nothing more goes, n bytes are acknowledged. */
+static void peer_ack_all(struct harness *h, struct peer *p, const struct app *a, uint32_t end, size_t n)
+{
+	p->nsack = 0;
+	p->rcv_nxt = end;
+	peer_ack(h, p);
+	expect_nothing(h);
+	assert_int_equal(a->acked, n);
+}
+
 /* A pure ACK from the stack to p, acknowledging ack with window wnd. */
 static void expect_ack(struct harness *h, struct peer *p, uint32_t ack, uint16_t wnd)
 {
@@ -1985,9 +2024,7 @@ static void test_option_negotiation(void **state)
 		assert_int_equal(s.optlen, (m & 4) ? 12 : 0);
 
 		/* Bytes after a hole: held and reported with SACK, else dropped. */
-		peer_tx_at(h, &p, base + 1000, F_ACK, d + 1000, 500);
-		expect_seg(h, &s);
-		peer_note(&p, &s);
+		peer_tx_at_answered(h, &p, base + 1000, F_ACK, d + 1000, 500, &s);
 		assert_int_equal(s.ack, base + 100);
 		if (m & 2) {
 			assert_int_equal(s.nsack, 1);
@@ -1997,9 +2034,7 @@ static void test_option_negotiation(void **state)
 			assert_int_equal(s.nsack, 0);
 		}
 		/* The hole filled: with SACK everything is delivered at once. */
-		peer_tx_at(h, &p, base + 100, F_ACK, d + 100, 900);
-		expect_seg(h, &s);
-		peer_note(&p, &s);
+		peer_tx_at_answered(h, &p, base + 100, F_ACK, d + 100, 900, &s);
 		assert_int_equal(s.nsack, 0);
 		assert_int_equal(s.ack, base + ((m & 2) ? 1500 : 1000));
 		assert_int_equal(a->rx_len, (m & 2) ? 1500 : 1000);
@@ -2199,9 +2234,7 @@ static void test_sack_blocks(void **state)
 		for (unsigned i = 0; i < 5; i++) {
 			unsigned k = order[i];
 
-			peer_tx_at(h, &p, b + 100 * k, F_ACK, d + 100 * k, 100);
-			expect_seg(h, &s);
-			peer_note(&p, &s);
+			peer_tx_at_answered(h, &p, b + 100 * k, F_ACK, d + 100 * k, 100, &s);
 			assert_int_equal(s.ack, b + 100);
 			assert_int_equal(s.len, 0);
 			assert_int_equal(s.nsack, i + 1 < maxb ? i + 1 : maxb);
@@ -2212,48 +2245,34 @@ static void test_sack_blocks(void **state)
 		}
 		assert_int_equal(a->rx_len, 100);
 		/* A range grows (500..599 joins 400..499 and 600..699): it is reported first, merged. */
-		peer_tx_at(h, &p, b + 500, F_ACK, d + 500, 100);
-		expect_seg(h, &s);
-		peer_note(&p, &s);
+		peer_tx_at_answered(h, &p, b + 500, F_ACK, d + 500, 100, &s);
 		assert_int_equal(s.sack[0][0], b + 400);
 		assert_int_equal(s.sack[0][1], b + 700);
 		assert_int_equal(s.sack[1][0], b + 1000);
 		/* The first hole: 100..199 brings 200..299 with it. */
-		peer_tx_at(h, &p, b + 100, F_ACK, d + 100, 100);
-		expect_seg(h, &s);
-		peer_note(&p, &s);
+		peer_tx_at_answered(h, &p, b + 100, F_ACK, d + 100, 100, &s);
 		assert_int_equal(s.ack, b + 300);
 		assert_int_equal(a->rx_len, 300);
 		assert_int_equal(s.nsack, 3);
 		/* An overlapping retransmission over 250..449 fills 300..399 and reaches 700. */
-		peer_tx_at(h, &p, b + 250, F_ACK, d + 250, 200);
-		expect_seg(h, &s);
-		peer_note(&p, &s);
+		peer_tx_at_answered(h, &p, b + 250, F_ACK, d + 250, 200, &s);
 		assert_int_equal(s.ack, b + 700);
 		assert_int_equal(s.nsack, 2);
 		/* The rest, one hole at a time. */
-		peer_tx_at(h, &p, b + 700, F_ACK, d + 700, 100);
-		expect_seg(h, &s);
-		peer_note(&p, &s);
+		peer_tx_at_answered(h, &p, b + 700, F_ACK, d + 700, 100, &s);
 		assert_int_equal(s.ack, b + 900);
 		assert_int_equal(s.nsack, 1);
 		assert_int_equal(s.sack[0][0], b + 1000);
-		peer_tx_at(h, &p, b + 900, F_ACK, d + 900, 100);
-		expect_seg(h, &s);
-		peer_note(&p, &s);
+		peer_tx_at_answered(h, &p, b + 900, F_ACK, d + 900, 100, &s);
 		assert_int_equal(s.ack, b + 1100);
 		assert_int_equal(s.nsack, 0);
 		assert_int_equal(a->rx_len, 1100);
 		assert_memory_equal(a->rx, d, 1100);
 		/* A FIN after a hole waits for it. */
-		peer_tx_at(h, &p, b + 1150, F_ACK | F_FIN, d + 1150, 50);
-		expect_seg(h, &s);
-		peer_note(&p, &s);
+		peer_tx_at_answered(h, &p, b + 1150, F_ACK | F_FIN, d + 1150, 50, &s);
 		assert_int_equal(s.ack, b + 1100);
 		assert_int_equal(a->eof_calls, 0);
-		peer_tx_at(h, &p, b + 1100, F_ACK, d + 1100, 50);
-		expect_seg(h, &s);
-		peer_note(&p, &s);
+		peer_tx_at_answered(h, &p, b + 1100, F_ACK, d + 1100, 50, &s);
 		assert_int_equal(s.ack, b + 1201);
 		assert_int_equal(a->rx_len, 1200);
 		assert_memory_equal(a->rx, d, 1200);
@@ -2311,20 +2330,14 @@ static void test_sack_retransmits_holes(void **state)
 	assert_int_equal(nrtx, 2);
 	assert_int_equal(rtx[0], 2);
 	assert_int_equal(rtx[1], 6);
-	assert_int_equal(inet_stats(h->t)->fast_retransmits, 1);
-	assert_int_equal(inet_stats(h->t)->timeouts, 0);
-	assert_int_equal(inet_stats(h->t)->retransmits, 2);
+	expect_recoveries(h, 1, 2, 0);
 	/* The holes arrive: everything is acknowledged, recovery ends. */
 	p.nsack = 1;
 	p.sack[0][0] = b + 7 * seg;
 	p.sack[0][1] = b + 10 * seg;
 	p.rcv_nxt = b + 6 * seg;
 	peer_ack(h, &p);
-	p.nsack = 0;
-	p.rcv_nxt = b + 10 * seg;
-	peer_ack(h, &p);
-	expect_nothing(h);
-	assert_int_equal(a->acked, n);
+	peer_ack_all(h, &p, a, b + 10 * seg, n);
 	h->now += 5000;
 	h_poll(h);
 	expect_nothing(h);
@@ -2340,7 +2353,6 @@ static void test_newreno_fast_retransmit(void **state)
 	uint8_t *d = pattern(n, 71);
 	struct peer p;
 	struct app *a;
-	struct seg s;
 	uint32_t b;
 
 	peer_init(&p, 46600, 42);
@@ -2356,11 +2368,7 @@ static void test_newreno_fast_retransmit(void **state)
 	peer_ack(h, &p);
 	expect_nothing(h);
 	peer_ack(h, &p);
-	expect_seg(h, &s);
-	expect_nothing(h);
-	assert_int_equal(s.seq, b + 2 * seg);
-	assert_int_equal(s.len, seg);
-	assert_memory_equal(s.data, d + 2 * seg, seg);
+	expect_only_data(h, b, d, 2 * seg, seg);
 	/* Duplicates for 7, 8, 9: nothing new to send. */
 	peer_ack(h, &p);
 	peer_ack(h, &p);
@@ -2369,17 +2377,9 @@ static void test_newreno_fast_retransmit(void **state)
 	/* The retransmission fills 2: a partial ACK up to 6, which goes at once. */
 	p.rcv_nxt = b + 6 * seg;
 	peer_ack(h, &p);
-	expect_seg(h, &s);
-	expect_nothing(h);
-	assert_int_equal(s.seq, b + 6 * seg);
-	assert_memory_equal(s.data, d + 6 * seg, seg);
-	p.rcv_nxt = b + 10 * seg;
-	peer_ack(h, &p);
-	expect_nothing(h);
-	assert_int_equal(a->acked, n);
-	assert_int_equal(inet_stats(h->t)->fast_retransmits, 1);
-	assert_int_equal(inet_stats(h->t)->retransmits, 2);
-	assert_int_equal(inet_stats(h->t)->timeouts, 0);
+	expect_only_data(h, b, d, 6 * seg, seg);
+	peer_ack_all(h, &p, a, b + 10 * seg, n);
+	expect_recoveries(h, 1, 2, 0);
 	free(d);
 	peer_free(&p);
 }
@@ -2421,18 +2421,9 @@ static void test_sack_timeout_skips_sacked(void **state)
 	p.sack[0][1] = b + 6 * seg;
 	p.rcv_nxt = b + 3 * seg;
 	peer_ack(h, &p);
-	expect_seg(h, &s);
-	expect_nothing(h);
-	assert_int_equal(s.seq, b + 3 * seg);
-	assert_memory_equal(s.data, d + 3 * seg, seg);
-	p.nsack = 0;
-	p.rcv_nxt = b + n;
-	peer_ack(h, &p);
-	expect_nothing(h);
-	assert_int_equal(a->acked, n);
-	assert_int_equal(inet_stats(h->t)->retransmits, 2);
-	assert_int_equal(inet_stats(h->t)->timeouts, 1);
-	assert_int_equal(inet_stats(h->t)->fast_retransmits, 0);
+	expect_only_data(h, b, d, 3 * seg, seg);
+	peer_ack_all(h, &p, a, b + n, n);
+	expect_recoveries(h, 0, 2, 1);
 	free(d);
 	peer_free(&p);
 }
