@@ -2428,6 +2428,23 @@ static void test_sack_timeout_skips_sacked(void **state)
 	peer_free(&p);
 }
 
+/* 100 bytes of d go out at once, then nothing until rto_ms have passed, then the same segment again (r). */
+static void expect_rto(struct harness *h, struct app *a, const uint8_t *d, uint64_t rto_ms, struct seg *r)
+{
+	struct seg s;
+
+	app_queue(a, d, 100);
+	h_poll(h);
+	expect_seg(h, &s);
+	h->now += rto_ms - 1;
+	h_poll(h);
+	expect_nothing(h);
+	h->now += 1;
+	h_poll(h);
+	expect_seg(h, r);
+	assert_int_equal(r->seq, s.seq);
+}
+
 /*
  * Timestamps: echoed, our clock in ms, the peer's clock across its wrap, old
  * ones refused (PAWS), ours across its wrap; the RTO follows the RTT.
@@ -2486,16 +2503,7 @@ static void test_timestamps(void **state)
 	p.rcv_nxt += 100;
 	peer_ack(h, &p);
 	expect_nothing(h);
-	app_queue(a, d, 100);
-	h_poll(h);
-	expect_seg(h, &s);
-	h->now += 899;
-	h_poll(h);
-	expect_nothing(h);
-	h->now += 1;
-	h_poll(h);
-	expect_seg(h, &r);
-	assert_int_equal(r.seq, s.seq);
+	expect_rto(h, a, d, 900, &r);
 	assert_int_equal(inet_stats(h->t)->timeouts, 1);
 	peer_note(&p, &r);
 	p.rcv_nxt += 100;
@@ -2522,16 +2530,7 @@ static void test_timestamps(void **state)
 	 * srtt x 8 = 2400, 2100, 1839; rttvar x 4 = 600, 750, 824; so the RTO is
 	 * 229 + 824 = 1053 ms (without the last sample it would be 1012).
 	 */
-	app_queue(a, d, 100);
-	h_poll(h);
-	expect_seg(h, &s);
-	h->now += 1052;
-	h_poll(h);
-	expect_nothing(h);
-	h->now += 1;
-	h_poll(h);
-	expect_seg(h, &r);
-	assert_int_equal(r.seq, s.seq);
+	expect_rto(h, a, d, 1053, &r);
 	free(d);
 	peer_free(&p);
 }
@@ -2760,6 +2759,18 @@ static void test_bad_tcp(void **state)
 	peer_free(&p);
 }
 
+/* Every proper prefix of the n-byte frame f is dropped, counted once, and answered with nothing. */
+static void expect_cuts_dropped(struct harness *h, const uint8_t *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t before = total_drops(inet_stats(h->t));
+
+		h_in(h, f, i);
+		expect_nothing(h);
+		assert_int_equal(total_drops(inet_stats(h->t)), before + 1);
+	}
+}
+
 /* A valid frame cut at every length: each is dropped and counted once; the whole one works. */
 static void test_truncated_frames(void **state)
 {
@@ -2771,24 +2782,12 @@ static void test_truncated_frames(void **state)
 
 	peer_init(&p, 40830, 1);
 	n = build_syn(f, &p, OUR_PORT);
-	for (size_t i = 0; i < n; i++) {
-		uint64_t before = total_drops(inet_stats(h->t));
-
-		h_in(h, f, i);
-		expect_nothing(h);
-		assert_int_equal(total_drops(inet_stats(h->t)), before + 1);
-	}
+	expect_cuts_dropped(h, f, n);
 	assert_int_equal(inet_active_conns(h->t), 0);
 	a = peer_connect(h, &p);
 	n = build_tcp(f, &p, OUR_PORT, p.snd_nxt, p.rcv_nxt, F_ACK, 65535, NULL, 0,
 		      (const uint8_t *)"0123456789", 10);
-	for (size_t i = 0; i < n; i++) {
-		uint64_t before = total_drops(inet_stats(h->t));
-
-		h_in(h, f, i);
-		expect_nothing(h);
-		assert_int_equal(total_drops(inet_stats(h->t)), before + 1);
-	}
+	expect_cuts_dropped(h, f, n);
 	assert_int_equal(a->rx_len, 0);
 	h_in(h, f, n);
 	expect_ack(h, &p, p.snd_nxt + 10, 65535);
