@@ -718,6 +718,13 @@ static void expect_recoveries(struct harness *h, uint64_t fast_retransmits, uint
 	assert_int_equal(inet_stats(h->t)->timeouts, timeouts);
 }
 
+/* The peer sends count ACKs of p->rcv_nxt (with the SACK blocks set in p): duplicates after the first. */
+static void peer_acks(struct harness *h, struct peer *p, unsigned count)
+{
+	while (count--)
+		peer_ack(h, p);
+}
+
 /* The peer acknowledges everything up to end, without SACK blocks: nothing more goes, n bytes are acknowledged. */
 static void peer_ack_all(struct harness *h, struct peer *p, const struct app *a, uint32_t end, size_t n)
 {
@@ -2345,6 +2352,18 @@ static void test_sack_retransmits_holes(void **state)
 	peer_free(&p);
 }
 
+/* Connects p, queues the n bytes of d and discards the first flight; *b is the sequence number of d[0]. */
+static struct app *peer_connect_flight(struct harness *h, struct peer *p, const uint8_t *d, size_t n, uint32_t *b)
+{
+	struct app *a = peer_connect(h, p);
+
+	*b = p->rcv_nxt;
+	app_queue(a, d, n);
+	h_poll(h);
+	h_drain_queue(h);
+	return a;
+}
+
 /* Without SACK: three duplicate ACKs retransmit the first segment; a partial ACK the next hole (NewReno). */
 static void test_newreno_fast_retransmit(void **state)
 {
@@ -2356,23 +2375,15 @@ static void test_newreno_fast_retransmit(void **state)
 	uint32_t b;
 
 	peer_init(&p, 46600, 42);
-	a = peer_connect(h, &p);
-	b = p.rcv_nxt;
-	app_queue(a, d, n);
-	h_poll(h);
-	h_drain_queue(h);
+	a = peer_connect_flight(h, &p, d, n, &b);
 	/* 2 and 6 lost: ACK of 0-1, then a duplicate for each of 3, 4, 5. */
 	p.rcv_nxt = b + 2 * seg;
-	peer_ack(h, &p);
-	peer_ack(h, &p);
-	peer_ack(h, &p);
+	peer_acks(h, &p, 3);
 	expect_nothing(h);
 	peer_ack(h, &p);
 	expect_only_data(h, b, d, 2 * seg, seg);
 	/* Duplicates for 7, 8, 9: nothing new to send. */
-	peer_ack(h, &p);
-	peer_ack(h, &p);
-	peer_ack(h, &p);
+	peer_acks(h, &p, 3);
 	expect_nothing(h);
 	/* The retransmission fills 2: a partial ACK up to 6, which goes at once. */
 	p.rcv_nxt = b + 6 * seg;
@@ -2400,11 +2411,7 @@ static void test_sack_timeout_skips_sacked(void **state)
 
 	peer_init(&p, 46700, 9);
 	p.syn_sack = true;
-	a = peer_connect(h, &p);
-	b = p.rcv_nxt;
-	app_queue(a, d, n);
-	h_poll(h);
-	h_drain_queue(h);
+	a = peer_connect_flight(h, &p, d, n, &b);
 	/* 0 and 3 lost, 4-5 late; one ACK SACKs 1-2: too little to call a loss, the timer does. */
 	p.nsack = 1;
 	p.sack[0][0] = b + 1 * seg;
