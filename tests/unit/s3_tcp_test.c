@@ -483,6 +483,18 @@ static size_t build_tcp(uint8_t *f, const struct peer *p, uint16_t dport, uint32
 	return off + 20 + optlen + len;
 }
 
+/* The timestamps option (RFC 7323 §3) after two NOPs: 12 bytes at opt, the count returned. */
+static size_t put_ts_opt(uint8_t *opt, uint32_t tsval, uint32_t tsecr)
+{
+	opt[0] = 1;
+	opt[1] = 1;
+	opt[2] = 8;
+	opt[3] = 10;
+	put32(opt + 4, tsval);
+	put32(opt + 8, tsecr);
+	return 12;
+}
+
 /* The SYN's options, in the order given, each padded to 4 bytes with NOPs in front. */
 static size_t build_syn(uint8_t *f, const struct peer *p, uint16_t dport)
 {
@@ -501,15 +513,8 @@ static size_t build_syn(uint8_t *f, const struct peer *p, uint16_t dport)
 		opt[n++] = 4;
 		opt[n++] = 2;
 	}
-	if (p->ts) {
-		opt[n++] = 1;
-		opt[n++] = 1;
-		opt[n++] = 8;
-		opt[n++] = 10;
-		put32(opt + n, p->tsval);
-		put32(opt + n + 4, 0);
-		n += 8;
-	}
+	if (p->ts)
+		n += put_ts_opt(opt + n, p->tsval, 0);
 	if (p->syn_ws >= 0) {
 		opt[n++] = 1;
 		opt[n++] = 3;
@@ -524,15 +529,8 @@ static size_t peer_opts(const struct peer *p, uint8_t *opt)
 {
 	size_t n = 0;
 
-	if (p->ts) {
-		opt[n++] = 1;
-		opt[n++] = 1;
-		opt[n++] = 8;
-		opt[n++] = 10;
-		put32(opt + n, p->tsval);
-		put32(opt + n + 4, p->ts_recent);
-		n += 8;
-	}
+	if (p->ts)
+		n += put_ts_opt(opt + n, p->tsval, p->ts_recent);
 	if (p->nsack > 0) {
 		opt[n++] = 1;
 		opt[n++] = 1;
