@@ -123,7 +123,7 @@ const char *roce_strerror(enum roce_err err)
 
 /* ---- ICRC --------------------------------------------------------------------------- */
 
-#define ROCE_ICRC_MASKED_LEN (sizeof(struct net_ip_hdr) + sizeof(struct roce_udp_hdr) + sizeof(struct roce_bth))
+#define ROCE_ICRC_MASKED_LEN (sizeof(struct net_ip_hdr) + sizeof(struct net_udp_hdr) + sizeof(struct roce_bth))
 
 /*
  * The RoCEv2 annex: the ICRC covers the IP header onwards, with the fields that
@@ -136,7 +136,7 @@ uint32_t roce_icrc(const uint8_t *ip, size_t len)
 	static const uint8_t ones[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 	uint8_t m[ROCE_ICRC_MASKED_LEN];
 	struct net_ip_hdr *iph = (struct net_ip_hdr *)m;
-	struct roce_udp_hdr *udp = (struct roce_udp_hdr *)(iph + 1);
+	struct net_udp_hdr *udp = (struct net_udp_hdr *)(iph + 1);
 	struct roce_bth *bth = (struct roce_bth *)(udp + 1);
 	uLong crc;
 
@@ -178,7 +178,7 @@ enum roce_err roce_build(const struct roce_frame_desc *d, uint8_t *buf, size_t c
 	const struct roce_opcode_info *op = roce_opcode_info(d->opcode);
 	struct net_eth_hdr eth;
 	struct net_ip_hdr ip;
-	struct roce_udp_hdr udp;
+	struct net_udp_hdr udp;
 	struct roce_bth bth;
 	size_t hdrs, l4, total, off;
 	uint8_t *p;
@@ -215,7 +215,7 @@ enum roce_err roce_build(const struct roce_frame_desc *d, uint8_t *buf, size_t c
 	ip.id = be16_set(d->ip_id);
 	ip.frag = be16_set(d->df ? NET_IP_FLAG_DF : 0);
 	ip.ttl = d->ttl;
-	ip.proto = ROCE_IP_PROTO_UDP;
+	ip.proto = NET_IP_PROTO_UDP;
 	ip.csum = be16_set(0);
 	ip.src = be32_set(d->src_ip);
 	ip.dst = be32_set(d->dst_ip);
@@ -310,7 +310,7 @@ enum roce_err roce_parse(const uint8_t *frame, size_t len, uint32_t pmtu, struct
 {
 	const struct net_eth_hdr *eth = (const struct net_eth_hdr *)frame;
 	const struct net_ip_hdr *ip;
-	const struct roce_udp_hdr *udp;
+	const struct net_udp_hdr *udp;
 	const struct roce_bth *bth;
 	const struct roce_opcode_info *op;
 	const uint8_t *l3;
@@ -342,13 +342,13 @@ enum roce_err roce_parse(const uint8_t *frame, size_t len, uint32_t pmtu, struct
 	frag = be16_get(ip->frag);
 	if (frag & (NET_IP_FLAG_RF | NET_IP_FLAG_MF | NET_IP_FRAG_OFF_MASK))
 		return ROCE_ERR_IP_FRAGMENT;
-	if (ip->proto != ROCE_IP_PROTO_UDP)
+	if (ip->proto != NET_IP_PROTO_UDP)
 		return ROCE_ERR_IP_PROTOCOL;
 
 	/* UDP */
 	if (l3len - sizeof(*ip) < sizeof(*udp))
 		return ROCE_ERR_UDP_LENGTH;
-	udp = (const struct roce_udp_hdr *)(ip + 1);
+	udp = (const struct net_udp_hdr *)(ip + 1);
 	if (be16_get(udp->len) != l3len - sizeof(*ip))
 		return ROCE_ERR_UDP_LENGTH;
 	if (be16_get(udp->dport) != ROCE_UDP_DPORT)

@@ -23,20 +23,13 @@
 #include "net/inet_wire.h"
 #include "util/endian.h"
 
+/*
+ * The Ethernet, IPv4 and UDP headers are net/inet_wire.h's. In a RoCEv2 packet the UDP source
+ * port is flow entropy chosen by the sender, the destination port ROCE_UDP_DPORT, the length
+ * covers the UDP header and BTH .. ICRC, and the checksum is 0 when sent by us and not checked on
+ * receive (the ICRC covers the packet).
+ */
 #define ROCE_UDP_DPORT      4791    /* the RoCEv2 annex assigns it */
-#define ROCE_IP_PROTO_UDP   17
-
-/* ---- UDP (RFC 768) ---------------------------------------------------------- */
-
-struct roce_udp_hdr {
-	be16 sport;     /* flow entropy, chosen by the sender */
-	be16 dport;     /* ROCE_UDP_DPORT */
-	be16 len;       /* UDP header + BTH .. ICRC */
-	be16 csum;      /* 0 when sent by us; not checked on receive (the ICRC covers the packet) */
-} __attribute__((packed));
-
-_Static_assert(sizeof(struct roce_udp_hdr) == 8, "UDP header size");
-_Static_assert(offsetof(struct roce_udp_hdr, csum) == 6, "UDP checksum offset");
 
 /* ---- Base Transport Header (IBA 9.2) ---------------------------------------- */
 
@@ -182,7 +175,7 @@ _Static_assert(offsetof(struct roce_deth, sqp) == 4, "DETH source QP offset");
 #define ROCE_ICRC_LEN 4
 
 /* Fixed headers in front of the BTH, and the smallest packet (BTH + ICRC, no ETH). */
-#define ROCE_L2L4_LEN (sizeof(struct net_eth_hdr) + sizeof(struct net_ip_hdr) + sizeof(struct roce_udp_hdr))
+#define ROCE_L2L4_LEN (sizeof(struct net_eth_hdr) + sizeof(struct net_ip_hdr) + sizeof(struct net_udp_hdr))
 #define ROCE_MIN_FRAME (ROCE_L2L4_LEN + sizeof(struct roce_bth) + ROCE_ICRC_LEN)
 
 /* ---- The opcode table (IBA 9.2 opcodes; which ETHs each carries: 9.3) ------------- */
@@ -347,7 +340,7 @@ enum roce_err roce_build(const struct roce_frame_desc *d, uint8_t *buf, size_t c
 struct roce_pkt {
 	const struct net_eth_hdr *eth;
 	const struct net_ip_hdr *ip;
-	const struct roce_udp_hdr *udp;
+	const struct net_udp_hdr *udp;
 	const struct roce_bth *bth;
 	const struct roce_opcode_info *op;
 	const struct roce_deth *deth;

@@ -1,7 +1,8 @@
 /*
  * Wire formats of the in-band TCP/IP stack (inet.h): Ethernet II, ARP for
  * IPv4 over Ethernet, IPv4, ICMP echo and TCP headers, exactly as on the
- * wire. Multi-byte fields are be16/be32 (util/endian.h), so they can only be
+ * wire; and the UDP header, which RoCEv2 (fabric/roce_wire.h) shares with
+ * the Ethernet and IPv4 ones. Multi-byte fields are be16/be32 (util/endian.h), so they can only be
  * read and written through be16_get()/be16_set() and friends; sub-byte
  * fields are reached through the SHIFT/MASK accessors below, never through
  * bitfields (whose layout the compiler chooses).
@@ -61,6 +62,7 @@ _Static_assert(offsetof(struct net_arp_pkt, tpa) == 24, "ARP tpa offset");
 
 #define NET_IP_PROTO_ICMP   1
 #define NET_IP_PROTO_TCP    6
+#define NET_IP_PROTO_UDP    17
 #define NET_IP_DEFAULT_TTL  64
 
 /* ver_ihl: version in the high nibble, header length in 32-bit words in the low one */
@@ -112,6 +114,20 @@ static inline uint8_t net_ip_ver_ihl(unsigned ver, unsigned ihl)
 	return (uint8_t)(((ver & NET_IP_VER_MASK) << NET_IP_VER_SHIFT) |
 			 ((ihl & NET_IP_IHL_MASK) << NET_IP_IHL_SHIFT));
 }
+
+/* ---- UDP (RFC 768) ----------------------------------------------------------- */
+
+struct net_udp_hdr {
+	be16 sport;
+	be16 dport;
+	be16 len;       /* UDP header + payload */
+	be16 csum;      /* 0: none computed */
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct net_udp_hdr) == 8, "UDP header size");
+_Static_assert(offsetof(struct net_udp_hdr, dport) == 2, "UDP destination port offset");
+_Static_assert(offsetof(struct net_udp_hdr, len) == 4, "UDP length offset");
+_Static_assert(offsetof(struct net_udp_hdr, csum) == 6, "UDP checksum offset");
 
 /* ---- ICMP echo (RFC 792) ---------------------------------------------------- */
 

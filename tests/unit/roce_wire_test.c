@@ -314,7 +314,7 @@ static void test_truncated_every_byte(void **state)
 			/* and with the IPv4/UDP lengths made to agree with the cut (the BTH layer must refuse) */
 			if (n >= ROCE_L2L4_LEN) {
 				struct net_ip_hdr *ip = (struct net_ip_hdr *)(t + ETH_IP);
-				struct roce_udp_hdr *udp = (struct roce_udp_hdr *)(ip + 1);
+				struct net_udp_hdr *udp = (struct net_udp_hdr *)(ip + 1);
 
 				ip->tot_len = be16_set((uint16_t)(n - ETH_IP));
 				udp->len = be16_set((uint16_t)(n - ROCE_L2L4_LEN + sizeof(*udp)));
@@ -475,7 +475,7 @@ static void test_pad_rules(void **state)
 	len += 2;
 	{
 		struct net_ip_hdr *ip = (struct net_ip_hdr *)(f + ETH_IP);
-		struct roce_udp_hdr *udp = (struct roce_udp_hdr *)(ip + 1);
+		struct net_udp_hdr *udp = (struct net_udp_hdr *)(ip + 1);
 
 		ip->tot_len = be16_set((uint16_t)(be16_get(ip->tot_len) + 2));
 		udp->len = be16_set((uint16_t)(be16_get(udp->len) + 2));

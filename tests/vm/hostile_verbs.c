@@ -55,7 +55,12 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int rc_connect(struct ctx *c, struct ibv_qp *qp)
+/*
+ * Takes qp through RESET to INIT on port 1. The INIT attributes differ by type: an RC queue pair
+ * passes its access flags with IBV_QP_ACCESS_FLAGS in extra_mask, a UD one its Q_Key with
+ * IBV_QP_QKEY; the attribute outside extra_mask is ignored by ibv_modify_qp.
+ */
+static int qp_reset_to_init(struct ibv_qp *qp, unsigned int access_flags, uint32_t qkey, int extra_mask)
 {
 	struct ibv_qp_attr a;
 
@@ -66,9 +71,19 @@ static int rc_connect(struct ctx *c, struct ibv_qp *qp)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			    IBV_ACCESS_REMOTE_ATOMIC;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+	a.qp_access_flags = access_flags;
+	a.qkey = qkey;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | extra_mask);
+}
+
+static int rc_connect(struct ctx *c, struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+
+	if (qp_reset_to_init(qp,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				     IBV_ACCESS_REMOTE_ATOMIC,
+			     0, IBV_QP_ACCESS_FLAGS))
 		return -1;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
@@ -100,15 +115,7 @@ static int ud_connect(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RESET;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qkey = QKEY;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+	if (qp_reset_to_init(qp, 0, QKEY, IBV_QP_QKEY))
 		return -1;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
