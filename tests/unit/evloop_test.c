@@ -108,11 +108,18 @@ static unsigned calls_in_60ms(unsigned busy_us, bool asleep)
 static void test_busy_window(void **state)
 {
 	(void)state;
-	/* A 30 ms window spins; without one the loop sleeps between idle ticks (50 us doubling to 4 ms). */
-	assert_true(calls_in_60ms(30000, false) > 1000);
+	/*
+	 * A 30 ms window spins; without one the loop sleeps between idle ticks (50 us doubling to 4 ms:
+	 * fewer than 30 turns in 60 ms). The spinning side only needs to beat the sleeping side by a
+	 * wide margin: on a machine whose cores are all busy it gets a fraction of one, so no more is
+	 * asked than 150 calls (it makes tens of thousands on an idle core).
+	 */
+	assert_true(calls_in_60ms(30000, false) > 150);
 	assert_true(calls_in_60ms(0, false) < 60);
-	/* A poller that is asleep is called once, then only when an fd wakes the loop (a 25 ms timer here). */
-	assert_int_equal(calls_in_60ms(0, true), 3);
+	/* A poller that is asleep is called once, then only when an fd wakes the loop (a 25 ms timer
+	 * here, and the 60 ms one that stops it; a loaded machine may serve both in one turn). */
+	unsigned asleep = calls_in_60ms(0, true);
+	assert_true(asleep == 2 || asleep == 3);
 }
 
 /*
