@@ -25,17 +25,13 @@ ionic_up 192.168.201.2/24 02:45:52:4e:49:44 && rdma_up 192.168.201.2 || { fail b
 S3_IB=$IB S3_GID=$GID S3_IF=$IF
 ionic_up 192.168.202.2/24 02:45:52:4e:49:45 || { fail bench-setup "mapped NIC: $WHY"; finish; }
 MAP_IF=$IF
-VB=""
-for b in /sys/block/vd*; do
-	[ "$(cat "$b/serial" 2>/dev/null)" = ernic-bench ] && VB=/dev/$(basename "$b")
-done
+VB=$(serial_disk ernic-bench)
 [ -n "$VB" ] || { fail bench-setup "no virtio-blk disk with serial ernic-bench"; finish; }
 ip link add ernic-rxe0 type dummy && ip addr add 10.99.0.1/24 dev ernic-rxe0 && ip link set ernic-rxe0 up &&
 	modprobe rdma_rxe && rdma link add rxe0 type rxe netdev ernic-rxe0 ||
 	{ fail bench-setup "cannot create the rdma_rxe device"; finish; }
 wait_for 30 gid_index rxe0 10.99.0.1 || { fail bench-setup "rxe0 has no RoCE v2 GID for 10.99.0.1"; finish; }
 RXE_GID=$(gid_index rxe0 10.99.0.1)
-nsdev() { ls /sys/block 2>/dev/null | grep -m1 '^nvme[0-9]*n[0-9]*$'; }
 timeout 180 nvme connect -t rdma -a 192.168.200.1 -s 4420 -n $NQN >/dev/null 2>&1
 wait_for 60 nsdev || { fail bench-setup "nvme connect failed: $(dmesg | grep -i nvme | tail -2 | tr '\n' ' ')"; finish; }
 NV=/dev/$(nsdev)
@@ -44,10 +40,7 @@ pass bench-setup "$NV, $VB, $S3_IB, rxe0"
 
 # --- NVMe-oF over ionic vs virtio-blk ------------------------------------------------------
 # Both start full of the same kind of data, so no read is of a hole.
-for d in "$NV" "$VB"; do
-	fio --name=fill --filename="$d" --rw=write --bs=1M --iodepth=8 --ioengine=libaio --direct=1 \
-		--output=/dev/null >/dev/null 2>&1
-done
+fill_devices "$NV" "$VB"
 # fio_json FILE EXPR: a value from fio's JSON output (EXPR over j = jobs[0]).
 fio_json() {
 	python3 -c 'import json, sys; j = json.load(open(sys.argv[1]))["jobs"][0]; print(eval(sys.argv[2]))' "$1" "$2"

@@ -16,22 +16,15 @@ echo "device,key,value" >$CSV
 
 modprobe nvme-rdma 2>/dev/null
 ionic_up 192.168.200.2/24 && rdma_up 192.168.200.2 || { fail profile-setup "$WHY"; finish; }
-VB=""
-for b in /sys/block/vd*; do
-	[ "$(cat "$b/serial" 2>/dev/null)" = ernic-bench ] && VB=/dev/$(basename "$b")
-done
+VB=$(serial_disk ernic-bench)
 [ -n "$VB" ] || { fail profile-setup "no virtio-blk disk with serial ernic-bench"; finish; }
-nsdev() { ls /sys/block 2>/dev/null | grep -m1 '^nvme[0-9]*n[0-9]*$'; }
 timeout 180 nvme connect -t rdma -a 192.168.200.1 -s 4420 -n $NQN >/dev/null 2>&1
 wait_for 60 nsdev || { fail profile-setup "nvme connect failed"; finish; }
 NV=/dev/$(nsdev)
 pass profile-setup "$NV ($(($(cat /sys/class/nvme/nvme0/queue_count) - 1)) I/O queues), $VB, $(nproc) CPUs"
 
 # Both devices start full of data, so no read is of a hole.
-for d in "$NV" "$VB"; do
-	fio --name=fill --filename="$d" --rw=write --bs=1M --iodepth=8 --ioengine=libaio --direct=1 \
-		--output=/dev/null >/dev/null 2>&1
-done
+fill_devices "$NV" "$VB"
 
 # guest_snap PREFIX: CPU jiffies by kind, the device's interrupts, context switches.
 guest_snap() {

@@ -15,8 +15,6 @@ QUEUES=${ERNIC_NVMEOF_QUEUES:-8}
 # Write queues (nvme connect -W): a second set of I/O queues, one per CPU again, so a guest with
 # N vCPUs reaches 2N queues (the host caps each set at its online CPUs).
 WQUEUES=${ERNIC_NVMEOF_WRITE_QUEUES:-0}
-# The namespace's block device (the guest has no other NVMe devices; multipath heads are nvmeXnY).
-nsdev() { ls /sys/block 2>/dev/null | grep -m1 '^nvme[0-9]*n[0-9]*$'; }
 
 modprobe nvme-fabrics && modprobe nvme-rdma || { fail nvmeof-setup "cannot load nvme-rdma"; finish; }
 ionic_up $IP/24 && rdma_up $IP || { fail nvmeof-setup "$WHY"; finish; }

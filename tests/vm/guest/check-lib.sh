@@ -80,6 +80,26 @@ ibdev() {
 # port_active IBDEV: its port 1 is ACTIVE.
 port_active() { grep -q ACTIVE "/sys/class/infiniband/$1/ports/1/state" 2>/dev/null; }
 
+# nsdev: the NVMe namespace's block device (the guests have no other NVMe device; under native
+# multipath it is the head, nvmeXnY).
+nsdev() { ls /sys/block 2>/dev/null | grep -m1 '^nvme[0-9]*n[0-9]*$'; }
+
+# serial_disk SERIAL: /dev/vdX of the virtio-blk disk with that serial (the runner's --disk).
+serial_disk() {
+	for b in /sys/block/vd*; do
+		[ "$(cat "$b/serial" 2>/dev/null)" = "$1" ] && { echo "/dev/$(basename "$b")"; return 0; }
+	done
+	return 1
+}
+
+# fill_devices DEV...: each device written once end to end, so that no later read is of a hole.
+fill_devices() {
+	for d in "$@"; do
+		fio --name=fill --filename="$d" --rw=write --bs=1M --iodepth=8 --ioengine=libaio --direct=1 \
+			--output=/dev/null >/dev/null 2>&1
+	done
+}
+
 # gid_index IBDEV IPV4: the index of the RoCE v2 GID the IB core made of that address.
 gid_index() {
 	gi_want=$(echo "$2" | awk -F. '{ printf "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x", $1, $2, $3, $4 }')

@@ -10,7 +10,6 @@
 . "$(dirname "$0")/setup.sh"
 
 NQN=nvmet-test
-nsdev() { ls /sys/block 2>/dev/null | grep -m1 '^nvme[0-9]*n[0-9]*$'; }
 
 modprobe nvme-rdma 2>/dev/null
 if ! tour_net; then
