@@ -403,8 +403,15 @@ uint64_t *ionic_db_pages(struct ionic_dev *dev)
 
 void ionic_db_pages_clear(uint64_t *pages)
 {
-	for (size_t i = 0; i < (size_t)IONIC_NDBPGS_PER_LIF * DB_WORDS_PER_PAGE; i++)
-		__atomic_store_n(&pages[i], IONIC_DB_EMPTY, __ATOMIC_RELAXED);
+	/* Fresh pages: nobody else maps them yet, so plain stores do (IONIC_DB_EMPTY is all ones). */
+	memset(pages, 0xff, IONIC_BAR2_SIZE);
+}
+
+/* Empty every word of page `page`, one atomic store each: the guest may be storing meanwhile. */
+static void db_page_empty(uint64_t *pages, uint32_t page)
+{
+	for (uint32_t w = 0; w < DB_WORDS_PER_PAGE; w++)
+		__atomic_store_n(&pages[(size_t)page * DB_WORDS_PER_PAGE + w], IONIC_DB_EMPTY, __ATOMIC_RELAXED);
 }
 
 /* Take word `slot` of doorbell page `page` if something was stored there; true if so. */
@@ -436,8 +443,7 @@ void ionic_db_page_used(struct ionic_dev *dev, uint32_t page)
 	if (page >= IONIC_NDBPGS_PER_LIF || (dev->db_pages_used >> page & 1))
 		return;
 	if (pages)
-		for (uint32_t w = 0; w < DB_WORDS_PER_PAGE; w++)
-			__atomic_store_n(&pages[(size_t)page * DB_WORDS_PER_PAGE + w], IONIC_DB_EMPTY, __ATOMIC_RELAXED);
+		db_page_empty(pages, page);
 	dev->db_pages_used |= 1ull << page;
 }
 
@@ -445,8 +451,13 @@ void ionic_db_pages_reset(struct ionic_dev *dev)
 {
 	uint64_t *pages = ionic_db_pages(dev);
 
+	/*
+	 * Only the pages in use can hold anything the device would look at: any
+	 * other is emptied when it comes into use (ionic_db_page_used).
+	 */
 	if (pages)
-		ionic_db_pages_clear(pages);
+		for (uint64_t m = dev->db_pages_used | 1; m; m &= m - 1)
+			db_page_empty(pages, (uint32_t)__builtin_ctzll(m));
 	dev->db_pages_used = 1; /* the kernel's page always */
 	dev->nlatched = 0;
 }

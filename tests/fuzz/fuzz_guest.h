@@ -11,8 +11,8 @@
  * turns of the server's loop (a long RDMA transfer): each access is followed
  * by one slice of that (ionic_dev_work), as each message is in the server.
  *
- * One device at a time: fg_open() makes a fresh one (and its client),
- * fg_close() releases both and every mapping.
+ * One device at a time: fg_open() gives a device in power-on state (and its
+ * client), fg_close() resets it and releases the client and every mapping.
  */
 #ifndef ERNIC_TESTS_FUZZ_GUEST_H
 #define ERNIC_TESTS_FUZZ_GUEST_H
