@@ -34,7 +34,8 @@ uint32_t inet_cc_smss(const struct inet_pcb *pcb)
 
 void inet_cc_init(struct inet_pcb *pcb)
 {
-	pcb->cwnd = INET_TCP_IW_SEGS * inet_cc_smss(pcb);
+	pcb->cc_off = !pcb->ws_ok && !pcb->sack_ok && !pcb->ts_ok;
+	pcb->cwnd = pcb->cc_off ? CWND_MAX : INET_TCP_IW_SEGS * inet_cc_smss(pcb);
 	pcb->ssthresh = CWND_MAX;               /* arbitrarily high until the first loss */
 	pcb->rto_ms = INET_TCP_RTO_MS;
 	pcb->recover = pcb->iss;
@@ -198,6 +199,8 @@ void inet_cc_ack(struct inet_host *t, struct inet_pcb *pcb, uint32_t acked)
 	(void)t;
 	pcb->dupacks = 0;
 	pcb->cwnd_limited = false;
+	if (pcb->cc_off)
+		return;
 	if (pcb->in_recovery) {
 		if (SEQ_GEQ(pcb->snd_una, pcb->recover)) {
 			/* Everything sent before the loss is in: recovery ends at the halved window. */
@@ -244,6 +247,8 @@ void inet_cc_dupack(struct inet_host *t, struct inet_pcb *pcb)
 	uint32_t smss = inet_cc_smss(pcb), flight = pcb->snd_max - pcb->snd_una;
 
 	pcb->dupacks++;
+	if (pcb->cc_off)
+		return;                         /* the timer alone resends */
 	if (pcb->in_recovery) {
 		if (!pcb->sack_ok)
 			pcb->cwnd = min32(pcb->cwnd + smss, CWND_MAX);  /* a segment left: inflate */
@@ -288,6 +293,9 @@ void inet_cc_timeout(struct inet_pcb *pcb)
 {
 	uint32_t smss = inet_cc_smss(pcb), flight = pcb->snd_max - pcb->snd_una;
 
+	pcb->dupacks = 0;
+	if (pcb->cc_off)
+		return;                         /* go back to snd_una with the whole window */
 	/* The first timeout of a loss halves; repeated ones hold ssthresh (RFC 5681 §3.1). */
 	if (pcb->retries <= 1)
 		pcb->ssthresh = max32(flight / 2, 2 * smss);

@@ -101,7 +101,14 @@ struct inet_pcb {
 	uint16_t mss;           /* what we send per segment: min(1460, peer's), at least 536, options included */
 	bool fin_sent;
 
-	/* Congestion control (RFC 5681, NewReno RFC 6582, SACK loss recovery after RFC 6675). */
+	/*
+	 * Congestion control (RFC 5681, NewReno RFC 6582, SACK loss recovery after
+	 * RFC 6675), only for a peer whose SYN offered a TCP option besides MSS.
+	 * For one that offered none, cc_off: the specification's stack, the whole
+	 * window in flight (cwnd stays CWND_MAX), no fast retransmit, and a timeout
+	 * sends everything again from snd_una.
+	 */
+	bool cc_off;
 	uint32_t cwnd;
 	uint32_t ssthresh;
 	uint32_t bytes_acked;   /* congestion avoidance: bytes acknowledged since cwnd last grew */

@@ -188,7 +188,8 @@ fi
 # on the namespace's input (a loss on the wire: the kernel's receiver sees the gap, SACK reports it);
 # the kernel's own segments by netem on the TAP's egress where the kernel has it, else by nftables
 # on output (a drop its sender is told of, so it sends again). Then a short transfer under loss with
-# the peer without options (NewReno without SACK, out-of-order segments dropped).
+# the peer without options (the specification's stack: our side resends only on its timer, going
+# back to the oldest unacknowledged byte; out-of-order segments dropped).
 loss=""
 if nsx nft -f - <<'NFT' 2>/dev/null
 table inet ernicloss {
