@@ -171,11 +171,16 @@ bool s3_conn_busy(const struct s3_conn *c)
 	return c->waiting;
 }
 
+bool s3_conn_hashing(const struct s3_conn *c)
+{
+	return c->waiting && s3_op_hashing(c->op);
+}
+
 bool s3_conn_work(struct s3_conn *c, uint64_t budget)
 {
 	if (!c->waiting)
 		return false;
-	if (s3_op_work(c->op, budget))
+	if (s3_op_work(c->op, budget) || s3_op_hashing(c->op))
 		return true;
 	c->waiting = false;
 	finish_op(c, c->wait_keep);

@@ -53,8 +53,15 @@ bool s3_conn_wants_close(const struct s3_conn *c);
  * input again and send (for the in-band stack: inet_poll).
  */
 void s3_conn_defer_transfers(struct s3_conn *c);
-/* A transfer waits for s3_conn_work. */
+/*
+ * A transfer waits for s3_conn_work. So does a body hashed on the store's
+ * MD5 thread, from its last byte to its digest (without deferring,
+ * s3_conn_input waits for the digest instead): then
+ * s3_conn_hashing too, and s3_conn_work has nothing to do before the
+ * store's MD5 eventfd fires.
+ */
 bool s3_conn_busy(const struct s3_conn *c);
+bool s3_conn_hashing(const struct s3_conn *c);
 /* Up to budget bytes of it; true while some are left (false: done, the response is queued). */
 bool s3_conn_work(struct s3_conn *c, uint64_t budget);
 

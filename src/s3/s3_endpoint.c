@@ -2,6 +2,8 @@
 #include "s3/s3_endpoint.h"
 
 #include <stdio.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -37,6 +39,7 @@ struct s3_endpoint {
 	struct net_host *host;
 	struct evloop *loop;
 	struct ev_poller *work;
+	struct ev_watch *md5_done; /* the store's MD5 thread has a digest */
 	struct ep_conn *conns;
 };
 
@@ -135,8 +138,8 @@ static enum ev_poll_result ep_work(void *arg)
 	while (busy && moved < SLICE_BYTES && mono_ns() - t0 < SLICE_NS) {
 		busy = false;
 		for (struct ep_conn *e = ep->conns; e; e = e->next) {
-			if (!s3_conn_busy(e->c))
-				continue;
+			if (!s3_conn_busy(e->c) || s3_conn_hashing(e->c))
+				continue; /* a digest to wait for: the MD5 thread's eventfd wakes us */
 			worked = true;
 			if (s3_conn_work(e->c, PIECE))
 				busy = true;
@@ -148,9 +151,21 @@ static enum ev_poll_result ep_work(void *arg)
 	if (finished)
 		net_host_service(ep->host); /* may close connections (and free their entries) */
 	for (struct ep_conn *e = ep->conns; e; e = e->next)
-		if (s3_conn_busy(e->c))
+		if (s3_conn_busy(e->c) && !s3_conn_hashing(e->c))
 			return EV_POLL_MORE;
 	return worked ? EV_POLL_WORK : EV_POLL_ASLEEP;
+}
+
+/* A body's digest is ready: its response can go (ep_work finishes every connection whose is). */
+static void on_md5_done(void *arg, uint32_t events)
+{
+	struct s3_endpoint *ep = arg;
+	uint64_t n;
+
+	(void)events;
+	if (read(s3_store_md5_fd(ep->store), &n, sizeof(n)) < 0)
+		return; /* nothing to clear: woken for another stream already handled */
+	ep_work(ep);
 }
 
 struct s3_endpoint *s3_endpoint_new(const struct s3_config *cfg, struct evloop *loop, struct net_switch *sw,
@@ -189,6 +204,13 @@ struct s3_endpoint *s3_endpoint_new(const struct s3_config *cfg, struct evloop *
 		snprintf(err, errlen, "s3 backend: cannot schedule its work");
 		goto fail;
 	}
+	if (s3_store_md5_fd(ep->store) >= 0) {
+		ep->md5_done = evloop_add_fd(loop, s3_store_md5_fd(ep->store), EPOLLIN, on_md5_done, ep);
+		if (ep->md5_done == NULL) {
+			snprintf(err, errlen, "s3 backend: cannot watch its MD5 thread");
+			goto fail;
+		}
+	}
 	return ep;
 fail:
 	s3_endpoint_free(ep);
@@ -201,6 +223,8 @@ void s3_endpoint_free(struct s3_endpoint *ep)
 		return;
 	if (ep->work)
 		evloop_del_poller(ep->loop, ep->work);
+	if (ep->md5_done)
+		evloop_del_fd(ep->loop, ep->md5_done);
 	net_host_free(ep->host); /* closes every connection */
 	s3_store_free(ep->store);
 	free(ep);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "s3/s3_err.h"
+#include "s3/s3_md5.h"
 #include "util/log.h"
 #include "util/parse_int.h"
 
@@ -67,6 +68,7 @@ struct s3_store {
 	struct s3_store_stats stats;
 	uint64_t next_request_id;
 	int64_t created;
+	struct s3_md5w *md5w;     /* NULL: every body is hashed on the caller's thread */
 };
 
 enum op_kind {
@@ -91,6 +93,7 @@ struct s3_op {
 	/* body being received */
 	struct s3_blob *blob;
 	EVP_MD_CTX *md5;          /* the body's MD5 so far: updated as bytes arrive, final at the end */
+	struct s3_md5s *md5s;     /* or the MD5 thread's stream over blob->data, instead of md5 */
 	uint64_t expected;        /* bytes announced, when known_len */
 	bool known_len;
 	uint64_t filled;
@@ -650,6 +653,7 @@ struct s3_store *s3_store_new(const struct s3_config *cfg, const struct s3_token
 	else
 		st->server_token.transport = S3_TRANSPORT_RC;
 	st->created = (int64_t)time(NULL);
+	st->md5w = s3_md5w_new(); /* without it, bodies are hashed inline */
 	return st;
 }
 
@@ -664,6 +668,7 @@ void s3_store_free(struct s3_store *st)
 		free(st->objs[i].key);
 	}
 	free(st->objs);
+	s3_md5w_free(st->md5w);
 	free(st);
 	map_cache_drain();
 }
@@ -673,6 +678,11 @@ void s3_store_set_dma(struct s3_store *st, const struct dma_ops *ops)
 	st->has_dma = ops != NULL;
 	if (ops)
 		st->dma = *ops;
+}
+
+int s3_store_md5_fd(const struct s3_store *st)
+{
+	return s3_md5w_fd(st->md5w);
 }
 
 const struct s3_store_stats *s3_store_stats(const struct s3_store *st)
@@ -1187,6 +1197,8 @@ static void put_begin(struct s3_op *op, const struct req *rq, enum op_kind kind)
 		return;
 	}
 	op->kind = kind;
+	if (!rq->rdma && op->known_len && op->expected >= S3_MD5_THREAD_MIN)
+		op->md5s = s3_md5s_open(st->md5w, op->blob->data); /* NULL: hashed inline after all */
 	if (rq->rdma) {
 		/* Made by s3_op_work: read into the blob, hashed piece by piece. */
 		op->xfer.rkey = rq->token.rkey;
@@ -1426,9 +1438,15 @@ out:
 
 /* ---- the RDMA transfer ---- */
 
+bool s3_op_hashing(const struct s3_op *op)
+{
+	return op->md5s != NULL && op->filled == op->expected && op->body_err == S3_OK &&
+	       !s3_md5s_ready(op->md5s, NULL);
+}
+
 bool s3_op_busy(const struct s3_op *op)
 {
-	return op->xfer.done < op->xfer.len;
+	return op->xfer.done < op->xfer.len || s3_op_hashing(op);
 }
 
 /* The transfer stops here (done or failed): its reference goes. */
@@ -1539,6 +1557,13 @@ void s3_op_body(struct s3_op *op, const uint8_t *data, size_t len)
 	}
 	memcpy(op->blob->data + op->filled, data, len);
 	op->filled += len;
+	if (op->md5s) {
+		/* The MD5 thread follows the copy (the blob was allocated whole: it does not move). */
+		s3_md5s_avail(op->md5s, (size_t)op->filled);
+		if (op->filled == op->expected)
+			s3_md5s_close(op->md5s);
+		return;
+	}
 	/* Hashed now, while the bytes are in cache, rather than in one pass at the end. */
 	if (EVP_DigestUpdate(op->md5, data, len) != 1)
 		op->body_err = S3_ERR_INTERNAL;
@@ -1547,6 +1572,8 @@ void s3_op_body(struct s3_op *op, const uint8_t *data, size_t len)
 /* Give back the capacity and memory of a body that will not be stored. */
 static void drop_body(struct s3_op *op)
 {
+	s3_md5s_drop(op->md5s); /* first: the thread may be reading the blob */
+	op->md5s = NULL;
 	unreserve(op->st, op->reserved);
 	op->reserved = 0;
 	s3_blob_put(op->blob);
@@ -1584,7 +1611,17 @@ static bool body_ready(struct s3_op *op, uint8_t digest[16])
 		unsigned int n = 0;
 
 		/* Every byte of the body went through s3_op_body() (or the one RDMA READ): the hash is complete. */
-		if (EVP_DigestFinal_ex(op->md5, digest, &n) != 1 || n != 16) {
+		if (op->md5s) {
+			bool ok = s3_md5s_wait(op->md5s, digest); /* closed: filled == expected */
+
+			s3_md5s_drop(op->md5s);
+			op->md5s = NULL;
+			if (!ok) {
+				drop_body(op);
+				op_error(op, S3_ERR_INTERNAL, NULL);
+				return false;
+			}
+		} else if (EVP_DigestFinal_ex(op->md5, digest, &n) != 1 || n != 16) {
 			drop_body(op);
 			op_error(op, S3_ERR_INTERNAL, NULL);
 			return false;

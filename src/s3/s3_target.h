@@ -15,7 +15,11 @@
  *
  * A body's MD5 (its ETag, or its part's) is computed as the bytes arrive, one
  * EVP context per PUT or part, so finishing a PUT costs no pass over the
- * object. The object is published (replacing the old one, in one step) only
+ * object. A body whose length was announced and is at least
+ * S3_MD5_THREAD_MIN bytes is hashed by the store's MD5 thread (s3_md5.h)
+ * following the copy into the object, overlapping with the caller's work;
+ * its op is then busy (s3_op_busy, s3_op_hashing) from its last byte until
+ * the digest is ready, and the thread's eventfd (s3_store_md5_fd) says when. The object is published (replacing the old one, in one step) only
  * when its body is complete and checked; until then a GET sees the old one.
  */
 #ifndef ERNIC_S3_S3_TARGET_H
@@ -36,6 +40,7 @@
 #define S3_MAX_UPLOADS        1024
 #define S3_MAX_XML_BODY       (1u << 20)
 #define S3_MAX_RESP_HEADERS   16
+#define S3_MD5_THREAD_MIN     (256u << 10)
 
 /* Object data shared by the store and responses in flight. */
 struct s3_blob {
@@ -81,6 +86,8 @@ void s3_store_free(struct s3_store *st);
 void s3_store_set_dma(struct s3_store *st, const struct dma_ops *ops);
 
 const struct s3_store_stats *s3_store_stats(const struct s3_store *st);
+/* Readable when a body hashed on the MD5 thread has its digest (read it to clear it); -1 if none. */
+int s3_store_md5_fd(const struct s3_store *st);
 
 /*
  * An error response for a request the store never saw (HTTP-level failures):
@@ -116,6 +123,8 @@ void s3_op_body(struct s3_op *op, const uint8_t *data, size_t len);
  * whole.
  */
 bool s3_op_busy(const struct s3_op *op);
+/* Busy only waiting for the MD5 thread: s3_op_work has nothing to do until s3_store_md5_fd fires. */
+bool s3_op_hashing(const struct s3_op *op);
 bool s3_op_work(struct s3_op *op, uint64_t budget);
 
 /* The body is complete: fill *resp and free the op. */

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <poll.h>
+#include <unistd.h>
 
 #include "../lib/xorshift.h"
 #include "s3/s3_conn.h"
@@ -808,6 +810,89 @@ static void test_etag_incremental(void **state)
 		free(msg);
 		free(d);
 	}
+}
+
+static size_t pending_output(void);
+
+/*
+ * Bodies of at least S3_MD5_THREAD_MIN bytes with a Content-Length are
+ * hashed on the store's MD5 thread. On a deferring connection the request
+ * waits after its last byte (busy, hashing, no output) until the thread's
+ * eventfd fires; then s3_conn_work queues the response with the right ETag.
+ * Content-MD5 is checked against the thread's digest; a body cut off while
+ * the thread hashes it is dropped cleanly (ASan: no read of freed memory),
+ * and the old object stays.
+ */
+static void test_put_hashed_on_thread(void **state)
+{
+	const size_t n = (4u << 20) + 3;
+	uint8_t *d = pattern(n, 61), *out, md[16];
+	unsigned int mdlen = 16;
+	char head[512], b64[32], v[64], want[40], hex[33];
+	struct pollfd pfd = { .fd = s3_store_md5_fd(st), .events = POLLIN };
+	struct resp r;
+	size_t olen, pos = 0;
+	uint64_t cnt;
+	int k;
+
+	(void)state;
+	assert_true(pfd.fd >= 0);
+	s3_conn_defer_transfers(conn);
+	for (int round = 0; round < 3; round++) {
+		EVP_Digest(d, n, md, &mdlen, EVP_md5(), NULL);
+		EVP_EncodeBlock((unsigned char *)b64, md, 16);
+		if (round == 2)
+			d[n / 2] ^= 1; /* the body no longer matches its Content-MD5: refused, the stored one stays */
+		k = snprintf(head, sizeof(head), "PUT /ernic/thr HTTP/1.1\r\nHost: s3\r\nContent-Length: %zu\r\n%s%s%s\r\n",
+			     n, round ? "Content-MD5: " : "", round ? b64 : "", round ? "\r\n" : "");
+		assert_int_equal(s3_conn_input(conn, (const uint8_t *)head, (size_t)k), (size_t)k);
+		for (size_t at = 0; at < n;) {
+			size_t piece = n - at < 65536 ? n - at : 65536;
+
+			assert_int_equal(s3_conn_input(conn, d + at, piece), piece);
+			at += piece;
+		}
+		/* The thread says when the digest is there, whether or not the connection had to wait. */
+		assert_int_equal(poll(&pfd, 1, 10000), 1);
+		assert_int_equal(read(pfd.fd, &cnt, sizeof(cnt)), (ssize_t)sizeof(cnt));
+		if (s3_conn_busy(conn)) {
+			assert_int_equal(pending_output(), 0);
+			assert_false(s3_conn_work(conn, 1 << 20));
+		}
+		assert_false(s3_conn_busy(conn));
+		out = drain(&olen);
+		pos = 0;
+		assert_true(parse_resp(out, olen, &pos, &r));
+		assert_int_equal(pos + r.body_len, olen); /* one response, whole */
+		r.body = malloc(r.body_len + 1);
+		memcpy(r.body, out + pos, r.body_len);
+		r.body[r.body_len] = '\0';
+		if (round < 2) {
+			assert_int_equal(r.status, 200);
+			md5_hex(d, n, hex);
+			snprintf(want, sizeof(want), "\"%s\"", hex);
+			assert_string_equal(hdr(&r, "ETag", v, sizeof(v)), want);
+		} else {
+			assert_error(&r, 400, "BadDigest", NULL);
+			d[n / 2] ^= 1;
+		}
+		free_resp(&r);
+		free(out);
+		assert_object("/ernic/thr", d, n);
+	}
+	/* Cut off mid-body, at every stage of the thread's work: dropped, the object unchanged. */
+	for (size_t cut = 1u << 18; cut < n; cut += 1u << 20) {
+		k = snprintf(head, sizeof(head), "PUT /ernic/thr HTTP/1.1\r\nHost: s3\r\nContent-Length: %zu\r\n\r\n", n);
+		assert_int_equal(s3_conn_input(conn, (const uint8_t *)head, (size_t)k), (size_t)k);
+		assert_int_equal(s3_conn_input(conn, d + 1, cut), cut);
+		s3_conn_input_eof(conn);
+		free(drain(&olen));
+		s3_conn_free(conn);
+		conn = s3_conn_new(st);
+		s3_conn_defer_transfers(conn);
+		assert_object("/ernic/thr", d, n);
+	}
+	free(d);
 }
 
 static void test_etag_aws_chunked(void **state)
@@ -2038,6 +2123,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_capacity, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_interrupted_put, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_etag_incremental, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_put_hashed_on_thread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_etag_aws_chunked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_etag_chunked_growth, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_etag_multipart_incremental, setup, teardown),
