@@ -6,13 +6,15 @@
  * other on the device's loopback fabric, with memory regions over guest
  * memory (the memfd the library maps into the device):
  *
- *   write     RDMA WRITE A -> B, 4 KiB, 64 KiB, 1 MiB: batches of 32 signaled
- *             WQEs, one SQ doorbell (a posted write) per batch, every
- *             completion taken before the next batch; GB/s and messages/s,
- *             beside memcpy of the same size between the same two buffers
+ *   write     RDMA WRITE A -> B, 4 KiB, 64 KiB, 1 MiB: 96 signaled WQEs in
+ *             flight, as bandwidth tools keep their send queue full: each
+ *             time 32 complete, 32 more are posted with one SQ doorbell (a
+ *             posted write), so the client posts while the server works;
+ *             GB/s and messages/s, beside memcpy of the same size between
+ *             the same two buffers
  *   read      RDMA READ by A of B's region, 64 KiB and 1 MiB, the same way
- *   send      64-byte SEND A -> B: 32 receives posted on B (one RQ doorbell),
- *             32 sends on A (one SQ doorbell), all completions taken; messages/s
+ *   send      64-byte SEND A -> B, the same way, each send over a receive
+ *             posted on B before it (32 per RQ doorbell); messages/s
  *   pingpong  one 64-byte SEND A -> B, B's RECV completion, one SEND B -> A,
  *             A's RECV completion: round-trip median and 99th percentile
  *             (two posted doorbells per round trip; receives pre-posted 32 at
@@ -71,8 +73,9 @@
 #include "vfu_client.h"
 
 #ifndef BATCH
-#define BATCH      32 /* WQEs per doorbell (at most the ring depth less one) */
+#define BATCH      32 /* WQEs per doorbell */
 #endif
+#define WINDOW     (3 * BATCH) /* WQEs in flight in the bandwidth cases (the rings hold 127) */
 #define CQ_LOG2    8                      /* 256 CQEs */
 #define WQ_LOG2    7                      /* 128 WQEs */
 #define WQ_STRIDE  6                      /* 64 bytes: header, body, one SGE */
@@ -340,14 +343,19 @@ static double rdma_bw(struct bench *b, uint8_t op, size_t size, double *gbps)
 	check_bytes(write ? "RDMA WRITE" : "RDMA READ", size, write ? dst : src, write ? src : dst,
 		    (write ? dst : src) + size, BIG);
 
+	/* WINDOW in flight; each time BATCH complete, BATCH more are posted behind the rest. */
 	t0 = now_s();
+	for (uint64_t i = 0; i < WINDOW; i++)
+		rg_post_rdma(&b->g, a, i, op, RG_WQE_SIG, 0, VA_DST, KEY_DST, &s, 1);
+	sq_ring(b, 0);
 	do {
-		for (unsigned i = 0; i < BATCH; i++)
-			rg_post_rdma(&b->g, a, n + i, op, RG_WQE_SIG, 0, VA_DST, KEY_DST, &s, 1);
-		sq_ring(b, 0);
 		cq_take(b, CQ_A_SEND, RG_CQE_SEND_MSN, BATCH, NULL);
 		n += BATCH;
+		for (unsigned i = 0; i < BATCH; i++)
+			rg_post_rdma(&b->g, a, n + WINDOW - BATCH + i, op, RG_WQE_SIG, 0, VA_DST, KEY_DST, &s, 1);
+		sq_ring(b, 0);
 	} while ((el = now_s() - t0) < b->secs);
+	cq_take(b, CQ_A_SEND, RG_CQE_SEND_MSN, WINDOW, NULL); /* what is still in flight, outside the count */
 	*gbps = (double)n * (double)size / el / 1e9;
 	return (double)n / el;
 }
@@ -362,11 +370,11 @@ static struct rg_sge recv_sge(int k, unsigned i)
 	return (struct rg_sge){ VA_MSG + (B_RECV(k, i) - B_MSG), MSG_SIZE, KEY_MSG };
 }
 
-/* BATCH receives on QP k (slots 0..BATCH-1) and its RQ doorbell. */
-static void post_recvs(struct bench *b, int k)
+/* n receives on QP k (slots 0..BATCH-1 in turn) and its RQ doorbell. */
+static void post_recvs(struct bench *b, int k, unsigned n)
 {
-	for (unsigned i = 0; i < BATCH; i++) {
-		struct rg_sge r = recv_sge(k, i);
+	for (unsigned i = 0; i < n; i++) {
+		struct rg_sge r = recv_sge(k, i % BATCH);
 
 		rg_post_recv(&b->g, &b->qp[k], (uint64_t)k << 32 | i, 0, &r, 1);
 	}
@@ -402,15 +410,22 @@ static double send_rate(struct bench *b)
 	double t0 = now_s(), el;
 	uint64_t n = 0;
 
+	/* As rdma_bw: WINDOW sends in flight, each over a receive posted before it. */
+	post_recvs(b, 1, WINDOW);
+	for (uint64_t i = 0; i < WINDOW; i++)
+		rg_post_send(&b->g, &b->qp[0], i, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, &s, 1);
+	sq_ring(b, 0);
 	do {
-		post_recvs(b, 1);
-		for (unsigned i = 0; i < BATCH; i++)
-			rg_post_send(&b->g, &b->qp[0], n + i, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, &s, 1);
-		sq_ring(b, 0);
 		cq_take(b, CQ_B_RECV, RG_CQE_RECV, BATCH, NULL);
 		cq_take(b, CQ_A_SEND, RG_CQE_SEND_MSN, BATCH, NULL);
 		n += BATCH;
+		post_recvs(b, 1, BATCH);
+		for (unsigned i = 0; i < BATCH; i++)
+			rg_post_send(&b->g, &b->qp[0], n + WINDOW - BATCH + i, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, &s, 1);
+		sq_ring(b, 0);
 	} while ((el = now_s() - t0) < b->secs);
+	cq_take(b, CQ_B_RECV, RG_CQE_RECV, WINDOW, NULL);
+	cq_take(b, CQ_A_SEND, RG_CQE_SEND_MSN, WINDOW, NULL);
 	return (double)n / el;
 }
 
@@ -424,8 +439,8 @@ static size_t ping_pong(struct bench *b, double **lat)
 	if (!l)
 		die("out of memory");
 	do {
-		post_recvs(b, 0);
-		post_recvs(b, 1);
+		post_recvs(b, 0, BATCH);
+		post_recvs(b, 1, BATCH);
 		for (unsigned i = 0; i < BATCH; i++, n++) {
 			double t0;
 

@@ -154,6 +154,8 @@ struct ionic_rdma {
 	 */
 	uint64_t budget;
 	uint64_t slice_t0;      /* CLOCK_MONOTONIC ns when the slice's first copy began (0: none yet) */
+	uint64_t slice_clocked_budget; /* the budget when the clock was last read */
+	uint32_t slice_unclocked;      /* pieces since then */
 	uint32_t run_head, run_tail;
 	uint32_t epochs;
 	struct ionic_rdma_peer_ops peer; /* in-process peers; all NULL without one */

@@ -183,17 +183,25 @@ static int guarded_memcpy(void *dst, const void *src, size_t n)
  */
 static int copy(const struct dma_map *dm, uint64_t iova, uint8_t *buf, size_t len, int dir)
 {
+	const struct dma_entry *e;
+
 	if (len && iova > UINT64_MAX - (len - 1))
 		return -EFAULT;
+	/* Most accesses (a WQE, a CQE, a descriptor) lie in one mapping: one lookup, one copy. */
+	e = len ? find(dm, iova) : NULL;
+	if (e && e->host && (e->prot & dir) && len <= e->size - (iova - e->iova))
+		return guarded_memcpy(dir == DMA_PROT_READ ? (void *)buf : e->host + (iova - e->iova),
+				      dir == DMA_PROT_READ ? e->host + (iova - e->iova) : buf, len) ? -EFAULT : 0;
+	/* Else every piece is checked before any byte moves, then copied. */
 	for (int pass = 0; pass < 2; pass++) {
 		uint64_t a = iova;
 		uint8_t *p = buf;
 		size_t left = len;
 
 		while (left > 0) {
-			const struct dma_entry *e = find(dm, a);
 			uint64_t off, chunk;
 
+			e = find(dm, a);
 			if (e == NULL || e->host == NULL || !(e->prot & dir))
 				return -EFAULT;
 			off = a - e->iova;
