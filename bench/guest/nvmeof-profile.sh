@@ -36,7 +36,7 @@ guest_snap() {
 # server_snap PREFIX: the server's counters and CPU ticks, through the runner.
 server_snap() {
 	rm -f /mnt/job/host-request.done
-	echo stats >/mnt/job/host-request
+	echo stats >/mnt/job/host-request.new && mv /mnt/job/host-request.new /mnt/job/host-request
 	wait_for 20 test -f /mnt/job/host-request.done || return 1
 	tr -d '\r' </mnt/job/host-request.done | awk -v p="$1" '
 		/dev_cmds/ { for (i = 1; i < NF; i++) {

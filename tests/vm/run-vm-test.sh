@@ -312,11 +312,14 @@ if [ -n "$BINARY" ]; then
 	for i in "${!SERVER_ARGS_LIST[@]}"; do start_server "$i"; done
 	# Requests from the guest to the host side: a check writes "signal USR1" into host-request in
 	# its job directory (the first server then simulates a firmware reset); the answer is
-	# host-request.done.
+	# host-request.done. A request is read once it is whole: over 9p the file can be seen
+	# created but still empty (a request was once refused that way).
 	( while :; do
 		for f in "$WORK"/run*/host-request; do
 			[ -f "$f" ] || continue
-			case $(cat "$f") in
+			req=$(cat "$f")
+			[ -n "$req" ] || continue
+			case $req in
 			"signal USR1") kill -USR1 "${SERVER_PIDS[0]}" && echo done >"$f.done" ;;
 			stats) server_stats "${SERVER_PIDS[0]}" "${SERVER_LOGS[0]}" >"$f.tmp" && mv "$f.tmp" "$f.done" ;;
 			*) echo refused >"$f.done" ;;

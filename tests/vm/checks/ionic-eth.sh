@@ -90,7 +90,7 @@ fi
 if [ -d /mnt/job ]; then
 	fw_stopped() { dmesg | grep -q "ionic .*FW stopped"; }
 	fw_running() { dmesg | grep -q "ionic .*FW running"; }
-	echo "signal USR1" >/mnt/job/host-request
+	echo "signal USR1" >/mnt/job/host-request.new && mv /mnt/job/host-request.new /mnt/job/host-request
 	if wait_for 20 test -f /mnt/job/host-request.done && wait_for 60 fw_stopped && wait_for 90 fw_running &&
 		wait_for 30 carrier && wait_for 60 reach && curl -s -f --max-time 60 "$URL/" | grep -q "<Name>ernic</Name>"; then
 		pass eth-fw-reset
