@@ -138,17 +138,17 @@ static uint8_t syn_ack(void)
 
 /*
  * A NAK the requester cannot recover from (invalid request, remote access
- * error): PSN of the offending packet, the QP enters error, a receive in
- * progress completes with status.
+ * error): PSN of the offending packet, the QP enters error, and the receive
+ * the message holds (have_recv) completes with status and the byte_len
+ * placed before the fault.
  */
 static enum roce_rc_in fatal(struct roce_rc_resp *q, uint32_t psn, enum roce_nak code, bool have_recv, uint64_t recv,
-			     enum roce_rc_wc status)
+			     enum roce_rc_wc status, uint32_t byte_len)
 {
 	send_ack(q, psn, roce_syn_nak(code));
 	if (have_recv) {
-		struct roce_rc_recv_cqe c = { .status = status };
+		struct roce_rc_recv_cqe c = { .status = status, .byte_len = byte_len };
 
-		c.byte_len = q->cur == ROCE_RC_CUR_SEND ? q->recv_off : 0;
 		q->ops->recv_complete(q->ctx, recv, &c);
 	}
 	q->cur = ROCE_RC_CUR_NONE;
@@ -159,7 +159,7 @@ static enum roce_rc_in fatal(struct roce_rc_resp *q, uint32_t psn, enum roce_nak
 /* A fatal NAK for a packet that owns no receive beyond the one in progress (if any). */
 static enum roce_rc_in fatal_cur(struct roce_rc_resp *q, uint32_t psn, enum roce_nak code, enum roce_rc_wc status)
 {
-	return fatal(q, psn, code, q->cur == ROCE_RC_CUR_SEND, q->recv, status);
+	return fatal(q, psn, code, q->cur == ROCE_RC_CUR_SEND, q->recv, status, q->recv_off);
 }
 
 void roce_rc_resp_set_error(struct roce_rc_resp *q)
@@ -267,7 +267,7 @@ static enum roce_rc_in do_send(struct roce_rc_resp *q, const struct roce_pkt *p)
 	/* A message past 2^31 bytes, or past the receive's buffers: invalid request, length error. */
 	if (p->payload_len > ROCE_RC_MAX_MSG - off ||
 	    (p->payload_len > 0 && q->ops->recv_write(q->ctx, recv, off, p->payload, p->payload_len) != 0))
-		return fatal(q, psn, ROCE_NAK_INVALID_REQ, true, recv, ROCE_RC_WC_LOC_LEN_ERR);
+		return fatal(q, psn, ROCE_NAK_INVALID_REQ, true, recv, ROCE_RC_WC_LOC_LEN_ERR, off);
 	off += p->payload_len;
 
 	if (last) {
@@ -276,11 +276,8 @@ static enum roce_rc_in do_send(struct roce_rc_resp *q, const struct roce_pkt *p)
 		if (p->ieth) {
 			c.has_inv = true;
 			c.inv_rkey = be32_get(p->ieth->rkey);
-			if (q->ops->invalidate(q->ctx, c.inv_rkey) != 0) {
-				q->recv_off = off;
-				q->cur = ROCE_RC_CUR_SEND;
-				return fatal(q, psn, ROCE_NAK_INVALID_REQ, true, recv, ROCE_RC_WC_LOC_QP_OP_ERR);
-			}
+			if (q->ops->invalidate(q->ctx, c.inv_rkey) != 0)
+				return fatal(q, psn, ROCE_NAK_INVALID_REQ, true, recv, ROCE_RC_WC_LOC_QP_OP_ERR, off);
 		}
 		if (p->imm) {
 			c.has_imm = true;
@@ -320,10 +317,10 @@ static enum roce_rc_in do_write(struct roce_rc_resp *q, const struct roce_pkt *p
 		rkey = be32_get(p->reth->rkey);
 		left = total = be32_get(p->reth->dma_len);
 		if (total > ROCE_RC_MAX_MSG)
-			return fatal(q, psn, ROCE_NAK_INVALID_REQ, false, 0, ROCE_RC_WC_SUCCESS);
+			return fatal(q, psn, ROCE_NAK_INVALID_REQ, false, 0, ROCE_RC_WC_SUCCESS, 0);
 		/* A range that wraps the address space is no region of anyone's. */
 		if (va > UINT64_MAX - total)
-			return fatal(q, psn, ROCE_NAK_REM_ACCESS_ERR, false, 0, ROCE_RC_WC_SUCCESS);
+			return fatal(q, psn, ROCE_NAK_REM_ACCESS_ERR, false, 0, ROCE_RC_WC_SUCCESS, 0);
 	} else {
 		va = q->wr_va;
 		rkey = q->wr_rkey;
@@ -332,7 +329,7 @@ static enum roce_rc_in do_write(struct roce_rc_resp *q, const struct roce_pkt *p
 	}
 	/* FIRST/MIDDLE may not go beyond the DMA length, LAST/ONLY must end exactly on it. */
 	if (last ? p->payload_len != left : p->payload_len > left)
-		return fatal(q, psn, ROCE_NAK_INVALID_REQ, false, 0, ROCE_RC_WC_SUCCESS);
+		return fatal(q, psn, ROCE_NAK_INVALID_REQ, false, 0, ROCE_RC_WC_SUCCESS, 0);
 	/* WITH_IMMEDIATE consumes a receive: take it before touching memory, so RNR changes nothing. */
 	if (p->imm) {
 		if (!q->ops->recv_take(q->ctx, &recv)) {
@@ -343,7 +340,7 @@ static enum roce_rc_in do_write(struct roce_rc_resp *q, const struct roce_pkt *p
 	}
 	/* A zero-length WRITE touches no memory, so its R_Key is not checked (as rxe and hardware do). */
 	if (p->payload_len > 0 && q->ops->mem_write(q->ctx, rkey, va, p->payload, p->payload_len) != 0)
-		return fatal(q, psn, ROCE_NAK_REM_ACCESS_ERR, have_recv, recv, ROCE_RC_WC_LOC_ACCESS_ERR);
+		return fatal(q, psn, ROCE_NAK_REM_ACCESS_ERR, have_recv, recv, ROCE_RC_WC_LOC_ACCESS_ERR, 0);
 	va += p->payload_len;
 	left -= p->payload_len;
 
@@ -416,9 +413,9 @@ static enum roce_rc_in do_read(struct roce_rc_resp *q, const struct roce_pkt *p)
 	e.rkey = be32_get(p->reth->rkey);
 	e.len = be32_get(p->reth->dma_len);
 	if (e.len > ROCE_RC_MAX_MSG)
-		return fatal(q, psn, ROCE_NAK_INVALID_REQ, false, 0, ROCE_RC_WC_SUCCESS);
+		return fatal(q, psn, ROCE_NAK_INVALID_REQ, false, 0, ROCE_RC_WC_SUCCESS, 0);
 	if (e.va > UINT64_MAX - e.len)
-		return fatal(q, psn, ROCE_NAK_REM_ACCESS_ERR, false, 0, ROCE_RC_WC_SUCCESS);
+		return fatal(q, psn, ROCE_NAK_REM_ACCESS_ERR, false, 0, ROCE_RC_WC_SUCCESS, 0);
 	n = read_pkts(q, e.len);
 	/*
 	 * The READ is a message: its responses carry the MSN that counts it.
@@ -429,7 +426,7 @@ static enum roce_rc_in do_read(struct roce_rc_resp *q, const struct roce_pkt *p)
 	bad = read_respond(q, psn, e.rkey, e.va, e.len);
 	if (bad != UINT32_MAX) {
 		q->msn = (q->msn - 1) & ROCE_AETH_MSN_MASK;
-		return fatal(q, roce_psn_add(psn, bad), ROCE_NAK_REM_ACCESS_ERR, false, 0, ROCE_RC_WC_SUCCESS);
+		return fatal(q, roce_psn_add(psn, bad), ROCE_NAK_REM_ACCESS_ERR, false, 0, ROCE_RC_WC_SUCCESS, 0);
 	}
 	advance(q, n);
 	e.first_psn = psn;
@@ -450,10 +447,10 @@ static enum roce_rc_in do_atomic(struct roce_rc_resp *q, const struct roce_pkt *
 		return fatal_cur(q, psn, ROCE_NAK_INVALID_REQ, ROCE_RC_WC_LOC_QP_OP_ERR);
 	/* The address must be 8-byte aligned, else invalid request (not an access error). */
 	if (va & 7)
-		return fatal(q, psn, ROCE_NAK_INVALID_REQ, false, 0, ROCE_RC_WC_SUCCESS);
+		return fatal(q, psn, ROCE_NAK_INVALID_REQ, false, 0, ROCE_RC_WC_SUCCESS, 0);
 	if (q->ops->atomic(q->ctx, be32_get(p->atomic->rkey), va, p->bth->opcode == ROCE_RC_COMPARE_SWAP,
 			   be64_get(p->atomic->swap_add), be64_get(p->atomic->compare), &e.orig) != 0)
-		return fatal(q, psn, ROCE_NAK_REM_ACCESS_ERR, false, 0, ROCE_RC_WC_SUCCESS);
+		return fatal(q, psn, ROCE_NAK_REM_ACCESS_ERR, false, 0, ROCE_RC_WC_SUCCESS, 0);
 	e.va = va;
 	e.rkey = be32_get(p->atomic->rkey);
 	q->msn = (q->msn + 1) & ROCE_AETH_MSN_MASK;

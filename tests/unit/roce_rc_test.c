@@ -428,6 +428,7 @@ static void test_send_with_invalidate(void **state)
 	assert_int_equal(feed(&q, &d), ROCE_RC_IN_FATAL_NAK);
 	expect_nak(1, 1, ROCE_NAK_INVALID_REQ, 1);
 	assert_int_equal(F.cqe[1].c.status, ROCE_RC_WC_LOC_QP_OP_ERR);
+	assert_int_equal(F.cqe[1].c.byte_len, 8);
 	assert_true(roce_rc_resp_in_error(&q));
 }
 
@@ -926,7 +927,16 @@ static void test_send_too_long(void **state)
 	expect_nak(0, 0, ROCE_NAK_INVALID_REQ, 0);
 	assert_int_equal(F.ncqe, 1);
 	assert_int_equal(F.cqe[0].c.status, ROCE_RC_WC_LOC_LEN_ERR);
+	assert_int_equal(F.cqe[0].c.byte_len, 0);
 	assert_true(roce_rc_resp_in_error(&q));
+	/* overflowing at the second packet: the bytes placed before it are reported */
+	setup_qp(&q, 0);
+	post_recv(MTU + 10);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_FIRST, 0, MTU), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_MIDDLE, 1, MTU), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(0, 1, ROCE_NAK_INVALID_REQ, 0);
+	assert_int_equal(F.cqe[0].c.status, ROCE_RC_WC_LOC_LEN_ERR);
+	assert_int_equal(F.cqe[0].c.byte_len, MTU);
 }
 
 static void test_pkey_and_foreign_opcodes(void **state)
