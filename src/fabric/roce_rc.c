@@ -418,7 +418,8 @@ static enum roce_rc_in do_read(struct roce_rc_resp *q, const struct roce_pkt *p)
 		return fatal(q, psn, ROCE_NAK_REM_ACCESS_ERR, false, 0, ROCE_RC_WC_SUCCESS, 0);
 	n = read_pkts(q, e.len);
 	/*
-	 * The READ is a message: its responses carry the MSN that counts it.
+	 * The READ is a message, counted in the MSN as soon as it is accepted
+	 * (IBA C9-148 allows it; rxe does the same), so its AETHs carry it.
 	 * A memory fault part way sends the NAK with the PSN of the response
 	 * that could not be read (the earlier ones are already on the wire).
 	 */
