@@ -80,9 +80,10 @@ struct roce_rc_recv_cqe {
 };
 
 /*
- * The owner's side. Every callback gets the ctx given at init. Lengths are
- * at most the path MTU, except byte_len. Any callback may be called from
- * inside roce_rc_resp_input() only.
+ * The owner's side; all members are required. Every callback gets the ctx
+ * given at init. Data lengths are at most the path MTU. Callbacks are made
+ * only from inside roce_rc_resp_input(), and recv_complete also from
+ * roce_rc_resp_set_error(); none may call back into the responder.
  */
 struct roce_rc_ops {
 	/* Take the next posted receive WQE into *handle; false when none is posted (RNR). */
