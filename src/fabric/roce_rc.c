@@ -1,0 +1,574 @@
+/*
+ * RC responder (roce_rc.h). Tracks IBA Vol 1 release 1.4, ch. 9.7 (the
+ * reliable service: PSN checks, execution, ACK/NAK generation, duplicates,
+ * RNR), 9.4 (the operations: SEND, RDMA WRITE/READ, atomics) and 10.9
+ * (P_Key matching).
+ * Where the specification leaves a choice, the behaviour of Linux rxe was
+ * taken as the reference: a sequence NAK carries the expected PSN, a
+ * duplicate SEND/WRITE is ACKed with ePSN - 1.
+ *
+ * The order inside one ePSN packet is: sequence (opcode) checks, the
+ * receive WQE if the packet needs one (RNR leaves everything untouched),
+ * memory, then the state change and ePSN, then the answer. Nothing is
+ * committed before the last check that can refuse the packet, so an RNR
+ * or a NAK never leaves half a state change behind.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "fabric/roce_rc.h"
+
+/* ---- name tables --------------------------------------------------------------- */
+
+static const char *const roce_rc_in_names[ROCE_RC_IN_NUM] = {
+	[ROCE_RC_IN_EXECUTED] = "executed",
+	[ROCE_RC_IN_DUPLICATE] = "duplicate",
+	[ROCE_RC_IN_RNR] = "rnr-nak",
+	[ROCE_RC_IN_SEQ_NAK] = "seq-nak",
+	[ROCE_RC_IN_SEQ_DROP] = "seq-drop",
+	[ROCE_RC_IN_FATAL_NAK] = "fatal-nak",
+	[ROCE_RC_IN_ERR_DROP] = "err-drop",
+	[ROCE_RC_IN_PKEY_DROP] = "pkey-drop",
+	[ROCE_RC_IN_NOT_REQUEST] = "not-request",
+};
+
+static const char *const roce_rc_wc_names[ROCE_RC_WC_NUM] = {
+	[ROCE_RC_WC_SUCCESS] = "success",
+	[ROCE_RC_WC_LOC_LEN_ERR] = "loc-len-err",
+	[ROCE_RC_WC_LOC_QP_OP_ERR] = "loc-qp-op-err",
+	[ROCE_RC_WC_LOC_ACCESS_ERR] = "loc-access-err",
+	[ROCE_RC_WC_FLUSH_ERR] = "flush-err",
+};
+
+const char *roce_rc_in_name(enum roce_rc_in v)
+{
+	if ((unsigned)v >= ROCE_RC_IN_NUM)
+		return "unknown";
+	return roce_rc_in_names[v];
+}
+
+const char *roce_rc_wc_name(enum roce_rc_wc v)
+{
+	if ((unsigned)v >= ROCE_RC_WC_NUM)
+		return "unknown";
+	return roce_rc_wc_names[v];
+}
+
+/* ---- init ---------------------------------------------------------------------- */
+
+int roce_rc_resp_init(struct roce_rc_resp *q, const struct roce_rc_resp_cfg *cfg)
+{
+	const struct roce_rc_ops *o = cfg->ops;
+
+	if (o == NULL || o->recv_take == NULL || o->recv_write == NULL || o->recv_complete == NULL ||
+	    o->mem_write == NULL || o->mem_read == NULL || o->atomic == NULL || o->invalidate == NULL ||
+	    o->send_frame == NULL)
+		return -EINVAL;
+	/* The IBA path MTUs; the READ segmentation and the 2^23-packet bound below rely on them. */
+	if (cfg->pmtu != 256 && cfg->pmtu != 512 && cfg->pmtu != 1024 && cfg->pmtu != 2048 && cfg->pmtu != 4096)
+		return -EINVAL;
+	if (cfg->rqpn > ROCE_QPN_MASK || cfg->epsn > ROCE_PSN_MASK || cfg->min_rnr_timer > ROCE_AETH_VAL_MASK)
+		return -EINVAL;
+	memset(q, 0, sizeof(*q));
+	q->ops = o;
+	q->ctx = cfg->ctx;
+	q->rqpn = cfg->rqpn;
+	q->pmtu = cfg->pmtu;
+	q->pkey = cfg->pkey;
+	q->sport = cfg->sport;
+	q->min_rnr_timer = cfg->min_rnr_timer;
+	q->tos = cfg->tos;
+	q->ttl = cfg->ttl ? cfg->ttl : 64;
+	q->epsn = cfg->epsn;
+	return 0;
+}
+
+/* ---- sending ------------------------------------------------------------------- */
+
+/*
+ * Build and hand over one response. The addresses are those of the latest
+ * request, swapped: the responder has no address vector of its own.
+ */
+static void resp_send(struct roce_rc_resp *q, uint8_t opcode, uint32_t psn, uint8_t syndrome, uint64_t orig,
+		      const void *payload, uint32_t len)
+{
+	uint8_t frame[ROCE_RC_FRAME_MAX];
+	struct roce_frame_desc d;
+	size_t flen;
+
+	memset(&d, 0, sizeof(d));
+	memcpy(d.dst_mac, q->peer_mac, sizeof(d.dst_mac));
+	memcpy(d.src_mac, q->local_mac, sizeof(d.src_mac));
+	d.src_ip = q->local_ip;
+	d.dst_ip = q->peer_ip;
+	d.tos = q->tos;
+	d.ttl = q->ttl;
+	d.ip_id = q->ip_id++;
+	d.df = true;
+	d.sport = q->sport;
+	d.opcode = opcode;
+	d.pkey = q->pkey;
+	d.dqpn = q->rqpn;
+	d.psn = psn & ROCE_PSN_MASK;
+	d.aeth.syndrome = syndrome;
+	d.aeth.msn = q->msn;
+	d.atomic_orig = orig;
+	d.payload = payload;
+	d.payload_len = len;
+	d.pad = (uint8_t)((4 - len % 4) % 4);
+	if (roce_build(&d, frame, sizeof(frame), &flen) != ROCE_OK) {
+		/* Only a bug of ours gets here (every field is in range); count it, send nothing. */
+		q->build_errors++;
+		return;
+	}
+	q->frames_sent++;
+	q->ops->send_frame(q->ctx, frame, flen);
+}
+
+static void send_ack(struct roce_rc_resp *q, uint32_t psn, uint8_t syndrome)
+{
+	resp_send(q, ROCE_RC_ACKNOWLEDGE, psn, syndrome, 0, NULL, 0);
+}
+
+static uint8_t syn_ack(void)
+{
+	/* RoCE responders do not advertise end-to-end credits ("invalid" = unlimited). */
+	return roce_syn_ack(ROCE_AETH_CREDITS_INVALID);
+}
+
+/*
+ * A NAK the requester cannot recover from (invalid request, remote access
+ * error): PSN of the offending packet, the QP enters error, and the receive
+ * the message holds (have_recv) completes with status and the byte_len
+ * placed before the fault.
+ */
+static enum roce_rc_in fatal(struct roce_rc_resp *q, uint32_t psn, enum roce_nak code, bool have_recv, uint64_t recv,
+			     enum roce_rc_wc status, uint32_t byte_len)
+{
+	send_ack(q, psn, roce_syn_nak(code));
+	if (have_recv) {
+		struct roce_rc_recv_cqe c = { .status = status, .byte_len = byte_len };
+
+		q->ops->recv_complete(q->ctx, recv, &c);
+	}
+	q->cur = ROCE_RC_CUR_NONE;
+	q->error = true;
+	return ROCE_RC_IN_FATAL_NAK;
+}
+
+/* A fatal NAK for a packet that owns no receive beyond the one in progress (if any). */
+static enum roce_rc_in fatal_cur(struct roce_rc_resp *q, uint32_t psn, enum roce_nak code, enum roce_rc_wc status)
+{
+	return fatal(q, psn, code, q->cur == ROCE_RC_CUR_SEND, q->recv, status, q->recv_off);
+}
+
+void roce_rc_resp_set_error(struct roce_rc_resp *q)
+{
+	if (q->cur == ROCE_RC_CUR_SEND) {
+		struct roce_rc_recv_cqe c = { .status = ROCE_RC_WC_FLUSH_ERR, .byte_len = q->recv_off };
+
+		q->ops->recv_complete(q->ctx, q->recv, &c);
+	}
+	q->cur = ROCE_RC_CUR_NONE;
+	q->error = true;
+}
+
+/* ---- ePSN and the READ/atomic ring ---------------------------------------------- */
+
+/*
+ * Move ePSN on by n packets (n <= 2^23: READs are bounded by ROCE_RC_MAX_MSG
+ * at a path MTU of at least 256). Ring entries whose last PSN leaves the
+ * duplicate window are retired now, measured before the move so that the
+ * 24-bit distance cannot wrap: a PSN 2^24 old must never be taken for a
+ * recent one.
+ */
+static void advance(struct roce_rc_resp *q, uint32_t n)
+{
+	for (unsigned i = 0; i < ROCE_RC_RD_RING; i++) {
+		struct roce_rc_rd_entry *e = &q->rd[i];
+
+		if (e->valid && ((q->epsn - e->last_psn) & ROCE_PSN_MASK) + n > ROCE_RC_PSN_WINDOW)
+			e->valid = false;
+	}
+	q->epsn = roce_psn_add(q->epsn, n);
+}
+
+/* Remember a READ or atomic just executed (after advance(): its PSNs are then behind ePSN). */
+static void rd_record(struct roce_rc_resp *q, const struct roce_rc_rd_entry *e)
+{
+	q->rd[q->rd_next] = *e;
+	q->rd[q->rd_next].valid = true;
+	q->rd_next = (q->rd_next + 1) % ROCE_RC_RD_RING;
+}
+
+/*
+ * The entry whose PSN range holds psn (a duplicate, so behind ePSN). Compared
+ * as distances behind ePSN, which are plain integers below 2^24 for every
+ * live entry.
+ */
+static const struct roce_rc_rd_entry *rd_find(const struct roce_rc_resp *q, uint32_t psn, bool atomic)
+{
+	uint32_t dp = (q->epsn - psn) & ROCE_PSN_MASK;
+
+	for (unsigned i = 0; i < ROCE_RC_RD_RING; i++) {
+		const struct roce_rc_rd_entry *e = &q->rd[i];
+		uint32_t df, dl;
+
+		if (!e->valid || e->atomic != atomic)
+			continue;
+		df = (q->epsn - e->first_psn) & ROCE_PSN_MASK;
+		dl = (q->epsn - e->last_psn) & ROCE_PSN_MASK;
+		if (dl <= dp && dp <= df)
+			return e;
+	}
+	return NULL;
+}
+
+/* ---- helpers on the packet ------------------------------------------------------ */
+
+static uint32_t pkt_psn(const struct roce_pkt *p) { return roce_bth_psn(p->bth); }
+
+static bool pkey_match(uint16_t a, uint16_t b)
+{
+	/* IBA 10.9: the low 15 bits match, and not both are limited members (bit 15 clear). */
+	return (a & 0x7fffu) != 0 && (a & 0x7fffu) == (b & 0x7fffu) && ((a | b) & 0x8000u);
+}
+
+/* Packets of a READ of len bytes: one for an empty READ, else ceil(len / pmtu). */
+static uint32_t read_pkts(const struct roce_rc_resp *q, uint32_t len)
+{
+	return len == 0 ? 1 : (uint32_t)(((uint64_t)len + q->pmtu - 1) / q->pmtu);
+}
+
+/* ---- SEND ---------------------------------------------------------------------- */
+
+static enum roce_rc_in do_send(struct roce_rc_resp *q, const struct roce_pkt *p)
+{
+	const uint8_t seg = p->op->seg;
+	const uint32_t psn = pkt_psn(p);
+	const bool first = seg == ROCE_SEG_FIRST || seg == ROCE_SEG_ONLY;
+	const bool last = seg == ROCE_SEG_LAST || seg == ROCE_SEG_ONLY;
+	uint64_t recv;
+	uint32_t off;
+
+	/* Opcode sequence: FIRST/ONLY start a message, MIDDLE/LAST continue a SEND; else invalid request. */
+	if (first ? q->cur != ROCE_RC_CUR_NONE : q->cur != ROCE_RC_CUR_SEND)
+		return fatal_cur(q, psn, ROCE_NAK_INVALID_REQ, ROCE_RC_WC_LOC_QP_OP_ERR);
+	if (first) {
+		if (!q->ops->recv_take(q->ctx, &recv)) {
+			send_ack(q, psn, roce_syn_rnr(q->min_rnr_timer));
+			return ROCE_RC_IN_RNR;
+		}
+		off = 0;
+	} else {
+		recv = q->recv;
+		off = q->recv_off;
+	}
+	/* A message past 2^31 bytes, or past the receive's buffers: invalid request, length error. */
+	if (p->payload_len > ROCE_RC_MAX_MSG - off ||
+	    (p->payload_len > 0 && q->ops->recv_write(q->ctx, recv, off, p->payload, p->payload_len) != 0))
+		return fatal(q, psn, ROCE_NAK_INVALID_REQ, true, recv, ROCE_RC_WC_LOC_LEN_ERR, off);
+	off += p->payload_len;
+
+	if (last) {
+		struct roce_rc_recv_cqe c = { .status = ROCE_RC_WC_SUCCESS, .byte_len = off };
+
+		if (p->ieth) {
+			c.has_inv = true;
+			c.inv_rkey = be32_get(p->ieth->rkey);
+			if (q->ops->invalidate(q->ctx, c.inv_rkey) != 0)
+				return fatal(q, psn, ROCE_NAK_INVALID_REQ, true, recv, ROCE_RC_WC_LOC_QP_OP_ERR, off);
+		}
+		if (p->imm) {
+			c.has_imm = true;
+			c.imm = be32_get(p->imm->imm);
+		}
+		q->ops->recv_complete(q->ctx, recv, &c);
+		q->cur = ROCE_RC_CUR_NONE;
+		q->msn = (q->msn + 1) & ROCE_AETH_MSN_MASK;
+	} else {
+		q->cur = ROCE_RC_CUR_SEND;
+		q->recv = recv;
+		q->recv_off = off;
+	}
+	advance(q, 1);
+	if (last || roce_bth_ackreq(p->bth))
+		send_ack(q, psn, syn_ack());
+	return ROCE_RC_IN_EXECUTED;
+}
+
+/* ---- RDMA WRITE ---------------------------------------------------------------- */
+
+static enum roce_rc_in do_write(struct roce_rc_resp *q, const struct roce_pkt *p)
+{
+	const uint8_t seg = p->op->seg;
+	const uint32_t psn = pkt_psn(p);
+	const bool first = seg == ROCE_SEG_FIRST || seg == ROCE_SEG_ONLY;
+	const bool last = seg == ROCE_SEG_LAST || seg == ROCE_SEG_ONLY;
+	uint32_t rkey, left, total;
+	uint64_t va, recv = 0;
+	bool have_recv = false;
+
+	if (first ? q->cur != ROCE_RC_CUR_NONE : q->cur != ROCE_RC_CUR_WRITE)
+		return fatal_cur(q, psn, ROCE_NAK_INVALID_REQ, ROCE_RC_WC_LOC_QP_OP_ERR);
+	if (first) {
+		/* roce_parse() gave WRITE FIRST/ONLY a RETH. */
+		va = be64_get(p->reth->va);
+		rkey = be32_get(p->reth->rkey);
+		left = total = be32_get(p->reth->dma_len);
+		if (total > ROCE_RC_MAX_MSG)
+			return fatal(q, psn, ROCE_NAK_INVALID_REQ, false, 0, ROCE_RC_WC_SUCCESS, 0);
+		/* A range that wraps the address space is no region of anyone's. */
+		if (va > UINT64_MAX - total)
+			return fatal(q, psn, ROCE_NAK_REM_ACCESS_ERR, false, 0, ROCE_RC_WC_SUCCESS, 0);
+	} else {
+		va = q->wr_va;
+		rkey = q->wr_rkey;
+		left = q->wr_left;
+		total = q->wr_len;
+	}
+	/* FIRST/MIDDLE may not go beyond the DMA length, LAST/ONLY must end exactly on it. */
+	if (last ? p->payload_len != left : p->payload_len > left)
+		return fatal(q, psn, ROCE_NAK_INVALID_REQ, false, 0, ROCE_RC_WC_SUCCESS, 0);
+	/* WITH_IMMEDIATE consumes a receive: take it before touching memory, so RNR changes nothing. */
+	if (p->imm) {
+		if (!q->ops->recv_take(q->ctx, &recv)) {
+			send_ack(q, psn, roce_syn_rnr(q->min_rnr_timer));
+			return ROCE_RC_IN_RNR;
+		}
+		have_recv = true;
+	}
+	/* A zero-length WRITE touches no memory, so its R_Key is not checked (as rxe and hardware do). */
+	if (p->payload_len > 0 && q->ops->mem_write(q->ctx, rkey, va, p->payload, p->payload_len) != 0)
+		return fatal(q, psn, ROCE_NAK_REM_ACCESS_ERR, have_recv, recv, ROCE_RC_WC_LOC_ACCESS_ERR, 0);
+	va += p->payload_len;
+	left -= p->payload_len;
+
+	if (last) {
+		if (have_recv) {
+			struct roce_rc_recv_cqe c = { .status = ROCE_RC_WC_SUCCESS, .byte_len = total, .has_imm = true,
+						      .imm = be32_get(p->imm->imm) };
+
+			q->ops->recv_complete(q->ctx, recv, &c);
+		}
+		q->cur = ROCE_RC_CUR_NONE;
+		q->msn = (q->msn + 1) & ROCE_AETH_MSN_MASK;
+	} else {
+		q->cur = ROCE_RC_CUR_WRITE;
+		q->wr_va = va;
+		q->wr_rkey = rkey;
+		q->wr_left = left;
+		q->wr_len = total;
+	}
+	advance(q, 1);
+	if (last || roce_bth_ackreq(p->bth))
+		send_ack(q, psn, syn_ack());
+	return ROCE_RC_IN_EXECUTED;
+}
+
+/* ---- RDMA READ ----------------------------------------------------------------- */
+
+/*
+ * Send the responses of a READ of len bytes at rkey/va, the first one with
+ * PSN psn (one PSN per response packet; FIRST, LAST and ONLY carry
+ * an AETH, MIDDLE does not). Returns the index of the packet whose memory
+ * read failed, or UINT32_MAX when all went out.
+ */
+static uint32_t read_respond(struct roce_rc_resp *q, uint32_t psn, uint32_t rkey, uint64_t va, uint32_t len)
+{
+	uint8_t data[4096];
+	uint32_t n = read_pkts(q, len);
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t off = i * q->pmtu;     /* < len <= 2^31, no wrap */
+		uint32_t chunk = len - off < q->pmtu ? len - off : q->pmtu;
+		uint8_t opcode;
+
+		if (len == 0)
+			chunk = 0;
+		if (n == 1)
+			opcode = ROCE_RC_RDMA_READ_RESPONSE_ONLY;
+		else if (i == 0)
+			opcode = ROCE_RC_RDMA_READ_RESPONSE_FIRST;
+		else if (i == n - 1)
+			opcode = ROCE_RC_RDMA_READ_RESPONSE_LAST;
+		else
+			opcode = ROCE_RC_RDMA_READ_RESPONSE_MIDDLE;
+		if (chunk > 0 && q->ops->mem_read(q->ctx, rkey, va + off, data, chunk) != 0)
+			return i;
+		resp_send(q, opcode, roce_psn_add(psn, i), syn_ack(), 0, chunk ? data : NULL, chunk);
+	}
+	return UINT32_MAX;
+}
+
+static enum roce_rc_in do_read(struct roce_rc_resp *q, const struct roce_pkt *p)
+{
+	const uint32_t psn = pkt_psn(p);
+	struct roce_rc_rd_entry e = { .atomic = false };
+	uint32_t n, bad;
+
+	if (q->cur != ROCE_RC_CUR_NONE)
+		return fatal_cur(q, psn, ROCE_NAK_INVALID_REQ, ROCE_RC_WC_LOC_QP_OP_ERR);
+	e.va = be64_get(p->reth->va);
+	e.rkey = be32_get(p->reth->rkey);
+	e.len = be32_get(p->reth->dma_len);
+	if (e.len > ROCE_RC_MAX_MSG)
+		return fatal(q, psn, ROCE_NAK_INVALID_REQ, false, 0, ROCE_RC_WC_SUCCESS, 0);
+	if (e.va > UINT64_MAX - e.len)
+		return fatal(q, psn, ROCE_NAK_REM_ACCESS_ERR, false, 0, ROCE_RC_WC_SUCCESS, 0);
+	n = read_pkts(q, e.len);
+	/*
+	 * The READ is a message, counted in the MSN as soon as it is accepted
+	 * (IBA C9-148 allows it; rxe does the same), so its AETHs carry it.
+	 * A memory fault part way sends the NAK with the PSN of the response
+	 * that could not be read (the earlier ones are already on the wire).
+	 */
+	q->msn = (q->msn + 1) & ROCE_AETH_MSN_MASK;
+	bad = read_respond(q, psn, e.rkey, e.va, e.len);
+	if (bad != UINT32_MAX) {
+		q->msn = (q->msn - 1) & ROCE_AETH_MSN_MASK;
+		return fatal(q, roce_psn_add(psn, bad), ROCE_NAK_REM_ACCESS_ERR, false, 0, ROCE_RC_WC_SUCCESS, 0);
+	}
+	advance(q, n);
+	e.first_psn = psn;
+	e.last_psn = roce_psn_add(psn, n - 1);
+	rd_record(q, &e);
+	return ROCE_RC_IN_EXECUTED;
+}
+
+/* ---- atomics ------------------------------------------------------------------- */
+
+static enum roce_rc_in do_atomic(struct roce_rc_resp *q, const struct roce_pkt *p)
+{
+	const uint32_t psn = pkt_psn(p);
+	struct roce_rc_rd_entry e = { .atomic = true, .first_psn = psn, .last_psn = psn };
+	uint64_t va = be64_get(p->atomic->va);
+
+	if (q->cur != ROCE_RC_CUR_NONE)
+		return fatal_cur(q, psn, ROCE_NAK_INVALID_REQ, ROCE_RC_WC_LOC_QP_OP_ERR);
+	/* The address must be 8-byte aligned, else invalid request (not an access error). */
+	if (va & 7)
+		return fatal(q, psn, ROCE_NAK_INVALID_REQ, false, 0, ROCE_RC_WC_SUCCESS, 0);
+	if (q->ops->atomic(q->ctx, be32_get(p->atomic->rkey), va, p->bth->opcode == ROCE_RC_COMPARE_SWAP,
+			   be64_get(p->atomic->swap_add), be64_get(p->atomic->compare), &e.orig) != 0)
+		return fatal(q, psn, ROCE_NAK_REM_ACCESS_ERR, false, 0, ROCE_RC_WC_SUCCESS, 0);
+	e.va = va;
+	e.rkey = be32_get(p->atomic->rkey);
+	q->msn = (q->msn + 1) & ROCE_AETH_MSN_MASK;
+	advance(q, 1);
+	rd_record(q, &e);
+	resp_send(q, ROCE_RC_ATOMIC_ACKNOWLEDGE, psn, syn_ack(), e.orig, NULL, 0);
+	return ROCE_RC_IN_EXECUTED;
+}
+
+/* ---- duplicates ---------------------------------------------------------------- */
+
+static enum roce_rc_in do_duplicate(struct roce_rc_resp *q, const struct roce_pkt *p)
+{
+	const uint8_t opcode = p->bth->opcode;
+	const uint32_t psn = pkt_psn(p);
+	const struct roce_rc_rd_entry *e;
+
+	if (opcode == ROCE_RC_RDMA_READ_REQUEST) {
+		uint64_t va = be64_get(p->reth->va);
+		uint32_t rkey = be32_get(p->reth->rkey), len = be32_get(p->reth->dma_len);
+		uint32_t room;
+
+		/*
+		 * A re-requested READ may start anywhere inside the
+		 * original (the requester resumes where responses went missing).
+		 * It must fit in what remains of the original, in bytes and in
+		 * PSNs; otherwise, or when it is no longer in the ring, it is an
+		 * invalid request here (rxe drops such a packet silently).
+		 */
+		e = rd_find(q, psn, false);
+		if (e == NULL || rkey != e->rkey || va < e->va || va - e->va > e->len || len > e->len - (va - e->va))
+			return fatal_cur(q, psn, ROCE_NAK_INVALID_REQ, ROCE_RC_WC_LOC_QP_OP_ERR);
+		room = ((e->last_psn - psn) & ROCE_PSN_MASK) + 1;
+		if (read_pkts(q, len) > room)
+			return fatal_cur(q, psn, ROCE_NAK_INVALID_REQ, ROCE_RC_WC_LOC_QP_OP_ERR);
+		if (read_respond(q, psn, rkey, va, len) != UINT32_MAX)
+			return fatal_cur(q, psn, ROCE_NAK_REM_ACCESS_ERR, ROCE_RC_WC_LOC_QP_OP_ERR);
+		return ROCE_RC_IN_DUPLICATE;
+	}
+	if (opcode == ROCE_RC_COMPARE_SWAP || opcode == ROCE_RC_FETCH_ADD) {
+		/* Executed exactly once: the saved original value goes back, memory is not touched. */
+		e = rd_find(q, psn, true);
+		if (e == NULL || e->first_psn != psn)
+			return fatal_cur(q, psn, ROCE_NAK_INVALID_REQ, ROCE_RC_WC_LOC_QP_OP_ERR);
+		resp_send(q, ROCE_RC_ATOMIC_ACKNOWLEDGE, psn, syn_ack(), e->orig, NULL, 0);
+		return ROCE_RC_IN_DUPLICATE;
+	}
+	/* SEND or WRITE: acknowledge everything before ePSN again, at once, whatever AckReq says. */
+	send_ack(q, roce_psn_add(q->epsn, ROCE_PSN_MASK), syn_ack());
+	return ROCE_RC_IN_DUPLICATE;
+}
+
+/* ---- entry --------------------------------------------------------------------- */
+
+static enum roce_rc_in classify(struct roce_rc_resp *q, const struct roce_pkt *p)
+{
+	const uint8_t opcode = p->bth->opcode;
+	int32_t d;
+
+	if (!p->op->request || (opcode & ROCE_TRANSPORT_MASK) != ROCE_TRANSPORT_RC)
+		return ROCE_RC_IN_NOT_REQUEST;
+	if (q->error)
+		return ROCE_RC_IN_ERR_DROP;
+	if (!pkey_match(roce_bth_pkey(p->bth), q->pkey))
+		return ROCE_RC_IN_PKEY_DROP;
+
+	/* Answer whoever sent this: its source addresses become our destination. */
+	memcpy(q->peer_mac, p->eth->src, sizeof(q->peer_mac));
+	memcpy(q->local_mac, p->eth->dst, sizeof(q->local_mac));
+	q->peer_ip = be32_get(p->ip->src);
+	q->local_ip = be32_get(p->ip->dst);
+
+	d = roce_psn_diff(pkt_psn(p), q->epsn);
+	if (d > 0) {
+		/* One NAK per gap: the requester goes back to ePSN, so later packets are noise until it does. */
+		if (q->nak_sent)
+			return ROCE_RC_IN_SEQ_DROP;
+		q->nak_sent = true;
+		send_ack(q, q->epsn, roce_syn_nak(ROCE_NAK_PSN_SEQ_ERR));
+		return ROCE_RC_IN_SEQ_NAK;
+	}
+	if (d < 0)
+		return do_duplicate(q, p);
+
+	q->nak_sent = false;
+	switch (opcode) {
+	case ROCE_RC_SEND_FIRST:
+	case ROCE_RC_SEND_MIDDLE:
+	case ROCE_RC_SEND_LAST:
+	case ROCE_RC_SEND_LAST_WITH_IMMEDIATE:
+	case ROCE_RC_SEND_ONLY:
+	case ROCE_RC_SEND_ONLY_WITH_IMMEDIATE:
+	case ROCE_RC_SEND_LAST_WITH_INVALIDATE:
+	case ROCE_RC_SEND_ONLY_WITH_INVALIDATE:
+		return do_send(q, p);
+	case ROCE_RC_RDMA_WRITE_FIRST:
+	case ROCE_RC_RDMA_WRITE_MIDDLE:
+	case ROCE_RC_RDMA_WRITE_LAST:
+	case ROCE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE:
+	case ROCE_RC_RDMA_WRITE_ONLY:
+	case ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE:
+		return do_write(q, p);
+	case ROCE_RC_RDMA_READ_REQUEST:
+		return do_read(q, p);
+	case ROCE_RC_COMPARE_SWAP:
+	case ROCE_RC_FETCH_ADD:
+		return do_atomic(q, p);
+	default:
+		/* Every RC request of the opcode table is handled above. */
+		return fatal_cur(q, pkt_psn(p), ROCE_NAK_INVALID_REQ, ROCE_RC_WC_LOC_QP_OP_ERR);
+	}
+}
+
+enum roce_rc_in roce_rc_resp_input(struct roce_rc_resp *q, const struct roce_pkt *pkt)
+{
+	enum roce_rc_in v = classify(q, pkt);
+
+	q->stats[v]++;
+	return v;
+}

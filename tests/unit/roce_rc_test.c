@@ -1,0 +1,1171 @@
+/*
+ * roce-rc-unit: the RC responder of src/fabric/roce_rc.c against a fake
+ * owner (a receive queue of fixed-size buffers and memory regions keyed by
+ * R_Key). Requests are built with roce_build() and parsed with roce_parse()
+ * as a device would receive them; every frame the responder sends is parsed
+ * with roce_parse() too, and the tests assert on its wire fields and on the
+ * memory and receive buffers.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fabric/roce_rc.h"
+
+#define MTU 256
+#define RQPN 0x000321
+#define LQPN 0x000654
+#define PKEY 0xffff
+#define SPORT 0xc0de
+#define RNR_TIMER 12
+
+/* ---- the fake owner ---- */
+
+#define NMR 3
+#define MR_LEN 8192
+#define RQ_MAX 64
+#define RQ_BUF 2048
+#define FRAMES 64
+
+struct mr {
+	uint32_t rkey;
+	uint64_t va;
+	bool valid;
+	uint8_t buf[MR_LEN];
+};
+
+struct cqe_rec {
+	uint64_t handle;
+	struct roce_rc_recv_cqe c;
+};
+
+struct fake {
+	struct mr mr[NMR];
+	/* receive queue: posted[taken .. posted) are available */
+	uint32_t rq_cap[RQ_MAX];
+	uint8_t rq_buf[RQ_MAX][RQ_BUF];
+	unsigned posted, taken;
+	struct cqe_rec cqe[RQ_MAX];
+	unsigned ncqe;
+	/* sent frames, each checked by roce_parse() on arrival; a ring in the random test */
+	uint8_t frame[FRAMES][ROCE_RC_FRAME_MAX];
+	size_t flen[FRAMES];
+	unsigned nframes;
+	bool ring;
+	unsigned atomics, invalidates;
+	uint32_t inv_rkey;
+	int invalidate_fails;
+};
+
+static struct fake F;
+
+static bool f_recv_take(void *ctx, uint64_t *h)
+{
+	struct fake *f = ctx;
+
+	if (f->taken == f->posted)
+		return false;
+	*h = f->taken++;
+	return true;
+}
+
+static int f_recv_write(void *ctx, uint64_t h, uint32_t off, const void *data, uint32_t len)
+{
+	struct fake *f = ctx;
+
+	assert_true(h < f->posted);
+	if (off > f->rq_cap[h] || len > f->rq_cap[h] - off)
+		return -1;
+	memcpy(f->rq_buf[h] + off, data, len);
+	return 0;
+}
+
+static void f_recv_complete(void *ctx, uint64_t h, const struct roce_rc_recv_cqe *c)
+{
+	struct fake *f = ctx;
+
+	assert_true(h < f->taken);
+	assert_true(f->ncqe < RQ_MAX);
+	for (unsigned i = 0; i < f->ncqe; i++)
+		assert_true(f->cqe[i].handle != h);     /* each receive completes once */
+	f->cqe[f->ncqe].handle = h;
+	f->cqe[f->ncqe].c = *c;
+	f->ncqe++;
+}
+
+static uint8_t *mr_at(struct fake *f, uint32_t rkey, uint64_t va, uint32_t len)
+{
+	for (unsigned i = 0; i < NMR; i++) {
+		struct mr *m = &f->mr[i];
+
+		if (!m->valid || m->rkey != rkey)
+			continue;
+		if (va < m->va || va - m->va > MR_LEN || len > MR_LEN - (va - m->va))
+			return NULL;
+		return m->buf + (va - m->va);
+	}
+	return NULL;
+}
+
+static int f_mem_write(void *ctx, uint32_t rkey, uint64_t va, const void *data, uint32_t len)
+{
+	uint8_t *p = mr_at(ctx, rkey, va, len);
+
+	if (p == NULL)
+		return -1;
+	memcpy(p, data, len);
+	return 0;
+}
+
+static int f_mem_read(void *ctx, uint32_t rkey, uint64_t va, void *buf, uint32_t len)
+{
+	uint8_t *p = mr_at(ctx, rkey, va, len);
+
+	if (p == NULL)
+		return -1;
+	memcpy(buf, p, len);
+	return 0;
+}
+
+static int f_atomic(void *ctx, uint32_t rkey, uint64_t va, bool cmp_swap, uint64_t swap_add, uint64_t compare,
+		    uint64_t *orig)
+{
+	struct fake *f = ctx;
+	uint8_t *p = mr_at(f, rkey, va, 8);
+	uint64_t v;
+
+	assert_int_equal(va & 7, 0);
+	if (p == NULL)
+		return -1;
+	memcpy(&v, p, 8);
+	*orig = v;
+	if (cmp_swap) {
+		if (v == compare)
+			v = swap_add;
+	} else {
+		v += swap_add;
+	}
+	memcpy(p, &v, 8);
+	f->atomics++;
+	return 0;
+}
+
+static int f_invalidate(void *ctx, uint32_t rkey)
+{
+	struct fake *f = ctx;
+
+	if (f->invalidate_fails)
+		return -1;
+	f->invalidates++;
+	f->inv_rkey = rkey;
+	return 0;
+}
+
+static void f_send_frame(void *ctx, const uint8_t *frame, size_t len)
+{
+	struct fake *f = ctx;
+	struct roce_pkt p;
+	unsigned i;
+
+	assert_true(len <= ROCE_RC_FRAME_MAX);
+	/* Every frame the responder sends must be one roce_parse() accepts, addressed back to us. */
+	assert_int_equal(roce_parse(frame, len, MTU, &p), ROCE_OK);
+	assert_false(p.op->request);
+	assert_int_equal(roce_bth_dqpn(p.bth), RQPN);
+	assert_int_equal(be16_get(p.udp->sport), SPORT);
+	assert_int_equal(roce_bth_pkey(p.bth), PKEY);
+	assert_int_equal(be32_get(p.ip->dst), 0x0a000001);
+	assert_int_equal(be32_get(p.ip->src), 0x0a000002);
+	assert_int_equal(p.eth->dst[5], 0x01);
+	assert_int_equal(p.eth->src[5], 0x02);
+	if (f->ring) {
+		i = f->nframes % FRAMES;
+	} else {
+		assert_true(f->nframes < FRAMES);
+		i = f->nframes;
+	}
+	memcpy(f->frame[i], frame, len);
+	f->flen[i] = len;
+	f->nframes++;
+}
+
+static const struct roce_rc_ops fake_ops = {
+	.recv_take = f_recv_take,
+	.recv_write = f_recv_write,
+	.recv_complete = f_recv_complete,
+	.mem_write = f_mem_write,
+	.mem_read = f_mem_read,
+	.atomic = f_atomic,
+	.invalidate = f_invalidate,
+	.send_frame = f_send_frame,
+};
+
+static void post_recv(uint32_t cap)
+{
+	assert_true(F.posted < RQ_MAX && cap <= RQ_BUF);
+	F.rq_cap[F.posted++] = cap;
+}
+
+static void setup_qp(struct roce_rc_resp *q, uint32_t epsn)
+{
+	struct roce_rc_resp_cfg cfg = {
+		.ops = &fake_ops, .ctx = &F, .rqpn = RQPN, .epsn = epsn, .pkey = PKEY, .pmtu = MTU,
+		.min_rnr_timer = RNR_TIMER, .sport = SPORT, .tos = 0, .ttl = 0,
+	};
+
+	memset(&F, 0, sizeof(F));
+	for (unsigned i = 0; i < NMR; i++) {
+		F.mr[i].rkey = 0x1000 + i;
+		F.mr[i].va = 0x100000ull * (i + 1);
+		F.mr[i].valid = true;
+		for (unsigned j = 0; j < MR_LEN; j++)
+			F.mr[i].buf[j] = (uint8_t)(j * 13 + i);
+	}
+	assert_int_equal(roce_rc_resp_init(q, &cfg), 0);
+}
+
+/* ---- requests ---- */
+
+static uint8_t payload_src[4096];
+
+static void fill_payload(unsigned seed)
+{
+	for (size_t i = 0; i < sizeof(payload_src); i++)
+		payload_src[i] = (uint8_t)(i * 7 + seed);
+}
+
+static struct roce_frame_desc req(uint8_t opcode, uint32_t psn, uint32_t plen)
+{
+	struct roce_frame_desc d = {
+		.dst_mac = { 0x02, 0, 0, 0, 0, 0x02 },
+		.src_mac = { 0x02, 0, 0, 0, 0, 0x01 },
+		.src_ip = 0x0a000001, .dst_ip = 0x0a000002,
+		.ttl = 64, .df = true, .sport = 0x1234,
+		.opcode = opcode, .pkey = PKEY, .dqpn = LQPN, .psn = psn & ROCE_PSN_MASK,
+		.payload = payload_src, .payload_len = plen,
+	};
+
+	d.pad = (uint8_t)((4 - plen % 4) % 4);
+	return d;
+}
+
+static enum roce_rc_in feed(struct roce_rc_resp *q, const struct roce_frame_desc *d)
+{
+	uint8_t f[ROCE_RC_FRAME_MAX];
+	struct roce_pkt p;
+	size_t len;
+
+	assert_int_equal(roce_build(d, f, sizeof(f), &len), ROCE_OK);
+	assert_int_equal(roce_parse(f, len, MTU, &p), ROCE_OK);
+	return roce_rc_resp_input(q, &p);
+}
+
+static enum roce_rc_in feed_op(struct roce_rc_resp *q, uint8_t opcode, uint32_t psn, uint32_t plen)
+{
+	struct roce_frame_desc d = req(opcode, psn, plen);
+
+	return feed(q, &d);
+}
+
+static enum roce_rc_in feed_reth(struct roce_rc_resp *q, uint8_t opcode, uint32_t psn, uint32_t plen, uint32_t rkey,
+				 uint64_t va, uint32_t len)
+{
+	struct roce_frame_desc d = req(opcode, psn, plen);
+
+	d.reth.rkey = rkey;
+	d.reth.va = va;
+	d.reth.len = len;
+	return feed(q, &d);
+}
+
+static enum roce_rc_in feed_atomic(struct roce_rc_resp *q, uint8_t opcode, uint32_t psn, uint32_t rkey, uint64_t va,
+				   uint64_t swap_add, uint64_t compare)
+{
+	struct roce_frame_desc d = req(opcode, psn, 0);
+
+	d.atomic.rkey = rkey;
+	d.atomic.va = va;
+	d.atomic.swap_add = swap_add;
+	d.atomic.compare = compare;
+	return feed(q, &d);
+}
+
+/* ---- looking at what was sent ---- */
+
+static struct roce_pkt sent(unsigned i)
+{
+	struct roce_pkt p;
+
+	assert_true(i < F.nframes);
+	assert_int_equal(roce_parse(F.frame[i], F.flen[i], MTU, &p), ROCE_OK);
+	return p;
+}
+
+static void expect_aeth(unsigned i, uint8_t opcode, uint32_t psn, uint8_t syndrome, uint32_t msn)
+{
+	struct roce_pkt p = sent(i);
+
+	assert_int_equal(p.bth->opcode, opcode);
+	assert_int_equal(roce_bth_psn(p.bth), psn);
+	assert_non_null(p.aeth);
+	assert_int_equal(roce_aeth_syndrome(p.aeth), syndrome);
+	assert_int_equal(roce_aeth_msn(p.aeth), msn);
+}
+
+static void expect_ack(unsigned i, uint32_t psn, uint32_t msn)
+{
+	expect_aeth(i, ROCE_RC_ACKNOWLEDGE, psn, roce_syn_ack(ROCE_AETH_CREDITS_INVALID), msn);
+}
+
+static void expect_nak(unsigned i, uint32_t psn, enum roce_nak code, uint32_t msn)
+{
+	expect_aeth(i, ROCE_RC_ACKNOWLEDGE, psn, roce_syn_nak(code), msn);
+}
+
+static uint64_t mr_u64(unsigned m, uint64_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, F.mr[m].buf + off, 8);
+	return v;
+}
+
+static void set_mr_u64(unsigned m, uint64_t off, uint64_t v)
+{
+	memcpy(F.mr[m].buf + off, &v, 8);
+}
+
+/* ---- SEND ---- */
+
+static void test_send_only(void **state)
+{
+	struct roce_rc_resp q;
+
+	(void)state;
+	setup_qp(&q, 100);
+	fill_payload(1);
+	post_recv(1024);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 100, 101), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(F.ncqe, 1);
+	assert_int_equal(F.cqe[0].c.status, ROCE_RC_WC_SUCCESS);
+	assert_int_equal(F.cqe[0].c.byte_len, 101);
+	assert_false(F.cqe[0].c.has_imm);
+	assert_false(F.cqe[0].c.has_inv);
+	assert_memory_equal(F.rq_buf[0], payload_src, 101);
+	/* the end of a message is always ACKed, AckReq or not */
+	assert_int_equal(F.nframes, 1);
+	expect_ack(0, 100, 1);
+	assert_int_equal(q.epsn, 101);
+	assert_int_equal(q.msn, 1);
+	/* an empty SEND is a message too */
+	post_recv(16);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 101, 0), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(F.cqe[1].c.byte_len, 0);
+	expect_ack(1, 101, 2);
+}
+
+static void test_send_multi_imm(void **state)
+{
+	struct roce_rc_resp q;
+	struct roce_frame_desc d;
+
+	(void)state;
+	setup_qp(&q, 0x1000);
+	fill_payload(2);
+	post_recv(RQ_BUF);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_FIRST, 0x1000, MTU), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(F.nframes, 0);        /* no AckReq, not the end: no ACK */
+	assert_int_equal(F.ncqe, 0);
+	d = req(ROCE_RC_SEND_MIDDLE, 0x1001, MTU);
+	d.payload = payload_src + MTU;
+	d.ackreq = true;
+	assert_int_equal(feed(&q, &d), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(F.nframes, 1);        /* AckReq: ACKed, MSN still 0 */
+	expect_ack(0, 0x1001, 0);
+	d = req(ROCE_RC_SEND_LAST_WITH_IMMEDIATE, 0x1002, 50);
+	d.payload = payload_src + 2 * MTU;
+	d.imm = 0xfeedf00d;
+	assert_int_equal(feed(&q, &d), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(F.nframes, 2);
+	expect_ack(1, 0x1002, 1);
+	assert_int_equal(F.ncqe, 1);
+	assert_int_equal(F.cqe[0].c.status, ROCE_RC_WC_SUCCESS);
+	assert_int_equal(F.cqe[0].c.byte_len, 2 * MTU + 50);
+	assert_true(F.cqe[0].c.has_imm);
+	assert_int_equal(F.cqe[0].c.imm, 0xfeedf00d);
+	assert_memory_equal(F.rq_buf[0], payload_src, 2 * MTU + 50);
+	assert_int_equal(F.taken, 1);
+	assert_int_equal(q.epsn, 0x1003);
+}
+
+static void test_send_with_invalidate(void **state)
+{
+	struct roce_rc_resp q;
+	struct roce_frame_desc d;
+
+	(void)state;
+	setup_qp(&q, 0);
+	fill_payload(3);
+	post_recv(64);
+	d = req(ROCE_RC_SEND_ONLY_WITH_INVALIDATE, 0, 8);
+	d.ieth_rkey = 0x1002;
+	assert_int_equal(feed(&q, &d), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(F.invalidates, 1);
+	assert_int_equal(F.inv_rkey, 0x1002);
+	assert_true(F.cqe[0].c.has_inv);
+	assert_int_equal(F.cqe[0].c.inv_rkey, 0x1002);
+	expect_ack(0, 0, 1);
+	/* an R_Key that cannot be invalidated: invalid request, the receive completes in error */
+	post_recv(64);
+	F.invalidate_fails = 1;
+	d.psn = 1;
+	assert_int_equal(feed(&q, &d), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(1, 1, ROCE_NAK_INVALID_REQ, 1);
+	assert_int_equal(F.cqe[1].c.status, ROCE_RC_WC_LOC_QP_OP_ERR);
+	assert_int_equal(F.cqe[1].c.byte_len, 8);
+	assert_true(roce_rc_resp_in_error(&q));
+}
+
+/* ---- RDMA WRITE ---- */
+
+static void test_write_only(void **state)
+{
+	struct roce_rc_resp q;
+
+	(void)state;
+	setup_qp(&q, 7);
+	fill_payload(4);
+	post_recv(64);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_WRITE_ONLY, 7, 200, 0x1001, 0x200008, 200), ROCE_RC_IN_EXECUTED);
+	assert_memory_equal(F.mr[1].buf + 8, payload_src, 200);
+	assert_int_equal(F.mr[1].buf[7], (uint8_t)(7 * 13 + 1));        /* untouched around it */
+	assert_int_equal(F.mr[1].buf[208], (uint8_t)(208 * 13 + 1));
+	assert_int_equal(F.taken, 0);          /* no immediate: no receive */
+	assert_int_equal(F.ncqe, 0);
+	expect_ack(0, 7, 1);
+	/* zero length: no memory touched, the R_Key not even looked at */
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_WRITE_ONLY, 8, 0, 0xdead, 0, 0), ROCE_RC_IN_EXECUTED);
+	expect_ack(1, 8, 2);
+	assert_false(roce_rc_resp_in_error(&q));
+}
+
+static void test_write_multi_imm(void **state)
+{
+	struct roce_rc_resp q;
+	struct roce_frame_desc d;
+
+	(void)state;
+	setup_qp(&q, 50);
+	fill_payload(5);
+	post_recv(0);          /* WRITE with immediate carries no data into the receive */
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_WRITE_FIRST, 50, MTU, 0x1000, 0x100010, 600), ROCE_RC_IN_EXECUTED);
+	d = req(ROCE_RC_RDMA_WRITE_MIDDLE, 51, MTU);
+	d.payload = payload_src + MTU;
+	assert_int_equal(feed(&q, &d), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(F.taken, 0);          /* the receive is only taken by the LAST */
+	d = req(ROCE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE, 52, 600 - 2 * MTU);
+	d.payload = payload_src + 2 * MTU;
+	d.imm = 0x11223344;
+	assert_int_equal(feed(&q, &d), ROCE_RC_IN_EXECUTED);
+	assert_memory_equal(F.mr[0].buf + 0x10, payload_src, 600);
+	assert_int_equal(F.ncqe, 1);
+	assert_int_equal(F.cqe[0].c.status, ROCE_RC_WC_SUCCESS);
+	assert_int_equal(F.cqe[0].c.byte_len, 600);
+	assert_true(F.cqe[0].c.has_imm);
+	assert_int_equal(F.cqe[0].c.imm, 0x11223344);
+	assert_int_equal(F.nframes, 1);
+	expect_ack(0, 52, 1);
+	assert_int_equal(q.epsn, 53);
+}
+
+static void test_write_longer_than_reth(void **state)
+{
+	struct roce_rc_resp q;
+
+	(void)state;
+	/* a MIDDLE beyond the DMA length */
+	setup_qp(&q, 0);
+	fill_payload(6);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_WRITE_FIRST, 0, MTU, 0x1000, 0x100000, 300), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_RC_RDMA_WRITE_MIDDLE, 1, MTU), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(0, 1, ROCE_NAK_INVALID_REQ, 0);
+	assert_true(roce_rc_resp_in_error(&q));
+	/* a LAST that ends short of it */
+	setup_qp(&q, 0);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_WRITE_FIRST, 0, MTU, 0x1000, 0x100000, 600), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_RC_RDMA_WRITE_LAST, 1, 4), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(0, 1, ROCE_NAK_INVALID_REQ, 0);
+	/* an ONLY whose payload is not its DMA length */
+	setup_qp(&q, 0);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_WRITE_ONLY, 0, 100, 0x1000, 0x100000, 50), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(0, 0, ROCE_NAK_INVALID_REQ, 0);
+	assert_int_equal(F.mr[0].buf[0], 0);   /* nothing written */
+	/* a DMA length beyond the largest message */
+	setup_qp(&q, 0);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_WRITE_FIRST, 0, MTU, 0x1000, 0x100000, 0x80000001u),
+			 ROCE_RC_IN_FATAL_NAK);
+	expect_nak(0, 0, ROCE_NAK_INVALID_REQ, 0);
+	/* a range that wraps the address space */
+	setup_qp(&q, 0);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_WRITE_ONLY, 0, 16, 0x1000, UINT64_MAX - 8, 16),
+			 ROCE_RC_IN_FATAL_NAK);
+	expect_nak(0, 0, ROCE_NAK_REM_ACCESS_ERR, 0);
+}
+
+/* ---- RDMA READ ---- */
+
+static void test_read(void **state)
+{
+	struct roce_rc_resp q;
+	struct roce_pkt p;
+	const uint32_t len = MTU * 5 / 2;
+
+	(void)state;
+	setup_qp(&q, 500);
+	post_recv(64);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 500, 4), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_READ_REQUEST, 501, 0, 0x1002, 0x300020, len), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(F.nframes, 4);
+	/* FIRST and LAST carry the AETH (MSN counting the READ), MIDDLE none; one PSN each */
+	expect_aeth(1, ROCE_RC_RDMA_READ_RESPONSE_FIRST, 501, roce_syn_ack(ROCE_AETH_CREDITS_INVALID), 2);
+	p = sent(1);
+	assert_int_equal(p.payload_len, MTU);
+	assert_memory_equal(p.payload, F.mr[2].buf + 0x20, MTU);
+	p = sent(2);
+	assert_int_equal(p.bth->opcode, ROCE_RC_RDMA_READ_RESPONSE_MIDDLE);
+	assert_int_equal(roce_bth_psn(p.bth), 502);
+	assert_null(p.aeth);
+	assert_int_equal(p.payload_len, MTU);
+	assert_memory_equal(p.payload, F.mr[2].buf + 0x20 + MTU, MTU);
+	expect_aeth(3, ROCE_RC_RDMA_READ_RESPONSE_LAST, 503, roce_syn_ack(ROCE_AETH_CREDITS_INVALID), 2);
+	p = sent(3);
+	assert_int_equal(p.payload_len, MTU / 2);
+	assert_memory_equal(p.payload, F.mr[2].buf + 0x20 + 2 * MTU, MTU / 2);
+	/* ePSN moved past the three responses */
+	assert_int_equal(q.epsn, 504);
+	assert_int_equal(q.msn, 2);
+	/* a READ that fits one packet: ONLY; an empty READ: ONLY without payload and no key check */
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_READ_REQUEST, 504, 0, 0x1000, 0x100000, 3), ROCE_RC_IN_EXECUTED);
+	expect_aeth(4, ROCE_RC_RDMA_READ_RESPONSE_ONLY, 504, roce_syn_ack(ROCE_AETH_CREDITS_INVALID), 3);
+	assert_int_equal(sent(4).payload_len, 3);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_READ_REQUEST, 505, 0, 0xdead, 0, 0), ROCE_RC_IN_EXECUTED);
+	expect_aeth(5, ROCE_RC_RDMA_READ_RESPONSE_ONLY, 505, roce_syn_ack(ROCE_AETH_CREDITS_INVALID), 4);
+	assert_int_equal(sent(5).payload_len, 0);
+	assert_int_equal(q.epsn, 506);
+}
+
+static void test_read_bad_rkey(void **state)
+{
+	struct roce_rc_resp q;
+
+	(void)state;
+	setup_qp(&q, 9);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_READ_REQUEST, 9, 0, 0x7777, 0x100000, 64), ROCE_RC_IN_FATAL_NAK);
+	assert_int_equal(F.nframes, 1);
+	expect_nak(0, 9, ROCE_NAK_REM_ACCESS_ERR, 0);
+	/* a READ running off the end of its region: the responses before the fault, then the NAK */
+	setup_qp(&q, 9);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_READ_REQUEST, 9, 0, 0x1000, 0x100000 + MR_LEN - MTU, 2 * MTU),
+			 ROCE_RC_IN_FATAL_NAK);
+	assert_int_equal(F.nframes, 2);
+	assert_int_equal(sent(0).bth->opcode, ROCE_RC_RDMA_READ_RESPONSE_FIRST);
+	expect_nak(1, 10, ROCE_NAK_REM_ACCESS_ERR, 0);
+	assert_true(roce_rc_resp_in_error(&q));
+}
+
+/* ---- atomics ---- */
+
+static void test_atomics(void **state)
+{
+	struct roce_rc_resp q;
+	struct roce_pkt p;
+
+	(void)state;
+	setup_qp(&q, 30);
+	set_mr_u64(1, 0x40, 5);
+	/* CMP_SWAP that matches: swapped, the old value returned */
+	assert_int_equal(feed_atomic(&q, ROCE_RC_COMPARE_SWAP, 30, 0x1001, 0x200040, 99, 5), ROCE_RC_IN_EXECUTED);
+	expect_aeth(0, ROCE_RC_ATOMIC_ACKNOWLEDGE, 30, roce_syn_ack(ROCE_AETH_CREDITS_INVALID), 1);
+	p = sent(0);
+	assert_non_null(p.atomic_ack);
+	assert_int_equal(be64_get(p.atomic_ack->orig), 5);
+	assert_int_equal(mr_u64(1, 0x40), 99);
+	/* CMP_SWAP that does not: unchanged, the current value returned */
+	assert_int_equal(feed_atomic(&q, ROCE_RC_COMPARE_SWAP, 31, 0x1001, 0x200040, 7, 5), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(be64_get(sent(1).atomic_ack->orig), 99);
+	assert_int_equal(mr_u64(1, 0x40), 99);
+	/* FETCH_ADD */
+	assert_int_equal(feed_atomic(&q, ROCE_RC_FETCH_ADD, 32, 0x1001, 0x200040, 0x100000000ull, 0), ROCE_RC_IN_EXECUTED);
+	expect_aeth(2, ROCE_RC_ATOMIC_ACKNOWLEDGE, 32, roce_syn_ack(ROCE_AETH_CREDITS_INVALID), 3);
+	assert_int_equal(be64_get(sent(2).atomic_ack->orig), 99);
+	assert_int_equal(mr_u64(1, 0x40), 0x100000000ull + 99);
+	assert_int_equal(F.atomics, 3);
+	/* the first CMP_SWAP again: its saved result, memory not touched, MSN unchanged */
+	assert_int_equal(feed_atomic(&q, ROCE_RC_COMPARE_SWAP, 30, 0x1001, 0x200040, 99, 5), ROCE_RC_IN_DUPLICATE);
+	expect_aeth(3, ROCE_RC_ATOMIC_ACKNOWLEDGE, 30, roce_syn_ack(ROCE_AETH_CREDITS_INVALID), 3);
+	assert_int_equal(be64_get(sent(3).atomic_ack->orig), 5);
+	/* and the FETCH_ADD again */
+	assert_int_equal(feed_atomic(&q, ROCE_RC_FETCH_ADD, 32, 0x1001, 0x200040, 0x100000000ull, 0), ROCE_RC_IN_DUPLICATE);
+	assert_int_equal(be64_get(sent(4).atomic_ack->orig), 99);
+	assert_int_equal(F.atomics, 3);
+	assert_int_equal(mr_u64(1, 0x40), 0x100000000ull + 99);
+	assert_int_equal(q.epsn, 33);
+}
+
+static void test_atomic_errors(void **state)
+{
+	struct roce_rc_resp q;
+
+	(void)state;
+	setup_qp(&q, 0);
+	assert_int_equal(feed_atomic(&q, ROCE_RC_FETCH_ADD, 0, 0x1000, 0x100004, 1, 0), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(0, 0, ROCE_NAK_INVALID_REQ, 0);
+	assert_int_equal(F.atomics, 0);
+	setup_qp(&q, 0);
+	assert_int_equal(feed_atomic(&q, ROCE_RC_COMPARE_SWAP, 0, 0x4444, 0x100000, 1, 0), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(0, 0, ROCE_NAK_REM_ACCESS_ERR, 0);
+	/* a duplicate atomic that was never executed */
+	setup_qp(&q, 10);
+	assert_int_equal(feed_atomic(&q, ROCE_RC_FETCH_ADD, 5, 0x1000, 0x100000, 1, 0), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(0, 5, ROCE_NAK_INVALID_REQ, 0);
+	assert_int_equal(F.atomics, 0);
+}
+
+/* ---- duplicates ---- */
+
+static void test_duplicate_send(void **state)
+{
+	struct roce_rc_resp q;
+
+	(void)state;
+	setup_qp(&q, 10);
+	fill_payload(7);
+	post_recv(64);
+	post_recv(RQ_BUF);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 10, 12), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 10, 12), ROCE_RC_IN_DUPLICATE);
+	assert_int_equal(F.ncqe, 1);           /* delivered once */
+	assert_int_equal(F.taken, 1);
+	assert_int_equal(F.nframes, 2);
+	expect_ack(1, 10, 1);                  /* PSN ePSN - 1, current MSN */
+	/* an older duplicate gets the same answer: everything before ePSN was received */
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_WRITE_ONLY, 5, 4, 0x1000, 0x100000, 4), ROCE_RC_IN_DUPLICATE);
+	expect_ack(2, 10, 1);
+	assert_int_equal(F.mr[0].buf[0], 0);   /* not written */
+	/* a duplicate in the middle of a multi-packet SEND does not disturb it */
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_FIRST, 11, MTU), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_FIRST, 11, MTU), ROCE_RC_IN_DUPLICATE);
+	expect_ack(3, 11, 1);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_LAST, 12, 4), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(F.ncqe, 2);
+	assert_int_equal(F.cqe[1].c.byte_len, MTU + 4);
+	assert_int_equal(q.stats[ROCE_RC_IN_DUPLICATE], 3);
+}
+
+static void test_duplicate_read(void **state)
+{
+	struct roce_rc_resp q;
+	struct roce_pkt p;
+
+	(void)state;
+	setup_qp(&q, 20);
+	post_recv(64);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_READ_REQUEST, 20, 0, 0x1001, 0x200100, MTU + 44), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 22, 4), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(F.nframes, 3);
+	/* memory changes after the first answer: a duplicate READ reads it again */
+	F.mr[1].buf[0x100] = 0xee;
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_READ_REQUEST, 20, 0, 0x1001, 0x200100, MTU + 44), ROCE_RC_IN_DUPLICATE);
+	assert_int_equal(F.nframes, 5);
+	expect_aeth(3, ROCE_RC_RDMA_READ_RESPONSE_FIRST, 20, roce_syn_ack(ROCE_AETH_CREDITS_INVALID), 2);
+	p = sent(3);
+	assert_int_equal(p.payload[0], 0xee);
+	assert_memory_equal(p.payload, F.mr[1].buf + 0x100, MTU);
+	expect_aeth(4, ROCE_RC_RDMA_READ_RESPONSE_LAST, 21, roce_syn_ack(ROCE_AETH_CREDITS_INVALID), 2);
+	assert_memory_equal(sent(4).payload, F.mr[1].buf + 0x100 + MTU, 44);
+	/* re-requested from its second response: the rest, as a READ of its own */
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_READ_REQUEST, 21, 0, 0x1001, 0x200100 + MTU, 44),
+			 ROCE_RC_IN_DUPLICATE);
+	expect_aeth(5, ROCE_RC_RDMA_READ_RESPONSE_ONLY, 21, roce_syn_ack(ROCE_AETH_CREDITS_INVALID), 2);
+	assert_memory_equal(sent(5).payload, F.mr[1].buf + 0x100 + MTU, 44);
+	/* ePSN and MSN did not move */
+	assert_int_equal(q.epsn, 23);
+	assert_int_equal(q.msn, 2);
+	assert_false(roce_rc_resp_in_error(&q));
+	/* a duplicate READ beyond what the original covered */
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_READ_REQUEST, 20, 0, 0x1001, 0x200100, MTU + 45),
+			 ROCE_RC_IN_FATAL_NAK);
+	expect_nak(6, 20, ROCE_NAK_INVALID_REQ, 2);
+	/* a duplicate READ that was never executed (a SEND's PSN) */
+	setup_qp(&q, 20);
+	post_recv(64);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 20, 4), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_READ_REQUEST, 20, 0, 0x1001, 0x200100, 8), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(1, 20, ROCE_NAK_INVALID_REQ, 1);
+}
+
+/* ---- PSN sequence ---- */
+
+static void test_out_of_order(void **state)
+{
+	struct roce_rc_resp q;
+
+	(void)state;
+	setup_qp(&q, 0);
+	for (unsigned i = 0; i < 8; i++)
+		post_recv(64);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 2, 4), ROCE_RC_IN_SEQ_NAK);
+	assert_int_equal(F.nframes, 1);
+	expect_nak(0, 0, ROCE_NAK_PSN_SEQ_ERR, 0);      /* carries ePSN */
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 3, 4), ROCE_RC_IN_SEQ_DROP);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 1, 4), ROCE_RC_IN_SEQ_DROP);
+	assert_int_equal(F.nframes, 1);        /* exactly one NAK */
+	assert_int_equal(F.taken, 0);
+	assert_false(roce_rc_resp_in_error(&q));
+	/* the ePSN packet is accepted, and so is what follows */
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 0, 4), ROCE_RC_IN_EXECUTED);
+	expect_ack(1, 0, 1);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 1, 4), ROCE_RC_IN_EXECUTED);
+	expect_ack(2, 1, 2);
+	/* a new gap gets a new NAK */
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 5, 4), ROCE_RC_IN_SEQ_NAK);
+	expect_nak(3, 2, ROCE_NAK_PSN_SEQ_ERR, 2);
+	/* the far edge of the window: 2^23 - 1 ahead is out of order, 2^23 ahead is a duplicate */
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 2 + ROCE_RC_PSN_WINDOW - 1, 4), ROCE_RC_IN_SEQ_DROP);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 2 + ROCE_RC_PSN_WINDOW, 4), ROCE_RC_IN_DUPLICATE);
+	expect_ack(4, 1, 2);
+	assert_int_equal(F.ncqe, 2);
+}
+
+static void test_psn_wrap(void **state)
+{
+	struct roce_rc_resp q;
+	struct roce_frame_desc d;
+
+	(void)state;
+	assert_int_equal(roce_psn_diff(0, 0xffffff), 1);
+	assert_int_equal(roce_psn_diff(0xffffff, 0), -1);
+	assert_int_equal(roce_psn_diff(0x7fffff, 0), 0x7fffff);
+	assert_int_equal(roce_psn_diff(0x800000, 0), -0x800000);
+	assert_int_equal(roce_psn_add(0xffffff, 2), 1);
+
+	setup_qp(&q, 0xfffffe);
+	for (unsigned i = 0; i < 8; i++)
+		post_recv(RQ_BUF);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 0xfffffe, 4), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_FIRST, 0xffffff, MTU), ROCE_RC_IN_EXECUTED);
+	d = req(ROCE_RC_SEND_LAST, 0, 4);
+	assert_int_equal(feed(&q, &d), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(q.epsn, 1);
+	expect_ack(1, 0, 2);
+	/* 0xffffff is now behind ePSN 1: a duplicate, ACKed with ePSN - 1 = 0 */
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_FIRST, 0xffffff, MTU), ROCE_RC_IN_DUPLICATE);
+	expect_ack(2, 0, 2);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 0xfffff0, 4), ROCE_RC_IN_DUPLICATE);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 3, 4), ROCE_RC_IN_SEQ_NAK);
+	expect_nak(4, 1, ROCE_NAK_PSN_SEQ_ERR, 2);
+	/* a READ whose responses cross the wrap */
+	setup_qp(&q, 0xffffff);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_READ_REQUEST, 0xffffff, 0, 0x1000, 0x100000, MTU * 5 / 2),
+			 ROCE_RC_IN_EXECUTED);
+	assert_int_equal(roce_bth_psn(sent(0).bth), 0xffffff);
+	assert_int_equal(roce_bth_psn(sent(1).bth), 0);
+	assert_int_equal(roce_bth_psn(sent(2).bth), 1);
+	assert_int_equal(q.epsn, 2);
+	/* and is found again from the far side of it */
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_READ_REQUEST, 0, 0, 0x1000, 0x100000 + MTU, MTU * 3 / 2),
+			 ROCE_RC_IN_DUPLICATE);
+	expect_aeth(3, ROCE_RC_RDMA_READ_RESPONSE_FIRST, 0, roce_syn_ack(ROCE_AETH_CREDITS_INVALID), 1);
+	expect_aeth(4, ROCE_RC_RDMA_READ_RESPONSE_LAST, 1, roce_syn_ack(ROCE_AETH_CREDITS_INVALID), 1);
+}
+
+/* A READ leaves the ring once its PSNs leave the duplicate window. */
+static void test_ring_window(void **state)
+{
+	struct roce_rc_resp q;
+
+	(void)state;
+	setup_qp(&q, 0);
+	post_recv(4);
+	set_mr_u64(0, 0, 0);
+	assert_int_equal(feed_atomic(&q, ROCE_RC_FETCH_ADD, 0, 0x1000, 0x100000, 1, 0), ROCE_RC_IN_EXECUTED);
+	/*
+	 * ePSN is set by hand below, as if the packets in between had been
+	 * executed. 2^23 - 1 packets later PSN 0 is still a duplicate and found.
+	 */
+	q.epsn = ROCE_RC_PSN_WINDOW - 1;
+	assert_int_equal(feed_atomic(&q, ROCE_RC_FETCH_ADD, 0, 0x1000, 0x100000, 1, 0), ROCE_RC_IN_DUPLICATE);
+	assert_int_equal(be64_get(sent(1).atomic_ack->orig), 0);
+	/* executing PSN 2^23 takes PSN 0 out of the window: its entry is retired */
+	q.epsn = ROCE_RC_PSN_WINDOW;
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, ROCE_RC_PSN_WINDOW, 0), ROCE_RC_IN_EXECUTED);
+	/* 2^24 packets after it, PSN 0 is behind ePSN again: not taken for the old atomic */
+	q.epsn = 3;
+	assert_int_equal(feed_atomic(&q, ROCE_RC_FETCH_ADD, 0, 0x1000, 0x100000, 1, 0), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(3, 0, ROCE_NAK_INVALID_REQ, 2);
+	assert_int_equal(F.atomics, 1);
+}
+
+/* ---- RNR ---- */
+
+static void test_rnr(void **state)
+{
+	struct roce_rc_resp q;
+
+	(void)state;
+	setup_qp(&q, 7);
+	fill_payload(8);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 7, 16), ROCE_RC_IN_RNR);
+	assert_int_equal(F.nframes, 1);
+	expect_aeth(0, ROCE_RC_ACKNOWLEDGE, 7, roce_syn_rnr(RNR_TIMER), 0);
+	assert_int_equal(q.epsn, 7);
+	assert_false(roce_rc_resp_in_error(&q));
+	/* WRITE with immediate: no memory written before the receive is there */
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, 7, 16, 0x1000, 0x100000, 16),
+			 ROCE_RC_IN_RNR);
+	assert_int_equal(F.mr[0].buf[0], 0);
+	expect_aeth(1, ROCE_RC_ACKNOWLEDGE, 7, roce_syn_rnr(RNR_TIMER), 0);
+	/* the requester retries after posting */
+	post_recv(64);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 7, 16), ROCE_RC_IN_EXECUTED);
+	expect_ack(2, 7, 1);
+	assert_memory_equal(F.rq_buf[0], payload_src, 16);
+	assert_int_equal(q.epsn, 8);
+	/* a multi-packet WRITE with immediate: RNR on its LAST keeps the WRITE going */
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_WRITE_FIRST, 8, MTU, 0x1000, 0x100000, MTU + 8), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE, 9, 8), ROCE_RC_IN_RNR);
+	post_recv(0);
+	assert_int_equal(feed_op(&q, ROCE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE, 9, 8), ROCE_RC_IN_EXECUTED);
+	assert_memory_equal(F.mr[0].buf, payload_src, MTU);
+	assert_memory_equal(F.mr[0].buf + MTU, payload_src, 8);
+	assert_int_equal(F.cqe[1].c.byte_len, MTU + 8);
+	assert_int_equal(q.msn, 2);
+}
+
+/* ---- fatal errors ---- */
+
+static void test_bad_rkey(void **state)
+{
+	struct roce_rc_resp q;
+
+	(void)state;
+	setup_qp(&q, 40);
+	post_recv(64);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_WRITE_ONLY, 40, 8, 0xbad, 0x100000, 8), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(0, 40, ROCE_NAK_REM_ACCESS_ERR, 0);
+	assert_true(roce_rc_resp_in_error(&q));
+	/* later packets are dropped, whatever their PSN */
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 40, 4), ROCE_RC_IN_ERR_DROP);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 41, 4), ROCE_RC_IN_ERR_DROP);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 39, 4), ROCE_RC_IN_ERR_DROP);
+	assert_int_equal(F.nframes, 1);
+	assert_int_equal(F.taken, 0);
+	/* in range of the region at the FIRST, out of it at the MIDDLE */
+	setup_qp(&q, 0);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_WRITE_FIRST, 0, MTU, 0x1000, 0x100000 + MR_LEN - MTU, 3 * MTU),
+			 ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_RC_RDMA_WRITE_MIDDLE, 1, MTU), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(0, 1, ROCE_NAK_REM_ACCESS_ERR, 0);
+	/* WRITE with immediate into a bad key: the receive it took completes in error */
+	setup_qp(&q, 0);
+	post_recv(0);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, 0, 8, 0xbad, 0, 8), ROCE_RC_IN_FATAL_NAK);
+	assert_int_equal(F.ncqe, 1);
+	assert_int_equal(F.cqe[0].c.status, ROCE_RC_WC_LOC_ACCESS_ERR);
+}
+
+static void test_opcode_sequence(void **state)
+{
+	struct roce_rc_resp q;
+
+	(void)state;
+	/* MIDDLE without FIRST */
+	setup_qp(&q, 3);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_MIDDLE, 3, MTU), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(0, 3, ROCE_NAK_INVALID_REQ, 0);
+	assert_true(roce_rc_resp_in_error(&q));
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 3, 0), ROCE_RC_IN_ERR_DROP);
+	setup_qp(&q, 3);
+	assert_int_equal(feed_op(&q, ROCE_RC_RDMA_WRITE_LAST, 3, 4), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(0, 3, ROCE_NAK_INVALID_REQ, 0);
+	/* a WRITE MIDDLE inside a SEND: the SEND's receive completes in error */
+	setup_qp(&q, 3);
+	post_recv(RQ_BUF);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_FIRST, 3, MTU), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_RC_RDMA_WRITE_MIDDLE, 4, MTU), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(0, 4, ROCE_NAK_INVALID_REQ, 0);
+	assert_int_equal(F.ncqe, 1);
+	assert_int_equal(F.cqe[0].c.status, ROCE_RC_WC_LOC_QP_OP_ERR);
+	assert_int_equal(F.cqe[0].c.byte_len, MTU);
+	/* a new ONLY while a SEND is in progress, and a READ while a WRITE is */
+	setup_qp(&q, 3);
+	post_recv(RQ_BUF);
+	post_recv(RQ_BUF);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_FIRST, 3, MTU), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 4, 4), ROCE_RC_IN_FATAL_NAK);
+	assert_int_equal(F.taken, 1);
+	setup_qp(&q, 3);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_WRITE_FIRST, 3, MTU, 0x1000, 0x100000, 2 * MTU), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_READ_REQUEST, 4, 0, 0x1000, 0x100000, 8), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(0, 4, ROCE_NAK_INVALID_REQ, 0);
+}
+
+static void test_send_too_long(void **state)
+{
+	struct roce_rc_resp q;
+
+	(void)state;
+	setup_qp(&q, 0);
+	post_recv(100);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 0, 200), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(0, 0, ROCE_NAK_INVALID_REQ, 0);
+	assert_int_equal(F.ncqe, 1);
+	assert_int_equal(F.cqe[0].c.status, ROCE_RC_WC_LOC_LEN_ERR);
+	assert_int_equal(F.cqe[0].c.byte_len, 0);
+	assert_true(roce_rc_resp_in_error(&q));
+	/* overflowing at the second packet: the bytes placed before it are reported */
+	setup_qp(&q, 0);
+	post_recv(MTU + 10);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_FIRST, 0, MTU), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_MIDDLE, 1, MTU), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(0, 1, ROCE_NAK_INVALID_REQ, 0);
+	assert_int_equal(F.cqe[0].c.status, ROCE_RC_WC_LOC_LEN_ERR);
+	assert_int_equal(F.cqe[0].c.byte_len, MTU);
+}
+
+static void test_pkey_and_foreign_opcodes(void **state)
+{
+	struct roce_rc_resp q;
+	struct roce_frame_desc d;
+
+	(void)state;
+	setup_qp(&q, 0);
+	post_recv(64);
+	d = req(ROCE_RC_SEND_ONLY, 0, 4);
+	d.pkey = 0x7fff;       /* limited member of the default partition: matches our full 0xffff */
+	assert_int_equal(feed(&q, &d), ROCE_RC_IN_EXECUTED);
+	d = req(ROCE_RC_SEND_ONLY, 1, 4);
+	d.pkey = 0x8001;
+	assert_int_equal(feed(&q, &d), ROCE_RC_IN_PKEY_DROP);
+	assert_int_equal(feed_op(&q, ROCE_RC_ACKNOWLEDGE, 1, 0), ROCE_RC_IN_NOT_REQUEST);
+	assert_int_equal(feed_op(&q, ROCE_RC_RDMA_READ_RESPONSE_ONLY, 1, 8), ROCE_RC_IN_NOT_REQUEST);
+	assert_int_equal(feed_op(&q, ROCE_UD_SEND_ONLY, 1, 8), ROCE_RC_IN_NOT_REQUEST);
+	assert_int_equal(F.nframes, 1);
+	assert_int_equal(q.epsn, 1);
+	/* the owner's own move to error flushes a receive in progress */
+	post_recv(RQ_BUF);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_FIRST, 1, MTU), ROCE_RC_IN_EXECUTED);
+	roce_rc_resp_set_error(&q);
+	assert_int_equal(F.cqe[1].c.status, ROCE_RC_WC_FLUSH_ERR);
+	assert_int_equal(F.cqe[1].c.byte_len, MTU);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_LAST, 2, 4), ROCE_RC_IN_ERR_DROP);
+	/* responses still go to the requester side */
+	assert_int_equal(feed_op(&q, ROCE_RC_ACKNOWLEDGE, 1, 0), ROCE_RC_IN_NOT_REQUEST);
+}
+
+static void test_init_and_names(void **state)
+{
+	struct roce_rc_resp q;
+	struct roce_rc_ops ops = fake_ops;
+	struct roce_rc_resp_cfg cfg = { .ops = &fake_ops, .pmtu = 1024 };
+
+	(void)state;
+	assert_int_equal(roce_rc_resp_init(&q, &cfg), 0);
+	assert_int_equal(q.ttl, 64);
+	cfg.pmtu = 1000;
+	assert_int_equal(roce_rc_resp_init(&q, &cfg), -EINVAL);
+	cfg.pmtu = 256;
+	cfg.epsn = 0x1000000;
+	assert_int_equal(roce_rc_resp_init(&q, &cfg), -EINVAL);
+	cfg.epsn = 0;
+	cfg.rqpn = 0x1000000;
+	assert_int_equal(roce_rc_resp_init(&q, &cfg), -EINVAL);
+	cfg.rqpn = 0;
+	cfg.min_rnr_timer = 32;
+	assert_int_equal(roce_rc_resp_init(&q, &cfg), -EINVAL);
+	cfg.min_rnr_timer = 0;
+	ops.atomic = NULL;
+	cfg.ops = &ops;
+	assert_int_equal(roce_rc_resp_init(&q, &cfg), -EINVAL);
+	for (int i = 0; i < ROCE_RC_IN_NUM; i++) {
+		assert_string_not_equal(roce_rc_in_name((enum roce_rc_in)i), "unknown");
+		for (int j = 0; j < i; j++)
+			assert_string_not_equal(roce_rc_in_name((enum roce_rc_in)i), roce_rc_in_name((enum roce_rc_in)j));
+	}
+	for (int i = 0; i < ROCE_RC_WC_NUM; i++)
+		assert_string_not_equal(roce_rc_wc_name((enum roce_rc_wc)i), "unknown");
+	assert_string_equal(roce_rc_in_name(ROCE_RC_IN_NUM), "unknown");
+	assert_string_equal(roce_rc_wc_name((enum roce_rc_wc)-1), "unknown");
+}
+
+/* ---- random packets ---- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd(uint32_t n)
+{
+	/* xorshift64*: fixed seed, so a failure reproduces */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return (uint32_t)((rng_state * 0x2545f4914f6cdd1dull) >> 32) % n;
+}
+
+static const uint8_t rc_requests[] = {
+	ROCE_RC_SEND_FIRST, ROCE_RC_SEND_MIDDLE, ROCE_RC_SEND_LAST, ROCE_RC_SEND_LAST_WITH_IMMEDIATE,
+	ROCE_RC_SEND_ONLY, ROCE_RC_SEND_ONLY_WITH_IMMEDIATE, ROCE_RC_RDMA_WRITE_FIRST, ROCE_RC_RDMA_WRITE_MIDDLE,
+	ROCE_RC_RDMA_WRITE_LAST, ROCE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE, ROCE_RC_RDMA_WRITE_ONLY,
+	ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, ROCE_RC_RDMA_READ_REQUEST, ROCE_RC_COMPARE_SWAP, ROCE_RC_FETCH_ADD,
+	ROCE_RC_SEND_LAST_WITH_INVALIDATE, ROCE_RC_SEND_ONLY_WITH_INVALIDATE,
+	/* not requests: must be passed over */
+	ROCE_RC_ACKNOWLEDGE, ROCE_RC_RDMA_READ_RESPONSE_MIDDLE, ROCE_UD_SEND_ONLY,
+};
+
+static const uint8_t rc_new[] = {
+	ROCE_RC_SEND_FIRST, ROCE_RC_SEND_ONLY, ROCE_RC_SEND_ONLY_WITH_IMMEDIATE, ROCE_RC_SEND_ONLY_WITH_INVALIDATE,
+	ROCE_RC_RDMA_WRITE_FIRST, ROCE_RC_RDMA_WRITE_ONLY, ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+	ROCE_RC_RDMA_READ_REQUEST, ROCE_RC_COMPARE_SWAP, ROCE_RC_FETCH_ADD,
+};
+static const uint8_t rc_send_next[] = {
+	ROCE_RC_SEND_MIDDLE, ROCE_RC_SEND_LAST, ROCE_RC_SEND_LAST_WITH_IMMEDIATE, ROCE_RC_SEND_LAST_WITH_INVALIDATE,
+};
+static const uint8_t rc_write_next[] = {
+	ROCE_RC_RDMA_WRITE_MIDDLE, ROCE_RC_RDMA_WRITE_LAST, ROCE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE,
+};
+
+static uint64_t rnd_va(void)
+{
+	static const uint64_t base[] = { 0x100000, 0x200000, 0x300000, 0, UINT64_MAX - 64 };
+	uint64_t b = base[rnd(5)];
+
+	return rnd(4) == 0 ? b + rnd(MR_LEN + 512) : b + 8 * rnd(MR_LEN / 8);
+}
+
+/*
+ * Valid-by-roce_parse packets of every RC request (and a few that are not),
+ * PSNs around ePSN and at random, keys good and bad, receives posted now and
+ * then: nothing may crash or trip the sanitizers, every frame sent must parse
+ * (f_send_frame checks it), the QP is re-created when it reaches error, and
+ * ePSN only moves on an executed packet.
+ */
+static void test_random_packets(void **state)
+{
+	struct roce_rc_resp q;
+	unsigned counts[ROCE_RC_IN_NUM] = { 0 };
+
+	(void)state;
+	fill_payload(9);
+	setup_qp(&q, rnd(1u << 24));
+	F.ring = true;
+	for (unsigned iter = 0; iter < 40000; iter++) {
+		uint8_t opcode = rc_requests[rnd(sizeof(rc_requests))];
+		const struct roce_opcode_info *op;
+		struct roce_frame_desc d;
+		uint32_t plen = 0, epsn = q.epsn, msn = q.msn, psn;
+		enum roce_rc_in v;
+
+		/* half the time an opcode that may legally follow, so that messages get executed */
+		if (rnd(2)) {
+			if (q.cur == ROCE_RC_CUR_SEND)
+				opcode = rc_send_next[rnd(sizeof(rc_send_next))];
+			else if (q.cur == ROCE_RC_CUR_WRITE)
+				opcode = rc_write_next[rnd(sizeof(rc_write_next))];
+			else
+				opcode = rc_new[rnd(sizeof(rc_new))];
+		}
+		op = roce_opcode_info(opcode);
+		if (op->payload) {
+			if (op->seg == ROCE_SEG_FIRST || op->seg == ROCE_SEG_MIDDLE)
+				plen = MTU;
+			else
+				plen = rnd(4) == 0 ? MTU : rnd(64);
+		}
+		switch (rnd(8)) {
+		case 0:
+			psn = rnd(1u << 24);
+			break;
+		case 1:
+			psn = epsn - 1 - rnd(40);
+			break;
+		case 2:
+			psn = epsn + 1 + rnd(4);
+			break;
+		default:
+			psn = epsn;
+		}
+		d = req(opcode, psn, plen);
+		d.ackreq = rnd(2);
+		d.pkey = rnd(50) == 0 ? 0x1234 : PKEY;
+		d.reth.rkey = 0x1000 + rnd(4);
+		d.reth.va = rnd_va();
+		d.reth.len = rnd(8) == 0 ? rnd(UINT32_MAX) : rnd(4 * MTU);
+		d.atomic.rkey = 0x1000 + rnd(4);
+		d.atomic.va = rnd_va();
+		d.atomic.swap_add = rnd(100);
+		d.atomic.compare = rnd(100);
+		d.imm = rnd(UINT32_MAX);
+		d.ieth_rkey = rnd(8);
+		F.invalidate_fails = rnd(20) == 0;
+		if (rnd(3) == 0 && F.posted < RQ_MAX)
+			post_recv(rnd(RQ_BUF + 1));
+		v = feed(&q, &d);
+		assert_true((unsigned)v < ROCE_RC_IN_NUM);
+		counts[v]++;
+		if (v != ROCE_RC_IN_EXECUTED) {
+			assert_int_equal(q.epsn, epsn);
+			assert_int_equal(q.msn, msn);
+		}
+		else
+			assert_true(roce_psn_diff(q.epsn, epsn) > 0);
+		/* a QP in error stays a while (its drops are part of the mix), then a fresh one */
+		if ((roce_rc_resp_in_error(&q) && rnd(3) == 0) || F.posted == RQ_MAX) {
+			uint32_t e = rnd(1u << 24);
+
+			if (!roce_rc_resp_in_error(&q))
+				roce_rc_resp_set_error(&q);
+			setup_qp(&q, e);
+			F.ring = true;
+		}
+	}
+	/* the mix reached every verdict a packet can have */
+	for (unsigned i = 0; i < ROCE_RC_IN_NUM; i++) {
+		print_message("%-12s %u\n", roce_rc_in_name((enum roce_rc_in)i), counts[i]);
+		assert_true(counts[i] > 0);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_send_only),
+		cmocka_unit_test(test_send_multi_imm),
+		cmocka_unit_test(test_send_with_invalidate),
+		cmocka_unit_test(test_write_only),
+		cmocka_unit_test(test_write_multi_imm),
+		cmocka_unit_test(test_write_longer_than_reth),
+		cmocka_unit_test(test_read),
+		cmocka_unit_test(test_read_bad_rkey),
+		cmocka_unit_test(test_atomics),
+		cmocka_unit_test(test_atomic_errors),
+		cmocka_unit_test(test_duplicate_send),
+		cmocka_unit_test(test_duplicate_read),
+		cmocka_unit_test(test_out_of_order),
+		cmocka_unit_test(test_psn_wrap),
+		cmocka_unit_test(test_ring_window),
+		cmocka_unit_test(test_rnr),
+		cmocka_unit_test(test_bad_rkey),
+		cmocka_unit_test(test_opcode_sequence),
+		cmocka_unit_test(test_send_too_long),
+		cmocka_unit_test(test_pkey_and_foreign_opcodes),
+		cmocka_unit_test(test_init_and_names),
+		cmocka_unit_test(test_random_packets),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
