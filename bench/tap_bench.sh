@@ -108,12 +108,12 @@ best GET http://10.77.0.2:8099/obj; get_ng=$BEST
 ratio=$(awk -v p="$put_s3" -v m="$md5" 'BEGIN{printf "%.2f", (m>0)?p/m:0}')
 cpu_ratio=$(awk -v p="$put_min" -v m="$md5_ms" 'BEGIN{printf "%.2f", (p>0)?m/p:0}')
 get_ratio=$(awk -v s="$get_s3" -v n="$get_ng" 'BEGIN{printf "%.2f", (n>0)?s/n:0}')
-printf '%-4s %-34s %8s  %s\n' op path GB/s "server CPU per 64 MiB (least-most of three)"
+printf '%-4s %-34s %8s  %s\n' op path GB/s "server CPU per 64 MiB, all threads (least-most of three)"
 printf '%-4s %-34s %8s  %s\n' GET "S3 endpoint over TAP" "$get_s3" "${get_ms} ms" GET "nginx over veth" "$get_ng" ""
 printf '%-4s %-34s %8s  %s\n' PUT "S3 endpoint over TAP" "$put_s3" "${put_ms} ms" PUT "nginx over veth (DAV, tmpfs)" "$put_ng" ""
 printf '%-4s %-34s %8s  %s\n' MD5 "OpenSSL, one core, 64 MiB" "$md5" "${md5_ms} ms"
 printf '%-39s %8s  %s\n' "S3 GET / nginx GET (goal >= 1.0)" "$get_ratio" ""
-printf '%-39s %8s  %s\n' "S3 PUT / MD5 (goal >= 0.8)" "$ratio" "$cpu_ratio (MD5 time / least server CPU time)"
+printf '%-39s %8s  %s\n' "S3 PUT / MD5 (goal >= 0.8)" "$ratio" "$cpu_ratio (MD5 time / least server CPU time, both threads: not a bound on the ratio)"
 if [ -n "$CSV" ]; then
 	{ echo "op,path,gbps,server_cpu_ms_range"; echo "GET,tap-s3,$get_s3,$get_ms"; echo "GET,veth-nginx,$get_ng,"
 	  echo "PUT,tap-s3,$put_s3,$put_ms"; echo "PUT,veth-nginx,$put_ng,"; echo "MD5,openssl-one-core,$md5,$md5_ms"
