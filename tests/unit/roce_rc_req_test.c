@@ -1126,6 +1126,128 @@ static void test_random_lossy(void **state)
 	assert_true(L->dropped > 0 && L->req.retransmits > 0 && L->req.stats[ROCE_RC_REQ_IN_STALE] > 0);
 }
 
+/* SEND with invalidate and the solicited bit; a SEND too long for its receive is an invalid request NAK. */
+static void test_send_inv_and_inv_req(void **state)
+{
+	struct roce_rc_req_wr wr = { .wr_id = 0, .op = ROCE_RC_REQ_SEND_INV, .signaled = true, .solicited = true,
+				     .len = 300, .inv_rkey = 0x5150 };
+	struct roce_pkt p;
+
+	(void)state;
+	setup(40);
+	post_recv(RQ_BUF);
+	post_recv(100);
+	fill(0, 300, 1);
+	L->wr_op[0] = ROCE_RC_REQ_SEND_INV;
+	assert_int_equal(roce_rc_req_post(&L->req, &wr), 0);
+	assert_int_equal(post(1, ROCE_RC_REQ_SEND, 200, 0), 0);        /* the receive holds 100 */
+	assert_int_equal(post(2, ROCE_RC_REQ_SEND, 1, 0), 0);
+	assert_int_equal(roce_rc_req_pump(&L->req, 2, 0), 2);
+	/* SEND FIRST, then SEND LAST WITH INVALIDATE carrying SE and the IETH */
+	assert_int_equal(roce_parse(L->q[1].f[1], L->q[1].len[1], MTU, &p), ROCE_OK);
+	assert_int_equal(p.bth->opcode, ROCE_RC_SEND_LAST_WITH_INVALIDATE);
+	assert_true(roce_bth_se(p.bth));
+	assert_int_equal(be32_get(p.ieth->rkey), 0x5150);
+	assert_int_equal(roce_parse(L->q[1].f[0], L->q[1].len[0], MTU, &p), ROCE_OK);
+	assert_false(roce_bth_se(p.bth));
+	run();
+	assert_int_equal(L->ncomp, 3);
+	expect_comp(0, 0, ROCE_RC_REQ_WC_SUCCESS, 300);
+	expect_comp(1, 1, ROCE_RC_REQ_WC_REM_INV_REQ_ERR, 0);
+	expect_comp(2, 2, ROCE_RC_REQ_WC_FLUSH_ERR, 0);
+	assert_true(L->rcqe[0].has_inv && L->rcqe[0].inv_rkey == 0x5150);
+	assert_int_equal(L->rcqe[1].status, ROCE_RC_WC_LOC_LEN_ERR);
+}
+
+/* A lost ATOMIC ACKNOWLEDGE: the next ACK implies it, the atomic goes again, the saved value comes back. */
+static void test_drop_atomic_ack(void **state)
+{
+	uint64_t v = 40;
+
+	(void)state;
+	setup(9);
+	memcpy(L->mr + 8, &v, 8);
+	assert_int_equal(post(0, ROCE_RC_REQ_FETCH_ADD, 0, 8), 0);
+	assert_int_equal(post(1, ROCE_RC_REQ_WRITE, 4, 100), 0);
+	L->drop = drop_resp_n;
+	L->drop_arg = 0;
+	run();
+	assert_int_equal(L->ncomp, 2);
+	expect_comp(0, 0, ROCE_RC_REQ_WC_SUCCESS, 8);
+	assert_int_equal(L->comp[0].orig, 40);
+	memcpy(&v, L->mr + 8, 8);
+	assert_int_equal(v, 40);        /* post() adds swap_add 0: executed once all the same */
+	assert_int_equal(L->req.stats[ROCE_RC_REQ_IN_IMPLIED_NAK], 1);
+	assert_int_equal(L->resp.stats[ROCE_RC_IN_DUPLICATE], 2);      /* the atomic and the WRITE again */
+	assert_int_equal(L->req.timeouts, 0);
+}
+
+/* Timeout code 0: no local ACK timer; a lost ACK then waits for the owner (or a later ACK). */
+static void test_no_timer(void **state)
+{
+	struct roce_rc_req_cfg rc = req_cfg(0);
+
+	(void)state;
+	rc.timeout = 0;
+	setup_with(&rc);
+	post_recv(RQ_BUF);
+	post_recv(RQ_BUF);
+	assert_int_equal(post(0, ROCE_RC_REQ_SEND, 4, 0), 0);
+	L->drop = drop_resp_n;
+	L->drop_arg = 0;
+	run();
+	assert_int_equal(L->ncomp, 0);
+	assert_int_equal(roce_rc_req_next_deadline(&L->req), UINT64_MAX);
+	/* the next message's ACK acknowledges both */
+	assert_int_equal(post(1, ROCE_RC_REQ_SEND, 4, 0), 0);
+	run();
+	assert_int_equal(L->ncomp, 2);
+	expect_comp(0, 0, ROCE_RC_REQ_WC_SUCCESS, 4);
+	expect_comp(1, 1, ROCE_RC_REQ_WC_SUCCESS, 4);
+}
+
+/* Error NAK codes the responder here never sends, and a reserved syndrome. */
+static void test_nak_codes(void **state)
+{
+	static const struct { uint8_t syn; enum roce_rc_req_wc wc; } cases[] = {
+		{ 0x60 | ROCE_NAK_REM_OP_ERR, ROCE_RC_REQ_WC_REM_OP_ERR },
+		{ 0x60 | ROCE_NAK_INVALID_RD_REQ, ROCE_RC_REQ_WC_REM_INV_RD_REQ_ERR },
+		{ 0x60 | ROCE_NAK_INVALID_REQ, ROCE_RC_REQ_WC_REM_INV_REQ_ERR },
+		{ 0x60 | ROCE_NAK_REM_ACCESS_ERR, ROCE_RC_REQ_WC_REM_ACCESS_ERR },
+		{ 0x60 | 9, ROCE_RC_REQ_WC_BAD_RESP_ERR },
+		{ 0x40, ROCE_RC_REQ_WC_BAD_RESP_ERR },
+	};
+	struct roce_frame_desc d = {
+		.dst_mac = { 0x02, 0, 0, 0, 0, 0x01 }, .src_mac = { 0x02, 0, 0, 0, 0, 0x02 },
+		.src_ip = 0x0a000002, .dst_ip = 0x0a000001, .ttl = 64, .sport = 1,
+		.opcode = ROCE_RC_ACKNOWLEDGE, .pkey = PKEY, .dqpn = REQ_QPN, .psn = 21,
+	};
+	uint8_t f[FCAP];
+	struct roce_pkt p;
+	size_t len;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		setup(20);
+		assert_int_equal(post(0, ROCE_RC_REQ_WRITE, 4, 0), 0);     /* 20 */
+		assert_int_equal(post(1, ROCE_RC_REQ_WRITE, 4, 0), 0);     /* 21: the one NAKed */
+		assert_int_equal(post(2, ROCE_RC_REQ_WRITE, 4, 0), 0);     /* 22 */
+		assert_int_equal(roce_rc_req_pump(&L->req, 8, 0), 3);
+		d.aeth.syndrome = cases[i].syn;
+		assert_int_equal(roce_build(&d, f, sizeof(f), &len), ROCE_OK);
+		assert_int_equal(roce_parse(f, len, MTU, &p), ROCE_OK);
+		assert_int_equal(roce_rc_req_input(&L->req, &p, 0), ROCE_RC_REQ_IN_FATAL);
+		assert_int_equal(L->ncomp, 3);
+		/* a NAK's PSN acknowledges the ones before it; a reserved syndrome kind says nothing of them */
+		if (roce_aeth_kind(cases[i].syn) == ROCE_AETH_KIND_NAK)
+			expect_comp(0, 0, ROCE_RC_REQ_WC_SUCCESS, 4);
+		else
+			expect_comp(0, 0, ROCE_RC_REQ_WC_FLUSH_ERR, 0);
+		expect_comp(1, 1, cases[i].wc, 0);
+		expect_comp(2, 2, ROCE_RC_REQ_WC_FLUSH_ERR, 0);
+	}
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -1158,6 +1280,10 @@ int main(void)
 		cmocka_unit_test(test_max_rd_atomic),
 		cmocka_unit_test(test_post_limits_init_names),
 		cmocka_unit_test(test_odd_responses),
+		cmocka_unit_test(test_send_inv_and_inv_req),
+		cmocka_unit_test(test_drop_atomic_ack),
+		cmocka_unit_test(test_no_timer),
+		cmocka_unit_test(test_nak_codes),
 		cmocka_unit_test(test_random_lossy),
 	};
 
