@@ -90,6 +90,8 @@ struct link {
 	/* responder owner */
 	uint8_t mr[MR_LEN];
 	uint32_t rq_cap[RQ_MAX];
+	unsigned rq_ready;              /* receives prepared; posted lags behind them when lazy */
+	bool lazy;                      /* post prepared receives one at a time, at random turns (RNR) */
 	uint8_t rq_buf[RQ_MAX][RQ_BUF];
 	unsigned posted, taken;
 	struct roce_rc_recv_cqe rcqe[RQ_MAX];
@@ -236,6 +238,8 @@ static void run_until(uint64_t tmax)
 		bool busy = roce_rc_req_pump(&L->req, 8, L->now) > 0;
 
 		assert_true(L->req.rd_out <= L->req.cfg.max_rd_atomic);
+		if (L->lazy && L->posted < L->rq_ready && rnd(8) == 0)
+			L->posted++;
 		while (L->q[1].n > 0) {
 			deliver(true);
 			busy = true;
@@ -429,8 +433,10 @@ static void setup(uint32_t psn)
 
 static void post_recv(uint32_t cap)
 {
-	assert_true(L->posted < RQ_MAX && cap <= RQ_BUF);
-	L->rq_cap[L->posted++] = cap;
+	assert_true(L->rq_ready < RQ_MAX && cap <= RQ_BUF);
+	L->rq_cap[L->rq_ready++] = cap;
+	if (!L->lazy)
+		L->posted = L->rq_ready;
 }
 
 static void fill(uint64_t wr_id, uint32_t len, unsigned seed)
@@ -1004,8 +1010,11 @@ static void test_random_lossy(void **state)
 	unsigned sends = 0;
 	unsigned kinds[ROCE_RC_REQ_OP_NUM] = { 0 };
 
+	struct roce_rc_req_cfg rc = req_cfg(0xfff000);
+
 	(void)state;
-	setup(0xfff000);
+	rc.ackreq_every = 3;    /* partial ACKs in long messages too */
+	setup_with(&rc);
 	L->p_drop = LOSSY_DROP;
 	L->p_dup = 20;
 	L->p_reorder = 30;
@@ -1016,6 +1025,8 @@ static void test_random_lossy(void **state)
 
 		memset(L->wr_done, 0, sizeof(L->wr_done));
 		L->ncomp = 0;
+		/* every third round the receives trickle in, so RNR NAKs mix with the losses */
+		L->lazy = r % 3 == 2;
 		for (unsigned i = 0; i < BATCH; i++) {
 			struct roce_rc_req_wr wr = { .wr_id = i, .rkey = RKEY };
 
@@ -1110,20 +1121,24 @@ static void test_random_lossy(void **state)
 			assert_int_equal(L->rcqe_h[i], i);
 		}
 		/* the receive FIFO is reused from the start each round */
-		L->posted = L->taken = L->nrcqe = 0;
+		assert_int_equal(L->posted, L->rq_ready);
+		L->posted = L->taken = L->nrcqe = L->rq_ready = 0;
 		sends = 0;
 	}
 	memcpy(&counter, L->mr, 8);
 	assert_int_equal(counter, fa_count);
 	for (unsigned i = 0; i < ROCE_RC_REQ_OP_NUM; i++)
 		assert_true(kinds[i] > 0);
-	print_message("dropped %u, retransmits %llu, timeouts %llu, seq-nak %llu, implied %llu, echo %llu, stale %llu\n",
-		      L->dropped, (unsigned long long)L->req.retransmits, (unsigned long long)L->req.timeouts,
+	print_message("dropped %u, retransmits %llu, timeouts %llu, rnr %llu, seq-nak %llu, implied %llu, echo %llu, "
+		      "stale %llu\n", L->dropped, (unsigned long long)L->req.retransmits, (unsigned long long)L->req.timeouts,
+		      (unsigned long long)L->req.stats[ROCE_RC_REQ_IN_RNR_NAK],
 		      (unsigned long long)L->req.stats[ROCE_RC_REQ_IN_SEQ_NAK],
 		      (unsigned long long)L->req.stats[ROCE_RC_REQ_IN_IMPLIED_NAK],
 		      (unsigned long long)L->req.stats[ROCE_RC_REQ_IN_ECHO],
 		      (unsigned long long)L->req.stats[ROCE_RC_REQ_IN_STALE]);
 	assert_true(L->dropped > 0 && L->req.retransmits > 0 && L->req.stats[ROCE_RC_REQ_IN_STALE] > 0);
+	assert_true(L->req.stats[ROCE_RC_REQ_IN_RNR_NAK] > 0 && L->req.stats[ROCE_RC_REQ_IN_SEQ_NAK] > 0 &&
+		    L->req.stats[ROCE_RC_REQ_IN_IMPLIED_NAK] > 0 && L->req.timeouts > 0);
 }
 
 /* SEND with invalidate and the solicited bit; a SEND too long for its receive is an invalid request NAK. */
