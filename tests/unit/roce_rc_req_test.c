@@ -24,7 +24,8 @@
 #include "fabric/roce_rc.h"
 #include "fabric/roce_rc_req.h"
 
-#define MTU 256
+#define MTU 256                 /* the tests' path MTU, except test_mtu_1024 */
+#define LMTU (L->req.cfg.pmtu)   /* the link's: the requester's configuration */
 #define REQ_QPN 0x000111
 #define RESP_QPN 0x000222
 #define PKEY 0xffff
@@ -38,7 +39,7 @@
 #define LBUF 4096
 #define RQ_MAX 1024
 #define RQ_BUF 4096
-#define FCAP 512                /* every frame at a 256-byte MTU fits */
+#define FCAP 1200               /* every frame at a 1024-byte MTU fits */
 #define QLEN 2048
 
 /* the lossy link's seed and per-mille rates (overridable to explore; the test runs with these) */
@@ -165,7 +166,7 @@ static void req_send_frame(void *ctx, const uint8_t *frame, size_t len)
 	uint32_t psn;
 
 	(void)ctx;
-	assert_int_equal(roce_parse(frame, len, MTU, &p), ROCE_OK);
+	assert_int_equal(roce_parse(frame, len, LMTU, &p), ROCE_OK);
 	assert_true(p.op->request);
 	assert_int_equal(roce_bth_dqpn(p.bth), RESP_QPN);
 	assert_int_equal(roce_bth_pkey(p.bth), PKEY);
@@ -186,7 +187,7 @@ static void req_send_frame(void *ctx, const uint8_t *frame, size_t len)
 		if (p.bth->opcode == ROCE_RC_RDMA_READ_REQUEST) {
 			uint32_t rl = be32_get(p.reth->dma_len);
 
-			n = rl == 0 ? 1 : (rl + MTU - 1) / MTU;
+			n = rl == 0 ? 1 : (rl + LMTU - 1) / LMTU;
 		}
 		if (p.bth->opcode == ROCE_RC_RDMA_READ_REQUEST || p.bth->opcode == ROCE_RC_COMPARE_SWAP ||
 		    p.bth->opcode == ROCE_RC_FETCH_ADD) {
@@ -206,7 +207,7 @@ static void resp_send_frame(void *ctx, const uint8_t *frame, size_t len)
 	struct roce_pkt p;
 
 	(void)ctx;
-	assert_int_equal(roce_parse(frame, len, MTU, &p), ROCE_OK);
+	assert_int_equal(roce_parse(frame, len, LMTU, &p), ROCE_OK);
 	assert_false(p.op->request);
 	assert_int_equal(roce_bth_dqpn(p.bth), REQ_QPN);
 	assert_int_equal(be32_get(p.ip->dst), 0x0a000001);
@@ -224,7 +225,7 @@ static void deliver(bool to_resp)
 	memcpy(f, q->f[q->head], len);
 	q->head = (q->head + 1) % QLEN;
 	q->n--;
-	assert_int_equal(roce_parse(f, len, MTU, &p), ROCE_OK);
+	assert_int_equal(roce_parse(f, len, LMTU, &p), ROCE_OK);
 	if (to_resp)
 		(void)roce_rc_resp_input(&L->resp, &p);
 	else
@@ -412,7 +413,7 @@ static struct roce_rc_req_cfg req_cfg(uint32_t psn)
 static void setup_with(const struct roce_rc_req_cfg *rc)
 {
 	struct roce_rc_resp_cfg c = {
-		.ops = &resp_ops, .ctx = NULL, .rqpn = REQ_QPN, .epsn = rc->sq_psn, .pkey = PKEY, .pmtu = MTU,
+		.ops = &resp_ops, .ctx = NULL, .rqpn = REQ_QPN, .epsn = rc->sq_psn, .pkey = PKEY, .pmtu = rc->pmtu,
 		.min_rnr_timer = RNR_TIMER, .sport = 0xbeef,
 	};
 
@@ -1263,6 +1264,44 @@ static void test_nak_codes(void **state)
 	}
 }
 
+/* A 1024-byte path MTU: segmentation, READ responses and a lost one at another size. */
+static void test_mtu_1024(void **state)
+{
+	struct roce_rc_req_cfg rc = req_cfg(0xfffffe);
+
+	(void)state;
+	rc.pmtu = 1024;
+	setup_with(&rc);
+	post_recv(RQ_BUF);
+	fill(0, 2560, 1);
+	fill(1, 3000, 2);
+	memset(L->lbuf[2], 0, LBUF);
+	assert_int_equal(post(0, ROCE_RC_REQ_SEND_IMM, 2560, 0), 0);   /* 3 packets: 1024 1024 512 */
+	assert_int_equal(post(1, ROCE_RC_REQ_WRITE, 3000, 4096), 0);   /* 3 packets */
+	assert_int_equal(post(2, ROCE_RC_REQ_READ, 3380, 8192), 0);    /* 3.3 MTU: 4 responses */
+	L->drop = drop_resp_n;
+	L->drop_arg = 3;        /* the READ's second response (after the SEND's and WRITE's ACKs) */
+	run();
+	assert_int_equal(L->ncomp, 3);
+	expect_comp(0, 0, ROCE_RC_REQ_WC_SUCCESS, 2560);
+	expect_comp(1, 1, ROCE_RC_REQ_WC_SUCCESS, 3000);
+	expect_comp(2, 2, ROCE_RC_REQ_WC_SUCCESS, 3380);
+	assert_memory_equal(L->rq_buf[0], L->lbuf[0], 2560);
+	assert_memory_equal(L->mr + 4096, L->lbuf[1], 3000);
+	assert_memory_equal(L->lbuf[2], L->mr + 8192, 3380);
+	assert_int_equal(L->opc[0], ROCE_RC_SEND_FIRST);
+	assert_int_equal(L->opc[2], ROCE_RC_SEND_LAST_WITH_IMMEDIATE);
+	assert_int_equal(L->psn[3], 1);                                 /* the WRITE after the wrap */
+	/* the re-request: the READ's PSN 4 + 1, from its second KiB */
+	assert_int_equal(L->opc[6], ROCE_RC_RDMA_READ_REQUEST);
+	assert_int_equal(L->psn[6], 4);
+	assert_int_equal(L->opc[7], ROCE_RC_RDMA_READ_REQUEST);
+	assert_int_equal(L->psn[7], 5);
+	assert_int_equal(L->reth_va[7], MR_VA + 8192 + 1024);
+	assert_int_equal(L->reth_len[7], 3380 - 1024);
+	assert_int_equal(L->req.stats[ROCE_RC_REQ_IN_IMPLIED_NAK], 1);
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -1299,6 +1338,7 @@ int main(void)
 		cmocka_unit_test(test_drop_atomic_ack),
 		cmocka_unit_test(test_no_timer),
 		cmocka_unit_test(test_nak_codes),
+		cmocka_unit_test(test_mtu_1024),
 		cmocka_unit_test(test_random_lossy),
 	};
 
