@@ -61,7 +61,7 @@
 /* The most READs/atomics the config may allow on the wire (the responder's ROCE_RC_RD_RING). */
 #define ROCE_RC_REQ_MAX_RD_ATOMIC ROCE_RC_RD_RING
 
-/* The largest frame the requester sends: WRITE FIRST with RETH... at a 4096-byte MTU, or an atomic. */
+/* Room for any frame the requester sends (WRITE ONLY with RETH, ImmDt and 4096 bytes; an atomic is smaller). */
 #define ROCE_RC_REQ_FRAME_MAX (ROCE_L2L4_LEN + sizeof(struct roce_bth) + sizeof(struct roce_atomiceth) + \
 			       sizeof(struct roce_immdt) + 4096 + 3 + ROCE_ICRC_LEN)
 
