@@ -1377,11 +1377,16 @@ static void gen_roce_rc(void)
 	rc_req(&s, ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, 0, 0, 64, 2, 4096, 64, 0, 0, 0x77);
 	emit(t, "write", &s);
 
-	/* READ of 1000 bytes (4 responses at 256), an empty READ, the first READ again (duplicate) */
+	/*
+	 * READ of 1000 bytes (4 responses at 256), an empty READ, the first READ again (duplicate),
+	 * re-requested from its second response, then from its last with more than one packet left
+	 */
 	rc_hdr(&s, 0, 0x200, 0, 0);
 	rc_req(&s, ROCE_RC_RDMA_READ_REQUEST, 0, 0, 0, 0, 8, 1000, 0, 0, 0);
 	rc_req(&s, ROCE_RC_RDMA_READ_REQUEST, 0, 0, 0, 1, 0, 0, 0, 0, 0);
 	rc_replay(&s, 0);
+	rc_req(&s, ROCE_RC_RDMA_READ_REQUEST, RC_DUP, 3, 0, 0, 8 + 256, 744, 0, 0, 0);
+	rc_req(&s, ROCE_RC_RDMA_READ_REQUEST, RC_DUP, 1, 0, 0, 8, 512, 0, 0, 0);
 	emit(t, "read", &s);
 
 	/* atomics: CMP_SWAP, FETCH_ADD, the FETCH_ADD again (answered from the ring), a misaligned one */
