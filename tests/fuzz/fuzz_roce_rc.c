@@ -30,8 +30,13 @@
  * Invariants (abort() on violation): every frame sent parses at the path
  * MTU, is a response, carries DestQP rqpn and the QP's P_Key; ePSN moves by
  * the packets executed only (a READ: its response count, else 1) and not
- * at all otherwise; the MSN by at most one per executed packet; memory and
- * atomics are touched only by a packet at ePSN; each taken receive completes
+ * at all otherwise; the MSN by one per message completed or READ/atomic
+ * executed; an executed packet is answered as its kind requires (ACK at a
+ * message's end or on AckReq, n READ responses with consecutive PSNs, one
+ * ATOMIC ACKNOWLEDGE), a duplicate SEND/WRITE with an ACK of ePSN - 1;
+ * memory and receive buffers are written only by a packet at ePSN that is
+ * executed (or fails fatally part way), atomics never run for a duplicate;
+ * each taken receive completes
  * once, and between packets exactly the receive of a SEND in progress is
  * outstanding; data is placed in a receive in order and byte_len of a
  * SEND's completion is what was placed (never beyond the buffer); a seq NAK
@@ -83,6 +88,7 @@ static struct fake {
 	uint8_t last_syn, last_opcode;
 	uint32_t last_psn;
 	unsigned naks;
+	unsigned stores;        /* bytes stored: receive writes, memory writes, atomics */
 	/* frames REQ built, for REPLAY */
 	uint8_t hist[HIST][FRAME_MAX];
 	size_t hist_len[HIST];
@@ -116,6 +122,7 @@ static int f_recv_write(void *ctx, uint64_t h, uint32_t off, const void *data, u
 		return -1;
 	memcpy(r->buf + off, data, len);
 	r->placed += len;
+	f->stores++;
 	return 0;
 }
 
@@ -163,6 +170,7 @@ static int f_mem_write(void *ctx, uint32_t rkey, uint64_t va, const void *data, 
 	if (p == NULL)
 		return -1;
 	memcpy(p, data, len);
+	f->stores++;
 	return 0;
 }
 
@@ -200,6 +208,7 @@ static int f_atomic(void *ctx, uint32_t rkey, uint64_t va, bool cmp_swap, uint64
 		v += swap_add;
 	}
 	memcpy(p, &v, 8);
+	f->stores++;
 	return 0;
 }
 
@@ -286,6 +295,7 @@ static void deliver(struct roce_rc_resp *q, const uint8_t *frame, size_t len)
 	F.write_imm = opcode == ROCE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE || opcode == ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE;
 	F.frames = 0;
 	F.naks = 0;
+	F.stores = 0;
 	v = roce_rc_resp_input(q, &p);
 	F.in_input = false;
 
@@ -296,16 +306,38 @@ static void deliver(struct roce_rc_resp *q, const uint8_t *frame, size_t len)
 		CHECK(q->epsn == roce_psn_add(epsn, n));
 		CHECK(q->msn == msn || q->msn == ((msn + 1) & ROCE_AETH_MSN_MASK));
 		CHECK(F.naks == 0);
-		if (opcode == ROCE_RC_RDMA_READ_REQUEST)
-			CHECK(F.frames == n);
-		else
-			CHECK(F.frames <= 1);
+		if (opcode == ROCE_RC_RDMA_READ_REQUEST) {
+			/* n responses, PSNs psn .. psn + n - 1, the READ counted in the MSN */
+			CHECK(F.frames == n && F.last_psn == roce_psn_add(psn, n - 1) &&
+			      F.last_opcode == (n == 1 ? ROCE_RC_RDMA_READ_RESPONSE_ONLY : ROCE_RC_RDMA_READ_RESPONSE_LAST));
+			CHECK(q->msn == ((msn + 1) & ROCE_AETH_MSN_MASK));
+		} else if (opcode == ROCE_RC_COMPARE_SWAP || opcode == ROCE_RC_FETCH_ADD) {
+			CHECK(F.frames == 1 && F.last_opcode == ROCE_RC_ATOMIC_ACKNOWLEDGE && F.last_psn == psn);
+			CHECK(q->msn == ((msn + 1) & ROCE_AETH_MSN_MASK));
+		} else {
+			/* SEND/WRITE: ACK at the end of the message or on AckReq, MSN counts messages */
+			bool last = p.op->seg == ROCE_SEG_LAST || p.op->seg == ROCE_SEG_ONLY;
+
+			CHECK(F.frames == (last || roce_bth_ackreq(p.bth) ? 1u : 0u));
+			if (F.frames)
+				CHECK(F.last_opcode == ROCE_RC_ACKNOWLEDGE && F.last_psn == psn &&
+				      F.last_syn == roce_syn_ack(ROCE_AETH_CREDITS_INVALID));
+			CHECK(q->msn == (last ? (msn + 1) & ROCE_AETH_MSN_MASK : msn));
+		}
 	} else {
 		CHECK(q->epsn == epsn && q->msn == msn);
+		/* only an executed packet stores anything (a fatal one may have placed data first) */
+		if (v != ROCE_RC_IN_FATAL_NAK)
+			CHECK(F.stores == 0);
 	}
 	switch (v) {
 	case ROCE_RC_IN_DUPLICATE:
 		CHECK(roce_psn_diff(psn, epsn) < 0 && !q->error && F.naks == 0);
+		if (opcode == ROCE_RC_COMPARE_SWAP || opcode == ROCE_RC_FETCH_ADD)
+			CHECK(F.frames == 1 && F.last_opcode == ROCE_RC_ATOMIC_ACKNOWLEDGE && F.last_psn == psn);
+		else if (opcode != ROCE_RC_RDMA_READ_REQUEST)
+			CHECK(F.frames == 1 && F.last_opcode == ROCE_RC_ACKNOWLEDGE &&
+			      F.last_psn == roce_psn_add(epsn, ROCE_PSN_MASK));
 		break;
 	case ROCE_RC_IN_RNR:
 		CHECK(psn == epsn && F.frames == 1 && F.last_syn == roce_syn_rnr(F.rnr) && F.last_psn == psn);
