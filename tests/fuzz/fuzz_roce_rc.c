@@ -36,13 +36,13 @@
  * ATOMIC ACKNOWLEDGE), a duplicate SEND/WRITE with an ACK of ePSN - 1;
  * memory and receive buffers are written only by a packet at ePSN that is
  * executed (or fails fatally part way), atomics never run for a duplicate;
- * each taken receive completes
- * once, and between packets exactly the receive of a SEND in progress is
- * outstanding; data is placed in a receive in order and byte_len of a
- * SEND's completion is what was placed (never beyond the buffer); a seq NAK
- * carries ePSN, an RNR NAK the configured timer; after a fatal NAK the QP
- * drops every request. Regions and receive buffers are exact-size heap
- * blocks, so any access outside them is an ASan report.
+ * each taken receive completes once, and between packets exactly the
+ * receive of a SEND in progress is outstanding; data is placed in a
+ * receive in order and byte_len of a SEND's completion is what was placed
+ * (never beyond the buffer); a seq NAK carries ePSN, an RNR NAK the
+ * configured timer; after a fatal NAK the QP drops every request. Regions
+ * and receive buffers are exact-size heap blocks, so any access outside
+ * them is an ASan report.
  */
 #include <stdlib.h>
 
