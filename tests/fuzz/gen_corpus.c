@@ -1298,6 +1298,148 @@ static void gen_roce(void)
 	}
 }
 
+/* ---- fuzz-roce-rc: request streams for one responder QP (layout: fuzz_roce_rc.c) ---- */
+
+/* The target's opcode table, in its order: REQ's opsel is the index. */
+static const uint8_t rc_opcodes[20] = {
+	ROCE_RC_SEND_FIRST, ROCE_RC_SEND_MIDDLE, ROCE_RC_SEND_LAST, ROCE_RC_SEND_LAST_WITH_IMMEDIATE,
+	ROCE_RC_SEND_ONLY, ROCE_RC_SEND_ONLY_WITH_IMMEDIATE, ROCE_RC_RDMA_WRITE_FIRST, ROCE_RC_RDMA_WRITE_MIDDLE,
+	ROCE_RC_RDMA_WRITE_LAST, ROCE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE, ROCE_RC_RDMA_WRITE_ONLY,
+	ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, ROCE_RC_RDMA_READ_REQUEST, ROCE_RC_COMPARE_SWAP, ROCE_RC_FETCH_ADD,
+	ROCE_RC_SEND_LAST_WITH_INVALIDATE, ROCE_RC_SEND_ONLY_WITH_INVALIDATE,
+	ROCE_RC_ACKNOWLEDGE, ROCE_RC_RDMA_READ_RESPONSE_ONLY, ROCE_UD_SEND_ONLY,
+};
+
+#define RC_FULL 0x10            /* payload of the path MTU */
+#define RC_DUP 0x04             /* PSN ePSN - 1 - delta */
+#define RC_AHEAD 0x08           /* PSN ePSN + 1 + delta */
+
+/* Header: path MTU 256 << sel, RNR timer 12, P_Key 0xffff, three read/write/atomic regions. */
+static void rc_hdr(struct seed *s, uint8_t mtu_sel, uint32_t epsn, uint8_t nrecv, uint16_t recv_size)
+{
+	s->n = 0;
+	p8(s, mtu_sel);
+	p8(s, 12);
+	p32(s, epsn);
+	p16(s, 0xffff);
+	p8(s, nrecv);
+	p16(s, recv_size);
+	for (uint32_t i = 0; i < 3; i++) {
+		p32(s, 0x1000 + i);
+		p64(s, 0x100000ull * (i + 1));
+		p16(s, 8192);
+		p8(s, 0x0f);
+	}
+}
+
+static void rc_req(struct seed *s, uint8_t opcode, uint8_t flags, uint16_t delta, uint16_t len, uint8_t mr,
+		   uint32_t off, uint32_t dma_len, uint64_t swap, uint64_t compare, uint32_t imm)
+{
+	uint8_t sel = 0;
+
+	while (rc_opcodes[sel] != opcode)
+		sel++;
+	p8(s, 0);
+	p8(s, sel);
+	p8(s, flags);
+	p16(s, delta);
+	p16(s, len);
+	p8(s, mr);
+	p32(s, off);
+	p32(s, dma_len);
+	p64(s, swap);
+	p64(s, compare);
+	p32(s, imm);
+}
+
+static void rc_post(struct seed *s, uint16_t size) { p8(s, 1); p16(s, size); }
+static void rc_replay(struct seed *s, uint8_t idx) { p8(s, 4); p8(s, idx); }
+
+static void gen_roce_rc(void)
+{
+	const char *t = "fuzz-roce-rc";
+	struct seed s;
+
+	/* SEND: ONLY, ONLY with immediate, then FIRST + LAST into a posted receive, AckReq on FIRST */
+	rc_hdr(&s, 0, 0x100, 2, 1024);
+	rc_req(&s, ROCE_RC_SEND_ONLY, 0, 0, 100, 0, 0, 0, 0, 0, 1);
+	rc_req(&s, ROCE_RC_SEND_ONLY_WITH_IMMEDIATE, RC_FULL, 0, 0, 0, 0, 0, 0, 0, 0xabcd);
+	rc_post(&s, 512);
+	rc_req(&s, ROCE_RC_SEND_FIRST, RC_FULL | 1, 0, 0, 0, 0, 0, 0, 0, 2);
+	rc_req(&s, ROCE_RC_SEND_LAST, 0, 0, 200, 0, 0, 0, 0, 0, 3);
+	emit(t, "send", &s);
+
+	/* multi-packet WRITE (FIRST, MIDDLE, LAST of 700 bytes), then WRITE ONLY with immediate */
+	rc_hdr(&s, 0, 0xfffffe, 1, 256);
+	rc_req(&s, ROCE_RC_RDMA_WRITE_FIRST, RC_FULL, 0, 0, 1, 16, 700, 0, 0, 4);
+	rc_req(&s, ROCE_RC_RDMA_WRITE_MIDDLE, RC_FULL, 0, 0, 1, 0, 0, 0, 0, 5);
+	rc_req(&s, ROCE_RC_RDMA_WRITE_LAST, 1, 0, 188, 1, 0, 0, 0, 0, 6);
+	rc_req(&s, ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, 0, 0, 64, 2, 4096, 64, 0, 0, 0x77);
+	emit(t, "write", &s);
+
+	/*
+	 * READ of 1000 bytes (4 responses at 256), an empty READ, the first READ again (duplicate),
+	 * re-requested from its second response, then from its last with more than one packet left
+	 */
+	rc_hdr(&s, 0, 0x200, 0, 0);
+	rc_req(&s, ROCE_RC_RDMA_READ_REQUEST, 0, 0, 0, 0, 8, 1000, 0, 0, 0);
+	rc_req(&s, ROCE_RC_RDMA_READ_REQUEST, 0, 0, 0, 1, 0, 0, 0, 0, 0);
+	rc_replay(&s, 0);
+	rc_req(&s, ROCE_RC_RDMA_READ_REQUEST, RC_DUP, 3, 0, 0, 8 + 256, 744, 0, 0, 0);
+	rc_req(&s, ROCE_RC_RDMA_READ_REQUEST, RC_DUP, 1, 0, 0, 8, 512, 0, 0, 0);
+	emit(t, "read", &s);
+
+	/* atomics: CMP_SWAP, FETCH_ADD, the FETCH_ADD again (answered from the ring), a misaligned one */
+	rc_hdr(&s, 1, 0x300, 0, 0);
+	rc_req(&s, ROCE_RC_COMPARE_SWAP, 0, 0, 0, 0, 64, 0, 0x1111, 0x0d0c0b0a09080706ull, 0);
+	rc_req(&s, ROCE_RC_FETCH_ADD, 0, 0, 0, 0, 64, 0, 5, 0, 0);
+	rc_replay(&s, 1);
+	rc_req(&s, ROCE_RC_FETCH_ADD, 0, 0, 0, 0, 68, 0, 5, 0, 0);
+	emit(t, "atomic", &s);
+
+	/* duplicates: a SEND replayed, a WRITE with a PSN behind ePSN */
+	rc_hdr(&s, 2, 0x10, 2, 2048);
+	rc_req(&s, ROCE_RC_SEND_ONLY, 1, 0, 40, 0, 0, 0, 0, 0, 9);
+	rc_replay(&s, 0);
+	rc_req(&s, ROCE_RC_RDMA_WRITE_ONLY, RC_DUP, 0, 32, 0, 0, 32, 0, 0, 0);
+	emit(t, "duplicate", &s);
+
+	/* out of order: two packets ahead (NAK, then silence), ePSN, no receive (RNR), error, dropped */
+	rc_hdr(&s, 0, 0x400, 1, 256);
+	rc_req(&s, ROCE_RC_SEND_ONLY, RC_AHEAD, 2, 16, 0, 0, 0, 0, 0, 0);
+	rc_req(&s, ROCE_RC_SEND_ONLY, RC_AHEAD, 3, 16, 0, 0, 0, 0, 0, 0);
+	rc_req(&s, ROCE_RC_SEND_ONLY, 0, 0, 16, 0, 0, 0, 0, 0, 0);
+	rc_req(&s, ROCE_RC_SEND_ONLY, 0, 0, 16, 0, 0, 0, 0, 0, 0);
+	p8(&s, 2);
+	rc_req(&s, ROCE_RC_SEND_ONLY, 0, 0, 16, 0, 0, 0, 0, 0, 0);
+	emit(t, "out-of-order", &s);
+
+	/* a raw frame (SEND ONLY WITH INVALIDATE of region 2) at a 4096-byte path MTU */
+	rc_hdr(&s, 4, 0x500, 1, 4096);
+	{
+		static uint8_t payload[4096];
+		struct roce_frame_desc d = {
+			.dst_mac = { 0x02, 0, 0, 0, 0, 0x02 }, .src_mac = { 0x02, 0, 0, 0, 0, 0x01 },
+			.src_ip = 0x0a000001, .dst_ip = 0x0a000002, .ttl = 64, .df = true, .sport = 0x1234,
+			.opcode = ROCE_RC_SEND_ONLY_WITH_INVALIDATE, .ackreq = true, .pkey = 0xffff, .dqpn = 0x654,
+			.psn = 0x500, .ieth_rkey = 0x1002, .payload = payload, .payload_len = 60,
+		};
+		uint8_t f[8192];
+		size_t len;
+
+		for (size_t i = 0; i < sizeof(payload); i++)
+			payload[i] = (uint8_t)(i * 5 + 3);
+		if (roce_build(&d, f, sizeof(f), &len) != ROCE_OK)
+			abort();
+		p8(&s, 3);
+		p8(&s, 1);
+		p16(&s, (uint16_t)len);
+		put(&s, f, len);
+	}
+	rc_req(&s, ROCE_RC_RDMA_WRITE_ONLY, RC_FULL, 0, 0, 0, 0, 4096, 0, 0, 0);
+	emit(t, "raw-invalidate-mtu4096", &s);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -1321,6 +1463,7 @@ int main(int argc, char **argv)
 	gen_nvmeof();
 	gen_nvmeof_cm();
 	gen_roce();
+	gen_roce_rc();
 	printf("%u seeds in %s\n", nfiles, outdir);
 	return 0;
 }
