@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "net/inet_priv.h"
+#include "net/net_arp.h"
 
 /* ---- PCB table --------------------------------------------------------------- */
 
@@ -438,19 +439,11 @@ void inet_poll(struct inet_host *t, uint64_t now_ms)
 
 bool inet_wants_frame(const struct inet_host *t, const uint8_t *frame, size_t len)
 {
-	static const uint8_t bcast[NET_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 	const struct net_eth_hdr *eh = (const struct net_eth_hdr *)frame;
-	const struct net_arp_pkt *ap;
 
 	if (t == NULL || frame == NULL || len < sizeof(*eh))
 		return false;
-	if (memcmp(eh->dst, t->cfg.mac, NET_ETH_ALEN) == 0)
-		return true;
-	if (memcmp(eh->dst, bcast, NET_ETH_ALEN) != 0 || be16_get(eh->type) != NET_ETHERTYPE_ARP ||
-	    len < sizeof(*eh) + sizeof(*ap))
-		return false;
-	ap = (const struct net_arp_pkt *)(frame + sizeof(*eh));
-	return be16_get(ap->oper) == NET_ARP_OP_REQUEST && be32_get(ap->tpa) == t->cfg.ip;
+	return memcmp(eh->dst, t->cfg.mac, NET_ETH_ALEN) == 0 || net_arp_is_request_for(frame, len, t->cfg.ip);
 }
 
 unsigned inet_active_conns(const struct inet_host *t)

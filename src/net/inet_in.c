@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "net/inet_priv.h"
+#include "net/net_arp.h"
 
 static const uint8_t bcast_mac[NET_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
@@ -15,51 +16,22 @@ static const uint8_t bcast_mac[NET_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0
 
 static void arp_input(struct inet_host *t, const uint8_t *p, size_t len)
 {
-	const struct net_arp_pkt *ap = (const struct net_arp_pkt *)p;
-	struct net_arp_pkt *rp;
-	uint32_t spa, tpa;
-	uint16_t oper;
+	struct net_arp_info a;
 
-	if (len < sizeof(*ap) || be16_get(ap->htype) != NET_ARP_HTYPE_ETHER ||
-	    be16_get(ap->ptype) != NET_ETHERTYPE_IPV4 || ap->hlen != NET_ETH_ALEN || ap->plen != 4) {
-		t->stats.drop_bad_eth++;
-		return;
-	}
-	oper = be16_get(ap->oper);
-	spa = be32_get(ap->spa);
-	tpa = be32_get(ap->tpa);
-	if ((oper != NET_ARP_OP_REQUEST && oper != NET_ARP_OP_REPLY) || (ap->sha[0] & 1) != 0) {
+	if (net_arp_parse(p, len, &a) != 0) {
 		t->stats.drop_bad_eth++;
 		return;
 	}
 	/* Learn the sender (not from probes with sender 0.0.0.0, nor someone claiming our address). */
-	if (spa != 0 && spa != t->cfg.ip)
-		inet_arp_learn(t, spa, ap->sha);
-	if (oper != NET_ARP_OP_REQUEST || tpa != t->cfg.ip || spa == t->cfg.ip)
+	if (a.spa != 0 && a.spa != t->cfg.ip)
+		inet_arp_learn(t, a.spa, a.sha);
+	if (a.oper != NET_ARP_OP_REQUEST || a.tpa != t->cfg.ip || a.spa == t->cfg.ip)
 		return;
-
-	rp = (struct net_arp_pkt *)(t->frame + sizeof(struct net_eth_hdr));
-	rp->htype = be16_set(NET_ARP_HTYPE_ETHER);
-	rp->ptype = be16_set(NET_ETHERTYPE_IPV4);
-	rp->hlen = NET_ETH_ALEN;
-	rp->plen = 4;
-	rp->oper = be16_set(NET_ARP_OP_REPLY);
-	memcpy(rp->sha, t->cfg.mac, NET_ETH_ALEN);
-	rp->spa = be32_set(t->cfg.ip);
-	memcpy(rp->tha, ap->sha, NET_ETH_ALEN);
-	rp->tpa = be32_set(spa);
-	{
-		struct net_eth_hdr *eh = (struct net_eth_hdr *)t->frame;
-		size_t flen = sizeof(*eh) + sizeof(*rp);
-
-		memcpy(eh->dst, ap->sha, NET_ETH_ALEN);
-		memcpy(eh->src, t->cfg.mac, NET_ETH_ALEN);
-		eh->type = be16_set(NET_ETHERTYPE_ARP);
-		memset(t->frame + flen, 0, NET_ETH_MIN_FRAME - flen);
-		t->stats.arp_replies++;
-		t->stats.frames_out++;
-		t->ops.send_frame(t->ops.ctx, t->frame, NET_ETH_MIN_FRAME);
-	}
+	t->stats.arp_replies++;
+	t->stats.frames_out++;
+	t->ops.send_frame(t->ops.ctx, t->frame,
+			  net_arp_build(t->frame, sizeof(t->frame), NET_ARP_OP_REPLY, t->cfg.mac, t->cfg.ip, a.sha,
+					a.spa));
 }
 
 /* ---- ICMP --------------------------------------------------------------------- */

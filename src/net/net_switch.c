@@ -161,6 +161,11 @@ void net_switch_input_offload(struct net_switch *sw, int id, const uint8_t *fram
 		}
 	}
 	out = group ? -1 : lookup(sw, dst);
+	if (out >= 0 && out != id && sw->used[out] && sw->ports[out].wants != NULL) {
+		/* Its destination is an endpoint, which did not want it: flooding would leak it to the wire. */
+		sw->stats.dropped_unwanted++;
+		return;
+	}
 	if (out >= 0 && out != id && sw->used[out] && sw->ports[out].wants == NULL) {
 		sw->stats.unicast++;
 		port_deliver(sw, out, frame, len, off);

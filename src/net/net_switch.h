@@ -8,7 +8,15 @@
  * gets it, and a unicast frame so taken goes nowhere else. Other frames go to
  * the port that last sent from their destination MAC, or, for broadcast,
  * multicast and unknown destinations, to every other wire port. A frame never
- * goes back out of the port it came from.
+ * goes back out of the port it came from. A unicast frame whose destination
+ * MAC was last seen on an endpoint that did not want it is dropped (counted
+ * in dropped_unwanted), not flooded to the wire ports.
+ *
+ * Endpoints reach each other through the same path: an endpoint's frame
+ * enters with net_switch_input() from its own port id and is offered to
+ * every other endpoint's filter. Delivery is synchronous, so a deliver()
+ * that answers at once re-enters the switch; an endpoint that may answer
+ * to an answer (the RoCEv2 nodes) queues what it receives instead.
  *
  * A frame from the host TAP may carry offloads (net_offload.h): a TCPv4
  * segmentation-offload super-frame, a partial checksum. An endpoint that
@@ -46,6 +54,7 @@ struct net_port {
 
 struct net_switch_stats {
 	uint64_t frames, to_endpoints, flooded, unicast, dropped_runt;
+	uint64_t dropped_unwanted; /* unicast to an endpoint's MAC that the endpoint did not want */
 	uint64_t gso_segmented;    /* super-frames cut for a port without offloads */
 	uint64_t gso_segments;     /* the frames they were cut into */
 	uint64_t csum_completed;   /* partial checksums completed for a port without offloads */

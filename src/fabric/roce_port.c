@@ -1,0 +1,612 @@
+/*
+ * A RoCEv2 node on the emulated segment; see roce_port.h. RoCEv2 annex A17
+ * (IPv4 encapsulation, UDP port 4791, the source port as flow entropy), ARP
+ * as RFC 826 (net/net_arp.h), the QPs as roce_rc.h and roce_rc_req.h.
+ */
+#include "fabric/roce_port.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/net_arp.h"
+#include "net/net_switch.h"
+
+enum neigh_state {
+	NEIGH_FREE = 0,
+	NEIGH_INCOMPLETE,       /* an ARP request went out, no answer yet */
+	NEIGH_REACHABLE,        /* mac is valid */
+};
+
+struct neigh {
+	enum neigh_state state;
+	uint32_t ip;
+	uint8_t mac[NET_ETH_ALEN];
+	bool asked;             /* an ARP request went out at asked_us */
+	uint64_t asked_us;
+};
+
+struct port_qp {
+	bool used;
+	struct roce_port *port;
+	uint32_t qpn;
+	uint32_t remote_ip, pmtu;
+	uint16_t sport;
+	const struct roce_rc_ops *resp_ops;     /* the owner's */
+	void *resp_ctx;
+	const struct roce_rc_req_ops *req_ops;  /* the owner's */
+	void *req_ctx;
+	struct roce_rc_resp resp;
+	struct roce_rc_req req;
+};
+
+struct rx_slot {
+	size_t len;
+	uint8_t frame[ROCE_PORT_FRAME_MAX];
+};
+
+struct roce_port {
+	char name[32];
+	uint32_t ip;
+	uint8_t mac[NET_ETH_ALEN];
+	struct net_switch *sw;
+	int sw_port;
+	uint64_t now_us;        /* the latest time the owner passed in */
+	struct port_qp qp[ROCE_PORT_MAX_QPS];
+	unsigned pump_next;     /* the QP whose requester pump starts with */
+	struct neigh neigh[ROCE_PORT_NEIGH];
+	unsigned neigh_next;
+	/* received frames: rxq[rx_head], ... rx_count of them */
+	struct rx_slot rxq[ROCE_PORT_RXQ];
+	unsigned rx_head, rx_count;
+	/* every frame out is finished here (the destination MAC written) */
+	uint8_t tx[ROCE_PORT_FRAME_MAX];
+	bool (*tx_hook)(void *ctx, const uint8_t *frame, size_t len);
+	void *tx_hook_ctx;
+	struct roce_port_stats stats;
+};
+
+static const char *const drop_names[ROCE_PORT_DROP_NUM] = {
+	[ROCE_PORT_DROP_RX_FULL] = "rx_full",
+	[ROCE_PORT_DROP_RX_LONG] = "rx_long",
+	[ROCE_PORT_DROP_ARP_BAD] = "arp_bad",
+	[ROCE_PORT_DROP_PARSE] = "parse",
+	[ROCE_PORT_DROP_UNKNOWN_QP] = "unknown_qp",
+	[ROCE_PORT_DROP_IP_DST] = "ip_dst",
+	[ROCE_PORT_DROP_IP_SRC] = "ip_src",
+	[ROCE_PORT_DROP_UD] = "ud",
+	[ROCE_PORT_DROP_TX_UNRESOLVED] = "tx_unresolved",
+	[ROCE_PORT_DROP_TX_HOOK] = "tx_hook",
+};
+
+const char *roce_port_drop_name(enum roce_port_drop d)
+{
+	return (unsigned)d < ROCE_PORT_DROP_NUM ? drop_names[d] : "?";
+}
+
+uint16_t roce_port_sport(uint32_t local_qpn, uint32_t remote_qpn)
+{
+	/* A multiplicative mix of both QPNs, folded to 14 bits and put in the dynamic range (RFC 6335). */
+	uint32_t h = (local_qpn & ROCE_QPN_MASK) * 0x9e3779b1u ^ (remote_qpn & ROCE_QPN_MASK) * 0x85ebca77u;
+
+	h ^= h >> 15;
+	h *= 0xc2b2ae3du;
+	h ^= h >> 13;
+	return (uint16_t)(0xc000u | ((h ^ (h >> 14)) & 0x3fffu));
+}
+
+static void drop(struct roce_port *port, enum roce_port_drop d)
+{
+	port->stats.drops[d]++;
+}
+
+/* ---- neighbours ---------------------------------------------------------------- */
+
+static struct neigh *neigh_find(const struct roce_port *port, uint32_t ip)
+{
+	for (unsigned i = 0; i < ROCE_PORT_NEIGH; i++)
+		if (port->neigh[i].state != NEIGH_FREE && port->neigh[i].ip == ip)
+			return (struct neigh *)&port->neigh[i];
+	return NULL;
+}
+
+/* The entry for ip, made (reusing the oldest-filled slot when full) if there is none. */
+static struct neigh *neigh_get(struct roce_port *port, uint32_t ip)
+{
+	struct neigh *n = neigh_find(port, ip);
+
+	if (n != NULL)
+		return n;
+	n = &port->neigh[port->neigh_next];
+	port->neigh_next = (port->neigh_next + 1) % ROCE_PORT_NEIGH;
+	memset(n, 0, sizeof(*n));
+	n->state = NEIGH_INCOMPLETE;
+	n->ip = ip;
+	return n;
+}
+
+bool roce_port_neigh_lookup(const struct roce_port *port, uint32_t ip, uint8_t mac[NET_ETH_ALEN])
+{
+	const struct neigh *n = neigh_find(port, ip);
+
+	if (n == NULL || n->state != NEIGH_REACHABLE)
+		return false;
+	memcpy(mac, n->mac, NET_ETH_ALEN);
+	return true;
+}
+
+/* ---- sending ------------------------------------------------------------------- */
+
+static void port_out(struct roce_port *port, const uint8_t *frame, size_t len)
+{
+	if (port->tx_hook != NULL && port->tx_hook(port->tx_hook_ctx, frame, len)) {
+		drop(port, ROCE_PORT_DROP_TX_HOOK);
+		return;
+	}
+	port->stats.frames_out++;
+	net_switch_input(port->sw, port->sw_port, frame, len);
+}
+
+void roce_port_arp_request(struct roce_port *port, uint32_t ip, uint64_t now_us)
+{
+	struct neigh *n = neigh_get(port, ip);
+	uint8_t f[NET_ETH_MIN_FRAME];
+	size_t len = net_arp_build(f, sizeof(f), NET_ARP_OP_REQUEST, port->mac, port->ip, NULL, ip);
+
+	n->asked = true;
+	n->asked_us = now_us;
+	port->stats.arp_requests++;
+	port_out(port, f, len);
+}
+
+/*
+ * A QP's frame: to the neighbour's MAC when it is known. Otherwise ask (not
+ * more often than ROCE_PORT_ARP_RETRY_US) and drop: the requester's retries
+ * send it again.
+ */
+static void qp_send(struct port_qp *qp, const uint8_t *frame, size_t len)
+{
+	struct roce_port *port = qp->port;
+	struct neigh *n = neigh_find(port, qp->remote_ip);
+
+	if (n == NULL || n->state != NEIGH_REACHABLE) {
+		if (n == NULL || !n->asked || port->now_us - n->asked_us >= ROCE_PORT_ARP_RETRY_US)
+			roce_port_arp_request(port, qp->remote_ip, port->now_us);
+		drop(port, ROCE_PORT_DROP_TX_UNRESOLVED);
+		return;
+	}
+	if (len > sizeof(port->tx) || len < sizeof(struct net_eth_hdr))
+		return; /* never: the QPs build at most ROCE_PORT_FRAME_MAX bytes */
+	memcpy(port->tx, frame, len);
+	memcpy(((struct net_eth_hdr *)port->tx)->dst, n->mac, NET_ETH_ALEN);
+	port_out(port, port->tx, len);
+}
+
+/* ---- the owner's callbacks, with the QP in between ---------------------------- */
+
+static bool t_recv_take(void *ctx, uint64_t *handle)
+{
+	struct port_qp *qp = ctx;
+
+	return qp->resp_ops->recv_take(qp->resp_ctx, handle);
+}
+
+static int t_recv_write(void *ctx, uint64_t handle, uint32_t offset, const void *data, uint32_t len)
+{
+	struct port_qp *qp = ctx;
+
+	return qp->resp_ops->recv_write(qp->resp_ctx, handle, offset, data, len);
+}
+
+static void t_recv_complete(void *ctx, uint64_t handle, const struct roce_rc_recv_cqe *cqe)
+{
+	struct port_qp *qp = ctx;
+
+	qp->resp_ops->recv_complete(qp->resp_ctx, handle, cqe);
+}
+
+static int t_mem_write(void *ctx, uint32_t rkey, uint64_t va, const void *data, uint32_t len)
+{
+	struct port_qp *qp = ctx;
+
+	return qp->resp_ops->mem_write(qp->resp_ctx, rkey, va, data, len);
+}
+
+static int t_mem_read(void *ctx, uint32_t rkey, uint64_t va, void *buf, uint32_t len)
+{
+	struct port_qp *qp = ctx;
+
+	return qp->resp_ops->mem_read(qp->resp_ctx, rkey, va, buf, len);
+}
+
+static int t_atomic(void *ctx, uint32_t rkey, uint64_t va, bool cmp_swap, uint64_t swap_add, uint64_t compare,
+		    uint64_t *orig)
+{
+	struct port_qp *qp = ctx;
+
+	return qp->resp_ops->atomic(qp->resp_ctx, rkey, va, cmp_swap, swap_add, compare, orig);
+}
+
+static int t_invalidate(void *ctx, uint32_t rkey)
+{
+	struct port_qp *qp = ctx;
+
+	return qp->resp_ops->invalidate(qp->resp_ctx, rkey);
+}
+
+static int t_local_read(void *ctx, uint64_t wr_id, uint32_t offset, void *buf, uint32_t len)
+{
+	struct port_qp *qp = ctx;
+
+	return qp->req_ops->local_read(qp->req_ctx, wr_id, offset, buf, len);
+}
+
+static int t_local_write(void *ctx, uint64_t wr_id, uint32_t offset, const void *data, uint32_t len)
+{
+	struct port_qp *qp = ctx;
+
+	return qp->req_ops->local_write(qp->req_ctx, wr_id, offset, data, len);
+}
+
+static void t_complete(void *ctx, uint64_t wr_id, enum roce_rc_req_wc status, uint32_t byte_len,
+		       uint64_t atomic_orig)
+{
+	struct port_qp *qp = ctx;
+
+	qp->req_ops->complete(qp->req_ctx, wr_id, status, byte_len, atomic_orig);
+}
+
+static void t_send_frame(void *ctx, const uint8_t *frame, size_t len)
+{
+	qp_send(ctx, frame, len);
+}
+
+static const struct roce_rc_ops resp_tramp = {
+	.recv_take = t_recv_take, .recv_write = t_recv_write, .recv_complete = t_recv_complete,
+	.mem_write = t_mem_write, .mem_read = t_mem_read, .atomic = t_atomic, .invalidate = t_invalidate,
+	.send_frame = t_send_frame,
+};
+
+static const struct roce_rc_req_ops req_tramp = {
+	.local_read = t_local_read, .local_write = t_local_write, .complete = t_complete,
+	.send_frame = t_send_frame,
+};
+
+/* ---- QPs ----------------------------------------------------------------------- */
+
+static struct port_qp *qp_find(const struct roce_port *port, uint32_t qpn)
+{
+	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++)
+		if (port->qp[i].used && port->qp[i].qpn == qpn)
+			return (struct port_qp *)&port->qp[i];
+	return NULL;
+}
+
+int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_port_qp_cfg *cfg, uint64_t now_us)
+{
+	const struct roce_rc_ops *ro = cfg->resp_ops;
+	const struct roce_rc_req_ops *qo = cfg->req_ops;
+	struct port_qp *qp = NULL;
+	struct roce_rc_resp_cfg rc;
+	struct roce_rc_req_cfg qc;
+	uint8_t mac[NET_ETH_ALEN];
+	int err;
+
+	if (qpn == 0 || qpn > ROCE_QPN_MASK || cfg->remote_ip == 0 || cfg->remote_ip == port->ip)
+		return -EINVAL;
+	if (ro == NULL || ro->recv_take == NULL || ro->recv_write == NULL || ro->recv_complete == NULL ||
+	    ro->mem_write == NULL || ro->mem_read == NULL || ro->atomic == NULL || ro->invalidate == NULL ||
+	    qo == NULL || qo->local_read == NULL || qo->local_write == NULL || qo->complete == NULL)
+		return -EINVAL;
+	if (qp_find(port, qpn) != NULL)
+		return -EEXIST;
+	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS && qp == NULL; i++)
+		if (!port->qp[i].used)
+			qp = &port->qp[i];
+	if (qp == NULL)
+		return -ENOSPC;
+
+	memset(qp, 0, sizeof(*qp));
+	qp->port = port;
+	qp->qpn = qpn;
+	qp->remote_ip = cfg->remote_ip;
+	qp->pmtu = cfg->pmtu;
+	qp->sport = roce_port_sport(qpn, cfg->remote_qpn);
+	qp->resp_ops = ro;
+	qp->resp_ctx = cfg->resp_ctx;
+	qp->req_ops = qo;
+	qp->req_ctx = cfg->req_ctx;
+	rc = (struct roce_rc_resp_cfg){
+		.ops = &resp_tramp, .ctx = qp, .rqpn = cfg->remote_qpn, .epsn = cfg->rq_psn, .pkey = cfg->pkey,
+		.pmtu = cfg->pmtu, .min_rnr_timer = cfg->min_rnr_timer, .sport = qp->sport,
+		.tos = cfg->tos, .ttl = cfg->ttl,
+	};
+	qc = (struct roce_rc_req_cfg){
+		.ops = &req_tramp, .ctx = qp, .src_ip = port->ip, .dst_ip = cfg->remote_ip, .sport = qp->sport,
+		.tos = cfg->tos, .ttl = cfg->ttl, .dqpn = cfg->remote_qpn, .pkey = cfg->pkey, .pmtu = cfg->pmtu,
+		.sq_psn = cfg->sq_psn, .max_rd_atomic = cfg->max_rd_atomic, .timeout = cfg->timeout,
+		.retry_cnt = cfg->retry_cnt, .rnr_retry = cfg->rnr_retry, .ackreq_every = cfg->ackreq_every,
+	};
+	/* The destination MAC is the neighbour's, written by qp_send() into every frame. */
+	memcpy(qc.src_mac, port->mac, NET_ETH_ALEN);
+	err = roce_rc_resp_init(&qp->resp, &rc);
+	if (err == 0)
+		err = roce_rc_req_init(&qp->req, &qc);
+	if (err != 0)
+		return err;
+	qp->used = true;
+	port->now_us = now_us;
+	if (!roce_port_neigh_lookup(port, cfg->remote_ip, mac))
+		roce_port_arp_request(port, cfg->remote_ip, now_us);
+	return 0;
+}
+
+int roce_port_qp_destroy(struct roce_port *port, uint32_t qpn)
+{
+	struct port_qp *qp = qp_find(port, qpn);
+
+	if (qp == NULL)
+		return -ENOENT;
+	roce_rc_req_set_error(&qp->req);
+	roce_rc_resp_set_error(&qp->resp);
+	qp->used = false;
+	return 0;
+}
+
+int roce_port_qp_post(struct roce_port *port, uint32_t qpn, const struct roce_rc_req_wr *wr)
+{
+	struct port_qp *qp = qp_find(port, qpn);
+
+	return qp == NULL ? -ENOENT : roce_rc_req_post(&qp->req, wr);
+}
+
+const struct roce_rc_req *roce_port_qp_requester(const struct roce_port *port, uint32_t qpn)
+{
+	const struct port_qp *qp = qp_find(port, qpn);
+
+	return qp == NULL ? NULL : &qp->req;
+}
+
+const struct roce_rc_resp *roce_port_qp_responder(const struct roce_port *port, uint32_t qpn)
+{
+	const struct port_qp *qp = qp_find(port, qpn);
+
+	return qp == NULL ? NULL : &qp->resp;
+}
+
+uint16_t roce_port_qp_sport(const struct roce_port *port, uint32_t qpn)
+{
+	const struct port_qp *qp = qp_find(port, qpn);
+
+	return qp == NULL ? 0 : qp->sport;
+}
+
+/* ---- receiving ------------------------------------------------------------------ */
+
+/* The switch's filter: ARP requests for the node, and ARP or UDP to 4791 sent to its MAC. */
+static bool port_wants(void *ctx, const uint8_t *frame, size_t len)
+{
+	const struct roce_port *port = ctx;
+	const struct net_eth_hdr *eh = (const struct net_eth_hdr *)frame;
+	const struct net_ip_hdr *ih = (const struct net_ip_hdr *)(frame + sizeof(*eh));
+	const struct net_udp_hdr *uh;
+	size_t ihl;
+
+	if (len < sizeof(*eh))
+		return false;
+	if (net_arp_is_request_for(frame, len, port->ip))
+		return true;
+	if (memcmp(eh->dst, port->mac, NET_ETH_ALEN) != 0)
+		return false;
+	if (be16_get(eh->type) == NET_ETHERTYPE_ARP)
+		return true;
+	if (be16_get(eh->type) != NET_ETHERTYPE_IPV4 || len < sizeof(*eh) + sizeof(*ih) ||
+	    ih->proto != NET_IP_PROTO_UDP)
+		return false;
+	ihl = (size_t)net_ip_ihl(ih) * 4;
+	if (ihl < sizeof(*ih) || len < sizeof(*eh) + ihl + sizeof(*uh))
+		return false;
+	uh = (const struct net_udp_hdr *)(frame + sizeof(*eh) + ihl);
+	return be16_get(uh->dport) == ROCE_UDP_DPORT;
+}
+
+/* Only a copy: the frame is handled in roce_port_pump(), outside the sender's call. */
+static void port_deliver(void *ctx, const uint8_t *frame, size_t len)
+{
+	struct roce_port *port = ctx;
+	struct rx_slot *s;
+
+	if (len > ROCE_PORT_FRAME_MAX) {
+		drop(port, ROCE_PORT_DROP_RX_LONG);
+		return;
+	}
+	if (port->rx_count == ROCE_PORT_RXQ) {
+		drop(port, ROCE_PORT_DROP_RX_FULL);
+		return;
+	}
+	s = &port->rxq[(port->rx_head + port->rx_count) % ROCE_PORT_RXQ];
+	memcpy(s->frame, frame, len);
+	s->len = len;
+	port->rx_count++;
+	port->stats.frames_in++;
+}
+
+static void arp_input(struct roce_port *port, const uint8_t *frame, size_t len)
+{
+	struct net_arp_info a;
+	struct neigh *n;
+	uint8_t f[NET_ETH_MIN_FRAME];
+
+	if (net_arp_parse(frame + sizeof(struct net_eth_hdr), len - sizeof(struct net_eth_hdr), &a) != 0) {
+		drop(port, ROCE_PORT_DROP_ARP_BAD);
+		return;
+	}
+	if (a.spa == 0 || a.spa == port->ip)
+		return; /* a probe, or someone claiming our address: nothing to learn or answer */
+	/* RFC 826: update a known sender; add it when we are the target. */
+	n = neigh_find(port, a.spa);
+	if (n == NULL && a.tpa == port->ip)
+		n = neigh_get(port, a.spa);
+	if (n != NULL && (n->state != NEIGH_REACHABLE || memcmp(n->mac, a.sha, NET_ETH_ALEN) != 0)) {
+		n->state = NEIGH_REACHABLE;
+		memcpy(n->mac, a.sha, NET_ETH_ALEN);
+		port->stats.neigh_learned++;
+	}
+	if (a.oper != NET_ARP_OP_REQUEST || a.tpa != port->ip)
+		return;
+	port->stats.arp_replies++;
+	port_out(port, f, net_arp_build(f, sizeof(f), NET_ARP_OP_REPLY, port->mac, port->ip, a.sha, a.spa));
+}
+
+/* A frame to 4791: DestQP, then roce_parse() at that QP's path MTU, then the addresses. */
+static void roce_input(struct roce_port *port, const uint8_t *frame, size_t len, uint64_t now_us)
+{
+	const struct roce_bth *bth = (const struct roce_bth *)(frame + ROCE_L2L4_LEN);
+	struct port_qp *qp = NULL;
+	struct roce_pkt pkt;
+	enum roce_err err;
+
+	if (len >= ROCE_MIN_FRAME)
+		qp = qp_find(port, roce_bth_dqpn(bth));
+	/* Without a QP, parse at the largest MTU: a malformed frame is counted as such, not as a stray. */
+	err = roce_parse(frame, len, qp != NULL ? qp->pmtu : 4096, &pkt);
+	if (err != ROCE_OK) {
+		port->stats.parse_err[err < ROCE_ERR_NUM ? err : 0]++;
+		drop(port, ROCE_PORT_DROP_PARSE);
+		return;
+	}
+	if (be32_get(pkt.ip->dst) != port->ip) {
+		drop(port, ROCE_PORT_DROP_IP_DST);
+		return;
+	}
+	if ((pkt.bth->opcode & ROCE_TRANSPORT_MASK) != ROCE_TRANSPORT_RC) {
+		drop(port, ROCE_PORT_DROP_UD);
+		return;
+	}
+	if (qp == NULL) {
+		drop(port, ROCE_PORT_DROP_UNKNOWN_QP);
+		return;
+	}
+	if (be32_get(pkt.ip->src) != qp->remote_ip) {
+		drop(port, ROCE_PORT_DROP_IP_SRC);
+		return;
+	}
+	if (pkt.op->request) {
+		port->stats.to_responder++;
+		roce_rc_resp_input(&qp->resp, &pkt);
+	} else {
+		port->stats.to_requester++;
+		roce_rc_req_input(&qp->req, &pkt, now_us);
+	}
+}
+
+unsigned roce_port_pump(struct roce_port *port, unsigned budget, uint64_t now_us)
+{
+	unsigned done = 0;
+
+	port->now_us = now_us;
+	while (done < budget && port->rx_count > 0) {
+		struct rx_slot *s = &port->rxq[port->rx_head];
+		const struct net_eth_hdr *eh = (const struct net_eth_hdr *)s->frame;
+
+		/*
+		 * The slot stays counted until the frame is handled, so a frame that arrives meanwhile
+		 * (an in-band host answers an ARP request at once) lands behind it.
+		 */
+		if (be16_get(eh->type) == NET_ETHERTYPE_ARP)
+			arp_input(port, s->frame, s->len);
+		else
+			roce_input(port, s->frame, s->len, now_us);
+		port->rx_head = (port->rx_head + 1) % ROCE_PORT_RXQ;
+		port->rx_count--;
+		done++;
+	}
+	/* The requesters in turn, one packet each per round, so that no QP starves the others. */
+	for (bool any = true; any && done < budget;) {
+		any = false;
+		for (unsigned k = 0; k < ROCE_PORT_MAX_QPS && done < budget; k++) {
+			struct port_qp *qp = &port->qp[(port->pump_next + k) % ROCE_PORT_MAX_QPS];
+
+			if (qp->used && roce_rc_req_pump(&qp->req, 1, now_us) == 1) {
+				done++;
+				any = true;
+			}
+		}
+		port->pump_next = (port->pump_next + 1) % ROCE_PORT_MAX_QPS;
+	}
+	return done;
+}
+
+void roce_port_tick(struct roce_port *port, uint64_t now_us)
+{
+	port->now_us = now_us;
+	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++)
+		if (port->qp[i].used)
+			roce_rc_req_tick(&port->qp[i].req, now_us);
+}
+
+uint64_t roce_port_next_deadline(const struct roce_port *port)
+{
+	uint64_t d = UINT64_MAX, q;
+
+	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++) {
+		if (!port->qp[i].used)
+			continue;
+		q = roce_rc_req_next_deadline(&port->qp[i].req);
+		if (q < d)
+			d = q;
+	}
+	return d;
+}
+
+/* ---- the node -------------------------------------------------------------------- */
+
+struct roce_port *roce_port_new(const struct roce_port_cfg *cfg, struct net_switch *sw)
+{
+	static const uint8_t zero[NET_ETH_ALEN];
+	struct roce_port *port;
+	struct net_port np = { .wants = port_wants, .deliver = port_deliver };
+
+	if (cfg == NULL || sw == NULL || cfg->ip == 0 || (cfg->mac[0] & 1) != 0 ||
+	    memcmp(cfg->mac, zero, NET_ETH_ALEN) == 0)
+		return NULL;
+	port = calloc(1, sizeof(*port));
+	if (port == NULL)
+		return NULL;
+	snprintf(port->name, sizeof(port->name), "%s", cfg->name != NULL ? cfg->name : "roce");
+	port->ip = cfg->ip;
+	memcpy(port->mac, cfg->mac, NET_ETH_ALEN);
+	port->sw = sw;
+	np.name = port->name;
+	np.ctx = port;
+	port->sw_port = net_switch_attach(sw, &np);
+	if (port->sw_port < 0) {
+		free(port);
+		return NULL;
+	}
+	return port;
+}
+
+void roce_port_free(struct roce_port *port)
+{
+	if (port == NULL)
+		return;
+	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++)
+		if (port->qp[i].used)
+			roce_port_qp_destroy(port, port->qp[i].qpn);
+	net_switch_detach(port->sw, port->sw_port);
+	free(port);
+}
+
+void roce_port_set_tx_hook(struct roce_port *port, bool (*drop_fn)(void *ctx, const uint8_t *frame, size_t len),
+			   void *ctx)
+{
+	port->tx_hook = drop_fn;
+	port->tx_hook_ctx = ctx;
+}
+
+const struct roce_port_stats *roce_port_stats(const struct roce_port *port)
+{
+	return &port->stats;
+}

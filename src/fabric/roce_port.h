@@ -1,0 +1,173 @@
+/*
+ * A RoCEv2 node on the emulated segment: one IPv4 address and MAC (its GID
+ * is the IPv4-mapped ::ffff:a.b.c.d), attached to the segment's switch
+ * (net/net_switch.h) as an endpoint, holding RC queue pairs made of the
+ * responder of roce_rc.h and the requester of roce_rc_req.h.
+ *
+ * What it does (docs/roce.md, "Attachment to the segment"):
+ *  - ARP: answers requests for its address; learns neighbours (IPv4 -> MAC)
+ *    from requests and replies that name it as the target, and from replies
+ *    to its own requests, in a table of ROCE_PORT_NEIGH entries (the
+ *    oldest-filled entry is reused when it is full).
+ *  - Receive: its switch filter takes ARP requests for its address and, sent
+ *    to its MAC, ARP and IPv4/UDP to port 4791. deliver() only copies the
+ *    frame into a ring of ROCE_PORT_RXQ slots; roce_port_pump() handles
+ *    them. So nothing the node sends re-enters it, and two nodes answering
+ *    each other never recurse through the switch.
+ *  - Demultiplexing: by BTH DestQP; the frame is checked with roce_parse()
+ *    at that QP's path MTU, must come from the QP's remote address and go to
+ *    the node's, and is then given to the QP's requester (responses: ACK,
+ *    READ RESPONSE, ATOMIC ACKNOWLEDGE) or responder (requests). Every frame
+ *    not handed on is counted under one cause of enum roce_port_drop.
+ *  - Send: the destination MAC is the neighbour's. An unresolved neighbour
+ *    gets an ARP request (at most one per ROCE_PORT_ARP_RETRY_US) and the
+ *    frame is dropped (ROCE_PORT_DROP_TX_UNRESOLVED): the requester's ACK
+ *    timeout sends it again, and a responder's answer is asked for again by
+ *    the requester's retry. Creating a QP starts resolving its neighbour.
+ *  - UDP source port: a hash of (local QPN, remote QPN) folded into
+ *    49152..65535, the same for both directions of the QP's traffic it sends.
+ *
+ * The owner calls in; there is no thread, socket, timer or event loop
+ * inside, and nothing is allocated after roce_port_new(). The owner calls
+ * roce_port_pump() while it returns nonzero (received frames, then packets
+ * the requesters let out) and roce_port_tick() once roce_port_next_deadline()
+ * has passed. Loopback (a QP whose remote address is the node's own) is not
+ * supported: the switch never sends a frame back out of the port it came in.
+ */
+#ifndef ERNIC_FABRIC_ROCE_PORT_H
+#define ERNIC_FABRIC_ROCE_PORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fabric/roce_rc.h"
+#include "fabric/roce_rc_req.h"
+#include "fabric/roce_wire.h"
+
+struct net_switch;
+
+#define ROCE_PORT_MAX_QPS 16            /* RC QPs per node */
+#define ROCE_PORT_NEIGH 16              /* neighbour table entries */
+#define ROCE_PORT_RXQ 64                /* received frames held until roce_port_pump() */
+#define ROCE_PORT_ARP_RETRY_US 1000     /* at most one ARP request per unresolved neighbour this often */
+
+/* The largest frame a node sends or takes: the requester's largest is also above the responder's. */
+#define ROCE_PORT_FRAME_MAX (ROCE_RC_REQ_FRAME_MAX > ROCE_RC_FRAME_MAX ? ROCE_RC_REQ_FRAME_MAX : ROCE_RC_FRAME_MAX)
+
+/* Why a frame was not handed on (one table: roce_port_drop_name()); counted in stats.drops[]. */
+enum roce_port_drop {
+	ROCE_PORT_DROP_RX_FULL = 0,     /* the receive ring was full */
+	ROCE_PORT_DROP_RX_LONG,         /* longer than ROCE_PORT_FRAME_MAX */
+	ROCE_PORT_DROP_ARP_BAD,         /* ARP that net_arp_parse() refused */
+	ROCE_PORT_DROP_PARSE,           /* roce_parse() refused it (cause in stats.parse_err[]) */
+	ROCE_PORT_DROP_UNKNOWN_QP,      /* a valid packet for a DestQP the node does not have */
+	ROCE_PORT_DROP_IP_DST,          /* IPv4 destination is not the node's address */
+	ROCE_PORT_DROP_IP_SRC,          /* IPv4 source is not the QP's remote address */
+	ROCE_PORT_DROP_UD,              /* a UD opcode: the node has RC QPs only */
+	ROCE_PORT_DROP_TX_UNRESOLVED,   /* sending: the neighbour's MAC is not known yet (ARP sent) */
+	ROCE_PORT_DROP_TX_HOOK,         /* sending: the test hook dropped it */
+	ROCE_PORT_DROP_NUM,
+};
+
+struct roce_port_stats {
+	uint64_t frames_in;             /* taken from the switch */
+	uint64_t frames_out;            /* given to the switch (ARP included) */
+	uint64_t to_requester, to_responder;
+	uint64_t arp_requests, arp_replies;     /* sent */
+	uint64_t neigh_learned;         /* entries made or changed */
+	uint64_t drops[ROCE_PORT_DROP_NUM];
+	uint64_t parse_err[ROCE_ERR_NUM];
+};
+
+struct roce_port_cfg {
+	const char *name;               /* for the switch port */
+	uint32_t ip;                    /* host order */
+	uint8_t mac[NET_ETH_ALEN];      /* unicast */
+};
+
+/*
+ * One RC QP. The owner's callbacks are passed through to the responder and
+ * the requester with the owner's ctx; their send_frame members are ignored
+ * (may be NULL): the node sends.
+ */
+struct roce_port_qp_cfg {
+	uint32_t remote_ip;             /* host order: the remote node's address */
+	uint32_t remote_qpn;
+	uint32_t sq_psn;                /* first PSN the requester sends */
+	uint32_t rq_psn;                /* first PSN the responder expects */
+	uint16_t pkey;
+	uint32_t pmtu;                  /* 256, 512, 1024, 2048 or 4096 */
+	uint8_t timeout;                /* local ACK timeout code (0: none) */
+	uint8_t retry_cnt, rnr_retry;   /* 0..7 (rnr_retry 7: forever) */
+	uint8_t max_rd_atomic;          /* 1 .. ROCE_RC_REQ_MAX_RD_ATOMIC */
+	uint8_t min_rnr_timer;          /* the responder's RNR NAK timer code */
+	uint8_t tos, ttl;               /* ttl 0 means 64 */
+	uint32_t ackreq_every;          /* see roce_rc_req_cfg */
+	const struct roce_rc_ops *resp_ops;
+	void *resp_ctx;
+	const struct roce_rc_req_ops *req_ops;
+	void *req_ctx;
+};
+
+struct roce_port;
+
+/*
+ * A node attached to sw as an endpoint; NULL when cfg is invalid (NULL, a
+ * group or zero MAC, address 0), memory is short, or the switch is full.
+ * The switch must outlive the node.
+ */
+struct roce_port *roce_port_new(const struct roce_port_cfg *cfg, struct net_switch *sw);
+/* Detach and free; every QP is moved to error first (its WRs and receive complete with FLUSH_ERR). */
+void roce_port_free(struct roce_port *port);
+
+/*
+ * Create RC QP qpn (1 .. 2^24 - 1) and start resolving its neighbour (now_us
+ * is the time of that ARP request). 0, -EINVAL for a bad field (as
+ * roce_rc_resp_init/roce_rc_req_init judge them), -EEXIST for a QPN in use,
+ * -ENOSPC when ROCE_PORT_MAX_QPS exist.
+ */
+int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_port_qp_cfg *cfg, uint64_t now_us);
+/* Move QP qpn to error (flushing its WRs and receive) and free its slot; -ENOENT if there is none. */
+int roce_port_qp_destroy(struct roce_port *port, uint32_t qpn);
+
+/* Post a send-queue WR on QP qpn: roce_rc_req_post()'s result, or -ENOENT. */
+int roce_port_qp_post(struct roce_port *port, uint32_t qpn, const struct roce_rc_req_wr *wr);
+
+/* The QP's halves for their state and counters (NULL: no such QP). */
+const struct roce_rc_req *roce_port_qp_requester(const struct roce_port *port, uint32_t qpn);
+const struct roce_rc_resp *roce_port_qp_responder(const struct roce_port *port, uint32_t qpn);
+/* The UDP source port QP qpn's frames carry (0: no such QP). */
+uint16_t roce_port_qp_sport(const struct roce_port *port, uint32_t qpn);
+
+/*
+ * Handle up to budget received frames, then let up to the rest of the
+ * budget packets out of the requesters (QPs taken in turn). Returns the
+ * frames and packets handled; 0 when there was nothing to do.
+ */
+unsigned roce_port_pump(struct roce_port *port, unsigned budget, uint64_t now_us);
+/* Run every requester's timers. */
+void roce_port_tick(struct roce_port *port, uint64_t now_us);
+/* When roce_port_tick() next has something to do; UINT64_MAX when nothing waits. */
+uint64_t roce_port_next_deadline(const struct roce_port *port);
+
+/* Send an ARP request for ip now (the owner may resolve ahead of creating QPs). */
+void roce_port_arp_request(struct roce_port *port, uint32_t ip, uint64_t now_us);
+/* The neighbour table: true and *mac when ip is resolved. */
+bool roce_port_neigh_lookup(const struct roce_port *port, uint32_t ip, uint8_t mac[NET_ETH_ALEN]);
+
+/*
+ * Test hook: every frame the node is about to give to the switch is first
+ * shown to drop(ctx, frame, len); true drops it (ROCE_PORT_DROP_TX_HOOK).
+ * NULL removes the hook.
+ */
+void roce_port_set_tx_hook(struct roce_port *port, bool (*drop)(void *ctx, const uint8_t *frame, size_t len),
+			   void *ctx);
+
+const struct roce_port_stats *roce_port_stats(const struct roce_port *port);
+const char *roce_port_drop_name(enum roce_port_drop d);
+
+/* The UDP source port for a QP pair: flow entropy in 49152..65535. */
+uint16_t roce_port_sport(uint32_t local_qpn, uint32_t remote_qpn);
+
+#endif

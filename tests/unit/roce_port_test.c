@@ -1,0 +1,866 @@
+/*
+ * roce-port-unit: two RoCEv2 nodes of src/fabric/roce_port.c, A
+ * (192.168.200.11) and B (192.168.200.12), attached as endpoints to a real
+ * segment switch (src/net/net_switch.c) with one recording wire port beside
+ * them (what the guest or the TAP would get). The nodes resolve each other
+ * with ARP and run an RC QP pair through the switch: SEND, WRITE with
+ * immediate, READ and atomics, byte-exact. Each node's send path has a test
+ * hook that checks every RoCE frame with roce_parse() and can drop chosen
+ * ones (loss the requester recovers from); the wire port checks what it
+ * gets too. Frames injected from the wire port check the drop causes.
+ * Time is simulated: 1 us per busy turn, a jump to the next deadline when
+ * both nodes are idle.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fabric/roce_port.h"
+#include "net/net_arp.h"
+#include "net/net_switch.h"
+
+#define IP_A 0xc0a8c80bu        /* 192.168.200.11 */
+#define IP_B 0xc0a8c80cu        /* 192.168.200.12 */
+#define IP_X 0xc0a8c863u        /* 192.168.200.99: not a node */
+#define QPN_A 0x000011
+#define QPN_B 0x000022
+#define MTU 1024
+#define PKEY 0xffff
+#define RKEY 0x4242
+#define MR_VA 0x7000000000ull
+#define MR_LEN 65536
+#define TIMEOUT 10              /* 4.096 us * 1024 = 4195 us */
+#define NWR 32
+#define LBUF 8192
+#define RQ_MAX 32
+#define RQ_BUF 8192
+#define NCOMP 64
+
+static const uint8_t MAC_A[6] = { 0x02, 0x00, 0x00, 0xc8, 0x00, 0x0b };
+static const uint8_t MAC_B[6] = { 0x02, 0x00, 0x00, 0xc8, 0x00, 0x0c };
+static const uint8_t MAC_W[6] = { 0x02, 0x00, 0x00, 0xc8, 0x00, 0x01 };  /* the guest behind the wire port */
+static const uint8_t MAC_X[6] = { 0x02, 0x00, 0x00, 0xc8, 0x00, 0x63 };  /* nobody */
+
+struct comp {
+	uint64_t wr_id;
+	enum roce_rc_req_wc status;
+	uint32_t byte_len;
+	uint64_t orig;
+};
+
+/* What one node's owner holds: memory, receives and local buffers, and what completed. */
+struct node {
+	struct roce_port *port;
+	uint32_t ip, qpn, peer_qpn;
+	uint8_t mr[MR_LEN];
+	unsigned posted, taken;
+	uint8_t rq_buf[RQ_MAX][RQ_BUF];
+	struct roce_rc_recv_cqe rcqe[RQ_MAX];
+	unsigned nrcqe;
+	uint8_t lbuf[NWR][LBUF];
+	struct comp comp[NCOMP];
+	unsigned ncomp;
+	/* the send-path hook */
+	unsigned tx_frames, tx_roce, tx_arp;
+	bool drop_arp;                  /* drop every ARP frame the node sends */
+	unsigned drop_mask;             /* drop its RoCE frames number i (from 0) with bit i set */
+	bool (*drop_op)(const struct roce_pkt *p);      /* and RoCE frames this picks, once each */
+	unsigned drop_op_left;
+	unsigned dropped;
+};
+
+struct world {
+	struct net_switch *sw;
+	int wire;
+	struct node n[2];               /* [0]: A, [1]: B */
+	uint64_t now;
+	/* the wire port's record */
+	unsigned w_frames, w_bcast, w_arp_req, w_arp_reply, w_roce;
+	uint8_t w_last[128];
+	size_t w_last_len;
+};
+
+static struct world *W;
+#define A (&W->n[0])
+#define B (&W->n[1])
+
+static bool is_roce(const uint8_t *f, size_t len)
+{
+	const struct net_eth_hdr *eh = (const struct net_eth_hdr *)f;
+	const struct net_ip_hdr *ih = (const struct net_ip_hdr *)(f + sizeof(*eh));
+	const struct net_udp_hdr *uh = (const struct net_udp_hdr *)(f + NET_ETH_IP_HLEN);
+
+	return len >= ROCE_L2L4_LEN && be16_get(eh->type) == NET_ETHERTYPE_IPV4 && ih->proto == NET_IP_PROTO_UDP &&
+	       be16_get(uh->dport) == ROCE_UDP_DPORT;
+}
+
+static bool is_arp(const uint8_t *f, size_t len)
+{
+	return len >= sizeof(struct net_eth_hdr) && be16_get(((const struct net_eth_hdr *)f)->type) == NET_ETHERTYPE_ARP;
+}
+
+/* ---- the wire port ---- */
+
+static void wire_deliver(void *ctx, const uint8_t *f, size_t len)
+{
+	struct net_arp_info a;
+
+	(void)ctx;
+	W->w_frames++;
+	W->w_last_len = len < sizeof(W->w_last) ? len : sizeof(W->w_last);
+	memcpy(W->w_last, f, W->w_last_len);
+	if (f[0] & 1)
+		W->w_bcast++;
+	if (is_arp(f, len)) {
+		assert_int_equal(net_arp_parse(f + sizeof(struct net_eth_hdr), len - sizeof(struct net_eth_hdr), &a), 0);
+		if (a.oper == NET_ARP_OP_REQUEST)
+			W->w_arp_req++;
+		else
+			W->w_arp_reply++;
+	}
+	if (is_roce(f, len)) {
+		struct roce_pkt p;
+
+		W->w_roce++;
+		assert_int_equal(roce_parse(f, len, MTU, &p), ROCE_OK);
+	}
+}
+
+/* ---- the nodes' send-path hook: check, count, maybe drop ---- */
+
+static bool tx_hook(void *ctx, const uint8_t *f, size_t len)
+{
+	struct node *n = ctx;
+	struct roce_pkt p;
+	unsigned idx;
+
+	n->tx_frames++;
+	if (is_arp(f, len)) {
+		n->tx_arp++;
+		if (n->drop_arp) {
+			n->dropped++;
+			return true;
+		}
+		return false;
+	}
+	assert_true(is_roce(f, len));
+	assert_int_equal(roce_parse(f, len, MTU, &p), ROCE_OK);
+	/* addressing: the node's own MAC and IPv4, the peer's as destination, the QP's source port */
+	assert_memory_equal(p.eth->src, n == A ? MAC_A : MAC_B, 6);
+	assert_memory_equal(p.eth->dst, n == A ? MAC_B : MAC_A, 6);
+	assert_int_equal(be32_get(p.ip->src), n->ip);
+	assert_int_equal(be16_get(p.udp->sport), roce_port_sport(n->qpn, n->peer_qpn));
+	assert_int_equal(roce_bth_dqpn(p.bth), n->peer_qpn);
+	idx = n->tx_roce++;
+	if (idx < 32 && (n->drop_mask & (1u << idx)) != 0) {
+		n->dropped++;
+		return true;
+	}
+	if (n->drop_op != NULL && n->drop_op_left > 0 && n->drop_op(&p)) {
+		n->drop_op_left--;
+		n->dropped++;
+		return true;
+	}
+	return false;
+}
+
+/* ---- the owners (ctx: the node) ---- */
+
+static bool f_recv_take(void *ctx, uint64_t *h)
+{
+	struct node *n = ctx;
+
+	if (n->taken == n->posted)
+		return false;
+	*h = n->taken++;
+	return true;
+}
+
+static int f_recv_write(void *ctx, uint64_t h, uint32_t off, const void *data, uint32_t len)
+{
+	struct node *n = ctx;
+
+	assert_true(h < n->taken);
+	if (off > RQ_BUF || len > RQ_BUF - off)
+		return -1;
+	memcpy(n->rq_buf[h] + off, data, len);
+	return 0;
+}
+
+static void f_recv_complete(void *ctx, uint64_t h, const struct roce_rc_recv_cqe *c)
+{
+	struct node *n = ctx;
+
+	(void)h;
+	assert_true(n->nrcqe < RQ_MAX);
+	n->rcqe[n->nrcqe++] = *c;
+}
+
+static uint8_t *mr_at(struct node *n, uint32_t rkey, uint64_t va, uint32_t len)
+{
+	if (rkey != RKEY || va < MR_VA || va - MR_VA > MR_LEN || len > MR_LEN - (va - MR_VA))
+		return NULL;
+	return n->mr + (va - MR_VA);
+}
+
+static int f_mem_write(void *ctx, uint32_t rkey, uint64_t va, const void *data, uint32_t len)
+{
+	uint8_t *p = mr_at(ctx, rkey, va, len);
+
+	if (p == NULL)
+		return -1;
+	memcpy(p, data, len);
+	return 0;
+}
+
+static int f_mem_read(void *ctx, uint32_t rkey, uint64_t va, void *buf, uint32_t len)
+{
+	uint8_t *p = mr_at(ctx, rkey, va, len);
+
+	if (p == NULL)
+		return -1;
+	memcpy(buf, p, len);
+	return 0;
+}
+
+static int f_atomic(void *ctx, uint32_t rkey, uint64_t va, bool cmp_swap, uint64_t swap_add, uint64_t compare,
+		    uint64_t *orig)
+{
+	uint8_t *p = mr_at(ctx, rkey, va, 8);
+	uint64_t v;
+
+	if (p == NULL)
+		return -1;
+	memcpy(&v, p, 8);
+	*orig = v;
+	if (cmp_swap)
+		v = v == compare ? swap_add : v;
+	else
+		v += swap_add;
+	memcpy(p, &v, 8);
+	return 0;
+}
+
+static int f_invalidate(void *ctx, uint32_t rkey)
+{
+	(void)ctx;
+	(void)rkey;
+	return 0;
+}
+
+static int l_read(void *ctx, uint64_t wr_id, uint32_t off, void *buf, uint32_t len)
+{
+	struct node *n = ctx;
+
+	assert_true(wr_id < NWR);
+	if (off > LBUF || len > LBUF - off)
+		return -1;
+	memcpy(buf, n->lbuf[wr_id] + off, len);
+	return 0;
+}
+
+static int l_write(void *ctx, uint64_t wr_id, uint32_t off, const void *data, uint32_t len)
+{
+	struct node *n = ctx;
+
+	assert_true(wr_id < NWR);
+	if (off > LBUF || len > LBUF - off)
+		return -1;
+	memcpy(n->lbuf[wr_id] + off, data, len);
+	return 0;
+}
+
+static void l_complete(void *ctx, uint64_t wr_id, enum roce_rc_req_wc status, uint32_t byte_len, uint64_t orig)
+{
+	struct node *n = ctx;
+
+	assert_true(n->ncomp < NCOMP);
+	n->comp[n->ncomp++] = (struct comp){ wr_id, status, byte_len, orig };
+}
+
+static const struct roce_rc_ops resp_ops = {
+	.recv_take = f_recv_take, .recv_write = f_recv_write, .recv_complete = f_recv_complete,
+	.mem_write = f_mem_write, .mem_read = f_mem_read, .atomic = f_atomic, .invalidate = f_invalidate,
+};
+
+static const struct roce_rc_req_ops req_ops = {
+	.local_read = l_read, .local_write = l_write, .complete = l_complete,
+};
+
+/* ---- running ---- */
+
+static bool idle(void)
+{
+	for (int i = 0; i < 2; i++) {
+		const struct roce_rc_req *q = roce_port_qp_requester(W->n[i].port, W->n[i].qpn);
+
+		if (q != NULL && roce_rc_req_queued(q) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* Pump both nodes until the requesters have nothing queued (or tmax). */
+static void run_until(uint64_t tmax)
+{
+	for (unsigned turns = 0; turns < 1000000; turns++) {
+		unsigned done = roce_port_pump(A->port, 16, W->now) + roce_port_pump(B->port, 16, W->now);
+		uint64_t d;
+
+		if (done != 0) {
+			W->now++;
+			roce_port_tick(A->port, W->now);
+			roce_port_tick(B->port, W->now);
+			continue;
+		}
+		if (idle() || W->now >= tmax)
+			return;
+		d = roce_port_next_deadline(A->port);
+		if (roce_port_next_deadline(B->port) < d)
+			d = roce_port_next_deadline(B->port);
+		assert_true(d != UINT64_MAX);       /* something is queued, so a timer runs */
+		if (d > W->now)
+			W->now = d;
+		roce_port_tick(A->port, W->now);
+		roce_port_tick(B->port, W->now);
+	}
+	fail_msg("no end");
+}
+
+static void run(void) { run_until(UINT64_MAX - 1); }
+
+/* Pump until both nodes are quiet (for ARP, which no requester waits on). */
+static void settle(void)
+{
+	for (unsigned i = 0; i < 100; i++)
+		if (roce_port_pump(A->port, 16, W->now) + roce_port_pump(B->port, 16, W->now) == 0)
+			return;
+	fail_msg("no settle");
+}
+
+/* ---- setup ---- */
+
+static struct roce_port_qp_cfg qp_cfg(struct node *n)
+{
+	struct roce_port_qp_cfg c = {
+		.remote_ip = n == A ? IP_B : IP_A, .remote_qpn = n->peer_qpn, .sq_psn = n == A ? 100 : 7000,
+		.rq_psn = n == A ? 7000 : 100, .pkey = PKEY, .pmtu = MTU, .timeout = TIMEOUT, .retry_cnt = 7,
+		.rnr_retry = 7, .max_rd_atomic = 4, .min_rnr_timer = 1,
+		.resp_ops = &resp_ops, .resp_ctx = n, .req_ops = &req_ops, .req_ctx = n,
+	};
+
+	return c;
+}
+
+/* The switch, the wire port and both nodes; QPs only when qps. */
+static void setup(bool qps)
+{
+	struct net_port wp = { .name = "wire", .deliver = wire_deliver };
+	struct roce_port_cfg ca = { .name = "A", .ip = IP_A }, cb = { .name = "B", .ip = IP_B };
+
+	memset(W, 0, sizeof(*W));
+	W->sw = net_switch_new();
+	assert_non_null(W->sw);
+	W->wire = net_switch_attach(W->sw, &wp);
+	memcpy(ca.mac, MAC_A, 6);
+	memcpy(cb.mac, MAC_B, 6);
+	A->port = roce_port_new(&ca, W->sw);
+	B->port = roce_port_new(&cb, W->sw);
+	assert_non_null(A->port);
+	assert_non_null(B->port);
+	A->ip = IP_A, A->qpn = QPN_A, A->peer_qpn = QPN_B;
+	B->ip = IP_B, B->qpn = QPN_B, B->peer_qpn = QPN_A;
+	for (int i = 0; i < 2; i++) {
+		for (unsigned k = 0; k < MR_LEN; k++)
+			W->n[i].mr[k] = (uint8_t)(k * 31 + 7 + i);
+		roce_port_set_tx_hook(W->n[i].port, tx_hook, &W->n[i]);
+	}
+	if (qps) {
+		struct roce_port_qp_cfg c = qp_cfg(A);
+
+		assert_int_equal(roce_port_qp_create(A->port, QPN_A, &c, W->now), 0);
+		c = qp_cfg(B);
+		assert_int_equal(roce_port_qp_create(B->port, QPN_B, &c, W->now), 0);
+		settle();
+	}
+}
+
+static void teardown_world(void)
+{
+	roce_port_free(A->port);
+	roce_port_free(B->port);
+	net_switch_free(W->sw);
+}
+
+static void fill(struct node *n, uint64_t wr_id, uint32_t len, unsigned seed)
+{
+	for (uint32_t i = 0; i < len; i++)
+		n->lbuf[wr_id][i] = (uint8_t)(i * 7 + seed * 13 + 1);
+}
+
+static int post(struct node *n, uint64_t wr_id, enum roce_rc_req_op op, uint32_t len, uint64_t mr_off)
+{
+	struct roce_rc_req_wr wr = {
+		.wr_id = wr_id, .op = op, .signaled = true, .len = len, .va = MR_VA + mr_off, .rkey = RKEY,
+		.imm = 0xabc00000u + (uint32_t)wr_id,
+	};
+
+	return roce_port_qp_post(n->port, n->qpn, &wr);
+}
+
+static void expect_comp(struct node *n, unsigned i, uint64_t wr_id, enum roce_rc_req_wc status, uint32_t byte_len)
+{
+	assert_true(i < n->ncomp);
+	assert_int_equal(n->comp[i].wr_id, wr_id);
+	assert_string_equal(roce_rc_req_wc_name(n->comp[i].status), roce_rc_req_wc_name(status));
+	assert_int_equal(n->comp[i].byte_len, byte_len);
+}
+
+static uint64_t drops(struct node *n, enum roce_port_drop d)
+{
+	return roce_port_stats(n->port)->drops[d];
+}
+
+/* ---- tests ---- */
+
+/* Creating the QPs resolves both neighbours; the requests flood the wire, the replies stay inside. */
+static void test_arp(void **state)
+{
+	uint8_t mac[6];
+
+	(void)state;
+	setup(false);
+	assert_false(roce_port_neigh_lookup(A->port, IP_B, mac));
+	roce_port_arp_request(A->port, IP_B, 0);
+	settle();
+	assert_true(roce_port_neigh_lookup(A->port, IP_B, mac));
+	assert_memory_equal(mac, MAC_B, 6);
+	/* B learned A from the request that named it */
+	assert_true(roce_port_neigh_lookup(B->port, IP_A, mac));
+	assert_memory_equal(mac, MAC_A, 6);
+	assert_int_equal(roce_port_stats(A->port)->arp_requests, 1);
+	assert_int_equal(roce_port_stats(B->port)->arp_replies, 1);
+	assert_int_equal(W->w_arp_req, 1);
+	assert_int_equal(W->w_arp_reply, 0);
+	assert_int_equal(W->w_frames, 1);
+	/* an ARP request for an address nobody has: flooded, nobody learns or answers */
+	roce_port_arp_request(A->port, IP_X, 0);
+	settle();
+	assert_int_equal(W->w_arp_req, 2);
+	assert_false(roce_port_neigh_lookup(A->port, IP_X, mac));
+	assert_int_equal(roce_port_stats(B->port)->arp_replies, 1);
+
+	/* the guest asks for B: the reply goes back out of the wire port, unicast */
+	{
+		uint8_t f[64];
+		size_t len = net_arp_build(f, sizeof(f), NET_ARP_OP_REQUEST, MAC_W, IP_X, NULL, IP_B);
+		struct net_arp_info a;
+
+		net_switch_input(W->sw, W->wire, f, len);
+		settle();
+		assert_int_equal(W->w_arp_reply, 1);
+		assert_memory_equal(W->w_last, MAC_W, 6);
+		assert_int_equal(net_arp_parse(W->w_last + 14, W->w_last_len - 14, &a), 0);
+		assert_int_equal(a.spa, IP_B);
+		assert_memory_equal(a.sha, MAC_B, 6);
+		assert_true(roce_port_neigh_lookup(B->port, IP_X, mac));
+		assert_memory_equal(mac, MAC_W, 6);
+	}
+	teardown_world();
+}
+
+/* A multi-packet SEND from A to B, and one back; nothing of it reaches the wire. */
+static void test_send(void **state)
+{
+	uint32_t len = 3 * MTU + 500;
+	unsigned w_before;
+
+	(void)state;
+	setup(true);
+	w_before = W->w_frames;
+	assert_int_equal(W->w_arp_req, 2);      /* one ARP request from each node, flooded */
+	assert_int_equal(W->w_arp_reply, 0);
+	B->posted = 2;
+	A->posted = 1;
+	fill(A, 1, len, 1);
+	fill(B, 2, 700, 2);
+	assert_int_equal(post(A, 1, ROCE_RC_REQ_SEND, len, 0), 0);
+	assert_int_equal(post(A, 3, ROCE_RC_REQ_SEND_IMM, 0, 0), 0);
+	assert_int_equal(post(B, 2, ROCE_RC_REQ_SEND, 700, 0), 0);
+	run();
+	assert_int_equal(A->ncomp, 2);
+	expect_comp(A, 0, 1, ROCE_RC_REQ_WC_SUCCESS, len);
+	expect_comp(A, 1, 3, ROCE_RC_REQ_WC_SUCCESS, 0);
+	assert_int_equal(B->nrcqe, 2);
+	assert_int_equal(B->rcqe[0].status, ROCE_RC_WC_SUCCESS);
+	assert_int_equal(B->rcqe[0].byte_len, len);
+	assert_memory_equal(B->rq_buf[0], A->lbuf[1], len);
+	assert_true(B->rcqe[1].has_imm);
+	assert_int_equal(B->rcqe[1].imm, 0xabc00003u);
+	expect_comp(B, 0, 2, ROCE_RC_REQ_WC_SUCCESS, 700);
+	assert_int_equal(A->nrcqe, 1);
+	assert_memory_equal(A->rq_buf[0], B->lbuf[2], 700);
+	/* 4 + 1 packets from A, 1 from B, plus the ACKs; none went out to the wire */
+	assert_true(A->tx_roce >= 5);
+	assert_int_equal(W->w_frames, w_before);
+	assert_int_equal(W->w_roce, 0);
+	assert_int_equal(roce_port_stats(B->port)->to_responder, 5);
+	assert_int_equal(roce_port_stats(A->port)->to_responder, 1);
+	for (int i = 0; i < 2; i++)
+		for (int d = 0; d < ROCE_PORT_DROP_NUM; d++)
+			assert_int_equal(drops(&W->n[i], (enum roce_port_drop)d), 0);
+	teardown_world();
+}
+
+/* WRITE with immediate (multi-packet) and a READ across several responses. */
+static void test_write_read(void **state)
+{
+	uint32_t wlen = 2 * MTU + 100, rlen = 2 * MTU + 300;
+
+	(void)state;
+	setup(true);
+	B->posted = 1;
+	fill(A, 1, wlen, 5);
+	assert_int_equal(post(A, 1, ROCE_RC_REQ_WRITE_IMM, wlen, 4096), 0);
+	assert_int_equal(post(A, 2, ROCE_RC_REQ_READ, rlen, 20000), 0);
+	run();
+	assert_int_equal(A->ncomp, 2);
+	expect_comp(A, 0, 1, ROCE_RC_REQ_WC_SUCCESS, wlen);
+	expect_comp(A, 1, 2, ROCE_RC_REQ_WC_SUCCESS, rlen);
+	assert_memory_equal(B->mr + 4096, A->lbuf[1], wlen);
+	assert_memory_equal(A->lbuf[2], B->mr + 20000, rlen);
+	assert_int_equal(B->nrcqe, 1);
+	assert_true(B->rcqe[0].has_imm);
+	assert_int_equal(B->rcqe[0].imm, 0xabc00001u);
+	assert_int_equal(B->rcqe[0].byte_len, wlen);
+	/* the READ came back as FIRST, MIDDLE, LAST */
+	assert_int_equal(roce_port_stats(A->port)->to_requester, 1 + 3);
+	assert_int_equal(W->w_roce, 0);
+	teardown_world();
+}
+
+static void test_atomics(void **state)
+{
+	uint64_t v = 1000, got;
+
+	(void)state;
+	setup(true);
+	memcpy(B->mr + 64, &v, 8);
+	{
+		struct roce_rc_req_wr cs = { .wr_id = 1, .op = ROCE_RC_REQ_CMP_SWAP, .signaled = true,
+					     .va = MR_VA + 64, .rkey = RKEY, .swap_add = 77, .compare = 1000 };
+		struct roce_rc_req_wr fa = { .wr_id = 2, .op = ROCE_RC_REQ_FETCH_ADD, .signaled = true,
+					     .va = MR_VA + 64, .rkey = RKEY, .swap_add = 5 };
+		struct roce_rc_req_wr cs2 = cs;
+
+		cs2.wr_id = 3;  /* compares 1000 with 82: no swap */
+		assert_int_equal(roce_port_qp_post(A->port, QPN_A, &cs), 0);
+		assert_int_equal(roce_port_qp_post(A->port, QPN_A, &fa), 0);
+		assert_int_equal(roce_port_qp_post(A->port, QPN_A, &cs2), 0);
+	}
+	run();
+	assert_int_equal(A->ncomp, 3);
+	expect_comp(A, 0, 1, ROCE_RC_REQ_WC_SUCCESS, 8);
+	expect_comp(A, 1, 2, ROCE_RC_REQ_WC_SUCCESS, 8);
+	expect_comp(A, 2, 3, ROCE_RC_REQ_WC_SUCCESS, 8);
+	assert_int_equal(A->comp[0].orig, 1000);
+	assert_int_equal(A->comp[1].orig, 77);
+	assert_int_equal(A->comp[2].orig, 82);
+	memcpy(&got, B->mr + 64, 8);
+	assert_int_equal(got, 82);
+	teardown_world();
+}
+
+static bool is_ack(const struct roce_pkt *p) { return p->bth->opcode == ROCE_RC_ACKNOWLEDGE; }
+static bool is_read_mid(const struct roce_pkt *p) { return p->bth->opcode == ROCE_RC_RDMA_READ_RESPONSE_MIDDLE; }
+
+/* Frames lost in A's and B's send paths: go-back-N and the ACK timeout recover, data exact. */
+static void test_lossy(void **state)
+{
+	uint32_t len = 5 * MTU, rlen = 3 * MTU;
+	const struct roce_rc_req *q;
+
+	(void)state;
+	setup(true);
+	B->posted = 2;
+	fill(A, 1, len, 3);
+	fill(A, 2, len, 4);
+	A->drop_mask = (1u << 1) | (1u << 6) | (1u << 9);       /* a SEND middle, the second SEND, ... */
+	B->drop_op = is_ack;
+	B->drop_op_left = 1;                                     /* the first ACK */
+	assert_int_equal(post(A, 1, ROCE_RC_REQ_SEND, len, 0), 0);
+	assert_int_equal(post(A, 2, ROCE_RC_REQ_SEND, len, 0), 0);
+	assert_int_equal(post(A, 3, ROCE_RC_REQ_READ, rlen, 8192), 0);
+	assert_int_equal(post(A, 4, ROCE_RC_REQ_WRITE, len, 30000), 0);
+	run();
+	assert_int_equal(A->ncomp, 4);
+	expect_comp(A, 0, 1, ROCE_RC_REQ_WC_SUCCESS, len);
+	expect_comp(A, 1, 2, ROCE_RC_REQ_WC_SUCCESS, len);
+	expect_comp(A, 2, 3, ROCE_RC_REQ_WC_SUCCESS, rlen);
+	expect_comp(A, 3, 4, ROCE_RC_REQ_WC_SUCCESS, len);
+	assert_int_equal(B->nrcqe, 2);
+	assert_memory_equal(B->rq_buf[0], A->lbuf[1], len);
+	assert_memory_equal(B->rq_buf[1], A->lbuf[2], len);
+	assert_memory_equal(A->lbuf[3], B->mr + 8192, rlen);
+	assert_memory_equal(B->mr + 30000, A->lbuf[4], len);
+	assert_int_equal(A->dropped, 3);
+	assert_int_equal(B->dropped, 1);
+	q = roce_port_qp_requester(A->port, QPN_A);
+	assert_true(q->retransmits > 0);
+	assert_true(q->stats[ROCE_RC_REQ_IN_SEQ_NAK] + q->timeouts > 0);
+	assert_int_equal(drops(A, ROCE_PORT_DROP_TX_HOOK), 3);
+	assert_int_equal(drops(B, ROCE_PORT_DROP_TX_HOOK), 1);
+	teardown_world();
+}
+
+/* A lost READ response in the middle: re-requested for its remainder through the switch. */
+static void test_lossy_read(void **state)
+{
+	uint32_t rlen = 4 * MTU;
+
+	(void)state;
+	setup(true);
+	B->drop_op = is_read_mid;
+	B->drop_op_left = 1;
+	assert_int_equal(post(A, 1, ROCE_RC_REQ_READ, rlen, 1000), 0);
+	run();
+	assert_int_equal(A->ncomp, 1);
+	expect_comp(A, 0, 1, ROCE_RC_REQ_WC_SUCCESS, rlen);
+	assert_memory_equal(A->lbuf[1], B->mr + 1000, rlen);
+	assert_int_equal(B->dropped, 1);
+	assert_true(roce_port_qp_requester(A->port, QPN_A)->stats[ROCE_RC_REQ_IN_IMPLIED_NAK] +
+		    roce_port_qp_requester(A->port, QPN_A)->timeouts > 0);
+	teardown_world();
+}
+
+/* The neighbour unresolved when the SEND goes out: dropped, ARP asked, the retransmission gets through. */
+static void test_unresolved(void **state)
+{
+	struct roce_port_qp_cfg c;
+	uint8_t mac[6];
+	uint32_t len = 2 * MTU;
+
+	(void)state;
+	setup(false);
+	A->drop_arp = B->drop_arp = true;       /* the ARP requests of QP creation are lost */
+	c = qp_cfg(A);
+	assert_int_equal(roce_port_qp_create(A->port, QPN_A, &c, W->now), 0);
+	c = qp_cfg(B);
+	assert_int_equal(roce_port_qp_create(B->port, QPN_B, &c, W->now), 0);
+	settle();
+	assert_false(roce_port_neigh_lookup(A->port, IP_B, mac));
+	assert_int_equal(A->dropped + B->dropped, 2);
+	A->drop_arp = B->drop_arp = false;
+	B->posted = 1;
+	fill(A, 1, len, 9);
+	assert_int_equal(post(A, 1, ROCE_RC_REQ_SEND, len, 0), 0);
+	run();
+	assert_int_equal(A->ncomp, 1);
+	expect_comp(A, 0, 1, ROCE_RC_REQ_WC_SUCCESS, len);
+	assert_memory_equal(B->rq_buf[0], A->lbuf[1], len);
+	assert_true(drops(A, ROCE_PORT_DROP_TX_UNRESOLVED) >= 2);      /* both packets, at least once */
+	assert_true(roce_port_stats(A->port)->arp_requests >= 2);
+	assert_true(roce_port_neigh_lookup(A->port, IP_B, mac));
+	assert_memory_equal(mac, MAC_B, 6);
+	assert_true(roce_port_qp_requester(A->port, QPN_A)->timeouts > 0);
+	teardown_world();
+}
+
+/* A frame from the guest side, as A would send it to B (an ACK, harmless to the QP's state). */
+static size_t guest_frame(uint8_t *buf, size_t cap, const uint8_t *dmac, uint32_t sip, uint32_t dip, uint32_t dqpn,
+			  uint8_t opcode)
+{
+	struct roce_frame_desc d = {
+		.src_ip = sip, .dst_ip = dip, .ttl = 64, .sport = 0xc123, .opcode = opcode, .pkey = PKEY,
+		.dqpn = dqpn, .psn = 5, .aeth = { .syndrome = roce_syn_ack(31), .msn = 1 },
+		.deth = { .qkey = 0x1234, .sqp = 7 },
+	};
+	size_t len = 0;
+
+	memcpy(d.dst_mac, dmac, 6);
+	memcpy(d.src_mac, MAC_W, 6);
+	assert_int_equal(roce_build(&d, buf, cap, &len), ROCE_OK);
+	return len;
+}
+
+static void test_drops(void **state)
+{
+	uint8_t f[256];
+	size_t len;
+	struct roce_pkt p;
+	const struct roce_port_stats *sb;
+	uint64_t in_a, in_b, unwanted;
+
+	(void)state;
+	setup(true);
+	sb = roce_port_stats(B->port);
+	/* bad ICRC, to B's QP */
+	len = guest_frame(f, sizeof(f), MAC_B, IP_A, IP_B, QPN_B, ROCE_RC_ACKNOWLEDGE);
+	f[len - 1] ^= 0x40;
+	assert_int_equal(roce_parse(f, len, MTU, &p), ROCE_ERR_ICRC);
+	net_switch_input(W->sw, W->wire, f, len);
+	settle();
+	assert_int_equal(drops(B, ROCE_PORT_DROP_PARSE), 1);
+	assert_int_equal(sb->parse_err[ROCE_ERR_ICRC], 1);
+	/* a valid packet to a QPN B does not have */
+	len = guest_frame(f, sizeof(f), MAC_B, IP_A, IP_B, 0x999, ROCE_RC_ACKNOWLEDGE);
+	net_switch_input(W->sw, W->wire, f, len);
+	/* from an address that is not the QP's remote */
+	len = guest_frame(f, sizeof(f), MAC_B, IP_X, IP_B, QPN_B, ROCE_RC_ACKNOWLEDGE);
+	net_switch_input(W->sw, W->wire, f, len);
+	/* to B's MAC but another IPv4 address */
+	len = guest_frame(f, sizeof(f), MAC_B, IP_A, IP_X, QPN_B, ROCE_RC_ACKNOWLEDGE);
+	net_switch_input(W->sw, W->wire, f, len);
+	/* UD */
+	len = guest_frame(f, sizeof(f), MAC_B, IP_A, IP_B, QPN_B, ROCE_UD_SEND_ONLY);
+	net_switch_input(W->sw, W->wire, f, len);
+	/* truncated below a BTH: a parse error */
+	len = guest_frame(f, sizeof(f), MAC_B, IP_A, IP_B, QPN_B, ROCE_RC_ACKNOWLEDGE);
+	net_switch_input(W->sw, W->wire, f, ROCE_L2L4_LEN + 4);
+	settle();
+	assert_int_equal(drops(B, ROCE_PORT_DROP_UNKNOWN_QP), 1);
+	assert_int_equal(drops(B, ROCE_PORT_DROP_IP_SRC), 1);
+	assert_int_equal(drops(B, ROCE_PORT_DROP_IP_DST), 1);
+	assert_int_equal(drops(B, ROCE_PORT_DROP_UD), 1);
+	assert_int_equal(drops(B, ROCE_PORT_DROP_PARSE), 2);
+	assert_int_equal(sb->to_requester + sb->to_responder, 0);
+	assert_int_equal(roce_port_qp_requester(B->port, QPN_B)->stats[ROCE_RC_REQ_IN_STALE], 0);
+
+	/* a third party's RoCE (to a MAC that is neither node's): no node takes it */
+	in_a = roce_port_stats(A->port)->frames_in;
+	in_b = sb->frames_in;
+	len = guest_frame(f, sizeof(f), MAC_X, IP_A, IP_B, QPN_B, ROCE_RC_ACKNOWLEDGE);
+	net_switch_input(W->sw, W->wire, f, len);
+	/* nor UDP to another port, sent to B's MAC: the switch drops it, nobody floods it */
+	unwanted = net_switch_stats(W->sw)->dropped_unwanted;
+	len = guest_frame(f, sizeof(f), MAC_B, IP_A, IP_B, QPN_B, ROCE_RC_ACKNOWLEDGE);
+	f[ROCE_L2L4_LEN - 6] = 0x13;    /* UDP destination port 0x13b7, not 4791 (0x12b7) */
+	net_switch_input(W->sw, W->wire, f, len);
+	settle();
+	assert_int_equal(roce_port_stats(A->port)->frames_in, in_a);
+	assert_int_equal(sb->frames_in, in_b);
+	assert_int_equal(net_switch_stats(W->sw)->dropped_unwanted, unwanted + 1);
+	assert_int_equal(sb->to_requester + sb->to_responder, 0);
+
+	/* and the QP still works */
+	B->posted = 1;
+	fill(A, 1, 100, 1);
+	assert_int_equal(post(A, 1, ROCE_RC_REQ_SEND, 100, 0), 0);
+	run();
+	expect_comp(A, 0, 1, ROCE_RC_REQ_WC_SUCCESS, 100);
+	teardown_world();
+}
+
+/* The receive ring is bounded: frames beyond it are dropped and counted, then the rest is handled. */
+static void test_rx_full(void **state)
+{
+	uint8_t f[256];
+	size_t len;
+
+	(void)state;
+	setup(true);
+	len = guest_frame(f, sizeof(f), MAC_B, IP_A, IP_B, 0x999, ROCE_RC_ACKNOWLEDGE);
+	for (unsigned i = 0; i < ROCE_PORT_RXQ + 3; i++)
+		net_switch_input(W->sw, W->wire, f, len);
+	assert_int_equal(drops(B, ROCE_PORT_DROP_RX_FULL), 3);
+	settle();
+	assert_int_equal(drops(B, ROCE_PORT_DROP_UNKNOWN_QP), ROCE_PORT_RXQ);
+	teardown_world();
+}
+
+static void test_api(void **state)
+{
+	struct roce_port_qp_cfg c;
+	struct roce_port_cfg bad = { .name = "bad", .ip = IP_X, .mac = { 0x01, 0, 0, 0, 0, 1 } };
+	unsigned in_range = 0;
+	uint16_t s0;
+
+	(void)state;
+	setup(true);
+	assert_null(roce_port_new(&bad, W->sw));
+	c = qp_cfg(A);
+	assert_int_equal(roce_port_qp_create(A->port, QPN_A, &c, 0), -EEXIST);
+	assert_int_equal(roce_port_qp_create(A->port, 0, &c, 0), -EINVAL);
+	c.pmtu = 1000;
+	assert_int_equal(roce_port_qp_create(A->port, 0x33, &c, 0), -EINVAL);
+	c = qp_cfg(A);
+	c.req_ops = NULL;
+	assert_int_equal(roce_port_qp_create(A->port, 0x33, &c, 0), -EINVAL);
+	c = qp_cfg(A);
+	c.remote_ip = IP_A;
+	assert_int_equal(roce_port_qp_create(A->port, 0x33, &c, 0), -EINVAL);
+	c = qp_cfg(A);
+	for (uint32_t q = 0x100; q < 0x100 + ROCE_PORT_MAX_QPS - 1; q++)
+		assert_int_equal(roce_port_qp_create(A->port, q, &c, 0), 0);
+	assert_int_equal(roce_port_qp_create(A->port, 0x33, &c, 0), -ENOSPC);
+	assert_int_equal(roce_port_qp_destroy(A->port, 0x100), 0);
+	assert_int_equal(roce_port_qp_destroy(A->port, 0x100), -ENOENT);
+	assert_int_equal(roce_port_qp_create(A->port, 0x33, &c, 0), 0);
+	assert_int_equal(post(A, 1, ROCE_RC_REQ_SEND, 1, 0), 0);
+	assert_int_equal(roce_port_qp_destroy(A->port, QPN_A), 0);
+	expect_comp(A, 0, 1, ROCE_RC_REQ_WC_FLUSH_ERR, 0);
+	assert_int_equal(roce_port_qp_post(A->port, QPN_A, &(struct roce_rc_req_wr){ .op = ROCE_RC_REQ_SEND }),
+			 -ENOENT);
+	assert_null(roce_port_qp_requester(A->port, QPN_A));
+	assert_null(roce_port_qp_responder(A->port, QPN_A));
+	assert_int_equal(roce_port_qp_sport(A->port, QPN_A), 0);
+	assert_int_equal(roce_port_qp_sport(B->port, QPN_B), roce_port_sport(QPN_B, QPN_A));
+	/* source ports: in 49152..65535, and spread */
+	s0 = roce_port_sport(1, 2);
+	for (uint32_t q = 1; q < 1000; q++) {
+		uint16_t s = roce_port_sport(q, q + 1);
+
+		assert_true(s >= 49152);
+		in_range += s != s0;
+	}
+	assert_true(in_range > 990);
+	assert_int_not_equal(roce_port_sport(1, 2), roce_port_sport(2, 1));
+	/* names: one per cause, distinct */
+	for (int i = 0; i < ROCE_PORT_DROP_NUM; i++) {
+		assert_non_null(roce_port_drop_name((enum roce_port_drop)i));
+		assert_string_not_equal(roce_port_drop_name((enum roce_port_drop)i), "?");
+		for (int j = 0; j < i; j++)
+			assert_string_not_equal(roce_port_drop_name((enum roce_port_drop)i),
+						roce_port_drop_name((enum roce_port_drop)j));
+	}
+	assert_string_equal(roce_port_drop_name(ROCE_PORT_DROP_NUM), "?");
+	teardown_world();
+}
+
+static int group_setup(void **state)
+{
+	(void)state;
+	W = calloc(1, sizeof(*W));
+	return W == NULL ? -1 : 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	free(W);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_arp),
+		cmocka_unit_test(test_send),
+		cmocka_unit_test(test_write_read),
+		cmocka_unit_test(test_atomics),
+		cmocka_unit_test(test_lossy),
+		cmocka_unit_test(test_lossy_read),
+		cmocka_unit_test(test_unresolved),
+		cmocka_unit_test(test_drops),
+		cmocka_unit_test(test_rx_full),
+		cmocka_unit_test(test_api),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
