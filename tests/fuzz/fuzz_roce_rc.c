@@ -48,6 +48,7 @@
 
 #include "fabric/roce_rc.h"
 #include "fuzz.h"
+#include "roce_fake.h"
 #include "util/inet_csum.h"
 
 #define RQPN 0x000321
@@ -60,15 +61,6 @@
 #define HIST 8
 #define FRAME_MAX (ROCE_L2L4_LEN + 64 + 4096 + 4 + 4)
 
-struct mr {
-	uint32_t rkey;
-	uint64_t base;
-	uint32_t len;
-	uint8_t access;
-	bool valid;
-	uint8_t *buf;
-};
-
 struct rq {
 	uint32_t cap;
 	uint8_t *buf;
@@ -79,7 +71,7 @@ struct rq {
 static struct fake {
 	uint32_t pmtu, pkey;
 	uint8_t rnr;
-	struct mr mr[NMR];
+	struct roce_fake_mem mem;        /* the NMR regions of the header, exact-size heap blocks */
 	struct rq rq[RQ_MAX];
 	unsigned posted, taken, completed;
 	/* the packet being input */
@@ -144,32 +136,13 @@ static void f_recv_complete(void *ctx, uint64_t h, const struct roce_rc_recv_cqe
 	CHECK(c->byte_len == r->placed && c->byte_len <= r->cap);
 }
 
-static uint8_t *mr_at(struct fake *f, uint32_t rkey, uint64_t va, uint32_t len, uint8_t need)
-{
-	for (unsigned i = 0; i < NMR; i++) {
-		struct mr *m = &f->mr[i];
-
-		if (!m->valid || m->rkey != rkey)
-			continue;
-		if (!(m->access & need))
-			return NULL;
-		if (va < m->base || va - m->base > m->len || len > m->len - (va - m->base))
-			return NULL;
-		return m->buf + (va - m->base);
-	}
-	return NULL;
-}
-
 static int f_mem_write(void *ctx, uint32_t rkey, uint64_t va, const void *data, uint32_t len)
 {
 	struct fake *f = ctx;
-	uint8_t *p;
 
 	CHECK(f->in_input && f->at_epsn && len <= f->pmtu);
-	p = mr_at(f, rkey, va, len, 1);
-	if (p == NULL)
+	if (roce_fake_mem_write(&f->mem, rkey, va, data, len) != 0)
 		return -1;
-	memcpy(p, data, len);
 	f->stores++;
 	return 0;
 }
@@ -177,37 +150,20 @@ static int f_mem_write(void *ctx, uint32_t rkey, uint64_t va, const void *data, 
 static int f_mem_read(void *ctx, uint32_t rkey, uint64_t va, void *buf, uint32_t len)
 {
 	struct fake *f = ctx;
-	uint8_t *p;
 
 	CHECK(f->in_input && len <= f->pmtu);
-	p = mr_at(f, rkey, va, len, 2);
-	if (p == NULL)
-		return -1;
-	memcpy(buf, p, len);
-	return 0;
+	return roce_fake_mem_read(&f->mem, rkey, va, buf, len);
 }
 
 static int f_atomic(void *ctx, uint32_t rkey, uint64_t va, bool cmp_swap, uint64_t swap_add, uint64_t compare,
 		    uint64_t *orig)
 {
 	struct fake *f = ctx;
-	uint8_t *p;
-	uint64_t v;
 
 	/* executed once: never for a duplicate; the alignment is the responder's to check */
 	CHECK(f->in_input && f->at_epsn && (va & 7) == 0);
-	p = mr_at(f, rkey, va, 8, 4);
-	if (p == NULL)
+	if (roce_fake_mem_atomic(&f->mem, rkey, va, cmp_swap, swap_add, compare, orig) != 0)
 		return -1;
-	memcpy(&v, p, 8);
-	*orig = v;
-	if (cmp_swap) {
-		if (v == compare)
-			v = swap_add;
-	} else {
-		v += swap_add;
-	}
-	memcpy(p, &v, 8);
 	f->stores++;
 	return 0;
 }
@@ -217,15 +173,7 @@ static int f_invalidate(void *ctx, uint32_t rkey)
 	struct fake *f = ctx;
 
 	CHECK(f->in_input && f->at_epsn);
-	for (unsigned i = 0; i < NMR; i++) {
-		struct mr *m = &f->mr[i];
-
-		if (m->valid && m->rkey == rkey && (m->access & 8)) {
-			m->valid = false;
-			return 0;
-		}
-	}
-	return -1;
+	return roce_fake_mem_invalidate(&f->mem, rkey);
 }
 
 static void f_send_frame(void *ctx, const uint8_t *frame, size_t len)
@@ -399,8 +347,8 @@ static void op_req(struct fz *z, struct roce_rc_resp *q)
 	compare = fz_u64(z);
 	imm = fz_u32(z);
 	if ((mr & 3) < NMR) {
-		rkey = F.mr[mr & 3].rkey;
-		va = F.mr[mr & 3].base + off;
+		rkey = F.mem.mr[mr & 3].rkey;
+		va = F.mem.mr[mr & 3].va + off;
 	} else {
 		rkey = imm;
 		va = off;
@@ -535,15 +483,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	nrecv = fz_u8(&z) % 5;
 	recv_size = fz_u16(&z);
 	for (unsigned i = 0; i < NMR; i++) {
-		struct mr *m = &F.mr[i];
+		uint32_t rkey = fz_u32(&z);
+		uint64_t base = fz_u64(&z);
+		uint32_t len = fz_u16(&z) % (MR_MAX + 1);
+		struct roce_fake_mr *m = roce_fake_mem_add(&F.mem, rkey, base, len, fz_u8(&z));
 
-		m->rkey = fz_u32(&z);
-		m->base = fz_u64(&z);
-		m->len = fz_u16(&z) % (MR_MAX + 1);
-		m->access = fz_u8(&z);
-		m->valid = true;
-		m->buf = malloc(m->len ? m->len : 1);
-		CHECK(m->buf != NULL);
+		CHECK(m != NULL);
 		for (uint32_t j = 0; j < m->len; j++)
 			m->buf[j] = (uint8_t)(j * 13 + i);
 	}
@@ -583,8 +528,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	CHECK(q.build_errors == 0);
 
-	for (unsigned i = 0; i < NMR; i++)
-		free(F.mr[i].buf);
+	roce_fake_mem_free(&F.mem);
 	for (unsigned i = 0; i < F.posted; i++)
 		free(F.rq[i].buf);
 	return 0;

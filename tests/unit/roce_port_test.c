@@ -24,6 +24,7 @@
 #include "fabric/roce_port.h"
 #include "net/net_arp.h"
 #include "net/net_switch.h"
+#include "roce_fake.h"
 
 #define IP_A 0xc0a8c80bu        /* 192.168.200.11 */
 #define IP_B 0xc0a8c80cu        /* 192.168.200.12 */
@@ -59,6 +60,7 @@ struct node {
 	struct roce_port *port;
 	uint32_t ip, qpn, peer_qpn;
 	uint8_t mr[MR_LEN];
+	struct roce_fake_mem mem;        /* the one region RKEY at MR_VA over mr */
 	unsigned posted, taken;
 	uint8_t rq_buf[RQ_MAX][RQ_BUF];
 	struct roce_rc_recv_cqe rcqe[RQ_MAX];
@@ -202,49 +204,26 @@ static void f_recv_complete(void *ctx, uint64_t h, const struct roce_rc_recv_cqe
 	n->rcqe[n->nrcqe++] = *c;
 }
 
-static uint8_t *mr_at(struct node *n, uint32_t rkey, uint64_t va, uint32_t len)
-{
-	if (rkey != RKEY || va < MR_VA || va - MR_VA > MR_LEN || len > MR_LEN - (va - MR_VA))
-		return NULL;
-	return n->mr + (va - MR_VA);
-}
-
 static int f_mem_write(void *ctx, uint32_t rkey, uint64_t va, const void *data, uint32_t len)
 {
-	uint8_t *p = mr_at(ctx, rkey, va, len);
+	struct node *n = ctx;
 
-	if (p == NULL)
-		return -1;
-	memcpy(p, data, len);
-	return 0;
+	return roce_fake_mem_write(&n->mem, rkey, va, data, len);
 }
 
 static int f_mem_read(void *ctx, uint32_t rkey, uint64_t va, void *buf, uint32_t len)
 {
-	uint8_t *p = mr_at(ctx, rkey, va, len);
+	struct node *n = ctx;
 
-	if (p == NULL)
-		return -1;
-	memcpy(buf, p, len);
-	return 0;
+	return roce_fake_mem_read(&n->mem, rkey, va, buf, len);
 }
 
 static int f_atomic(void *ctx, uint32_t rkey, uint64_t va, bool cmp_swap, uint64_t swap_add, uint64_t compare,
 		    uint64_t *orig)
 {
-	uint8_t *p = mr_at(ctx, rkey, va, 8);
-	uint64_t v;
+	struct node *n = ctx;
 
-	if (p == NULL)
-		return -1;
-	memcpy(&v, p, 8);
-	*orig = v;
-	if (cmp_swap)
-		v = v == compare ? swap_add : v;
-	else
-		v += swap_add;
-	memcpy(p, &v, 8);
-	return 0;
+	return roce_fake_mem_atomic(&n->mem, rkey, va, cmp_swap, swap_add, compare, orig);
 }
 
 static int f_invalidate(void *ctx, uint32_t rkey)
@@ -379,6 +358,7 @@ static void setup(bool qps)
 	for (int i = 0; i < 2; i++) {
 		for (unsigned k = 0; k < MR_LEN; k++)
 			W->n[i].mr[k] = (uint8_t)(k * 31 + 7 + i);
+		assert_non_null(roce_fake_mem_attach(&W->n[i].mem, RKEY, MR_VA, W->n[i].mr, MR_LEN, ROCE_FAKE_ALL));
 		roce_port_set_tx_hook(W->n[i].port, tx_hook, &W->n[i]);
 	}
 	if (qps) {

@@ -23,6 +23,7 @@
 
 #include "fabric/roce_rc.h"
 #include "fabric/roce_rc_req.h"
+#include "roce_fake.h"
 
 #define MTU 256                 /* the tests' path MTU, except test_mtu_1024 */
 #define LMTU (L->req.cfg.pmtu)   /* the link's: the requester's configuration */
@@ -90,6 +91,7 @@ struct link {
 	int rd_wire, rd_wire_peak;
 	/* responder owner */
 	uint8_t mr[MR_LEN];
+	struct roce_fake_mem mem;        /* the one region RKEY at MR_VA over mr */
 	uint32_t rq_cap[RQ_MAX];
 	unsigned rq_ready;              /* receives prepared; posted lags behind them when lazy */
 	bool lazy;                      /* post prepared receives one at a time, at random turns (RNR) */
@@ -297,52 +299,23 @@ static void f_recv_complete(void *ctx, uint64_t h, const struct roce_rc_recv_cqe
 	L->rcqe[L->nrcqe++] = *c;
 }
 
-static uint8_t *mr_at(uint32_t rkey, uint64_t va, uint32_t len)
-{
-	if (rkey != RKEY || va < MR_VA || va - MR_VA > MR_LEN || len > MR_LEN - (va - MR_VA))
-		return NULL;
-	return L->mr + (va - MR_VA);
-}
-
 static int f_mem_write(void *ctx, uint32_t rkey, uint64_t va, const void *data, uint32_t len)
 {
-	uint8_t *p = mr_at(rkey, va, len);
-
 	(void)ctx;
-	if (p == NULL)
-		return -1;
-	memcpy(p, data, len);
-	return 0;
+	return roce_fake_mem_write(&L->mem, rkey, va, data, len);
 }
 
 static int f_mem_read(void *ctx, uint32_t rkey, uint64_t va, void *buf, uint32_t len)
 {
-	uint8_t *p = mr_at(rkey, va, len);
-
 	(void)ctx;
-	if (p == NULL)
-		return -1;
-	memcpy(buf, p, len);
-	return 0;
+	return roce_fake_mem_read(&L->mem, rkey, va, buf, len);
 }
 
 static int f_atomic(void *ctx, uint32_t rkey, uint64_t va, bool cmp_swap, uint64_t swap_add, uint64_t compare,
 		    uint64_t *orig)
 {
-	uint8_t *p = mr_at(rkey, va, 8);
-	uint64_t v;
-
 	(void)ctx;
-	if (p == NULL)
-		return -1;
-	memcpy(&v, p, 8);
-	*orig = v;
-	if (cmp_swap)
-		v = v == compare ? swap_add : v;
-	else
-		v += swap_add;
-	memcpy(p, &v, 8);
-	return 0;
+	return roce_fake_mem_atomic(&L->mem, rkey, va, cmp_swap, swap_add, compare, orig);
 }
 
 static int f_invalidate(void *ctx, uint32_t rkey)
@@ -421,6 +394,7 @@ static void setup_with(const struct roce_rc_req_cfg *rc)
 	L->rng = 0x5eed;
 	for (unsigned i = 0; i < MR_LEN; i++)
 		L->mr[i] = (uint8_t)(i * 31 + 7);
+	assert_non_null(roce_fake_mem_attach(&L->mem, RKEY, MR_VA, L->mr, MR_LEN, ROCE_FAKE_ALL));
 	assert_int_equal(roce_rc_resp_init(&L->resp, &c), 0);
 	assert_int_equal(roce_rc_req_init(&L->req, rc), 0);
 }

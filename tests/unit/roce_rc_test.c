@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "fabric/roce_rc.h"
+#include "roce_fake.h"
 
 #define MTU 256
 #define RQPN 0x000321
@@ -34,9 +35,6 @@
 #define FRAMES 64
 
 struct mr {
-	uint32_t rkey;
-	uint64_t va;
-	bool valid;
 	uint8_t buf[MR_LEN];
 };
 
@@ -47,6 +45,7 @@ struct cqe_rec {
 
 struct fake {
 	struct mr mr[NMR];
+	struct roce_fake_mem mem;        /* R_Key 0x1000 + i at 0x100000 * (i + 1) over mr[i].buf */
 	/* receive queue: posted[taken .. posted) are available */
 	uint32_t rq_cap[RQ_MAX];
 	uint8_t rq_buf[RQ_MAX][RQ_BUF];
@@ -99,59 +98,28 @@ static void f_recv_complete(void *ctx, uint64_t h, const struct roce_rc_recv_cqe
 	f->ncqe++;
 }
 
-static uint8_t *mr_at(struct fake *f, uint32_t rkey, uint64_t va, uint32_t len)
-{
-	for (unsigned i = 0; i < NMR; i++) {
-		struct mr *m = &f->mr[i];
-
-		if (!m->valid || m->rkey != rkey)
-			continue;
-		if (va < m->va || va - m->va > MR_LEN || len > MR_LEN - (va - m->va))
-			return NULL;
-		return m->buf + (va - m->va);
-	}
-	return NULL;
-}
-
 static int f_mem_write(void *ctx, uint32_t rkey, uint64_t va, const void *data, uint32_t len)
 {
-	uint8_t *p = mr_at(ctx, rkey, va, len);
+	struct fake *f = ctx;
 
-	if (p == NULL)
-		return -1;
-	memcpy(p, data, len);
-	return 0;
+	return roce_fake_mem_write(&f->mem, rkey, va, data, len);
 }
 
 static int f_mem_read(void *ctx, uint32_t rkey, uint64_t va, void *buf, uint32_t len)
 {
-	uint8_t *p = mr_at(ctx, rkey, va, len);
+	struct fake *f = ctx;
 
-	if (p == NULL)
-		return -1;
-	memcpy(buf, p, len);
-	return 0;
+	return roce_fake_mem_read(&f->mem, rkey, va, buf, len);
 }
 
 static int f_atomic(void *ctx, uint32_t rkey, uint64_t va, bool cmp_swap, uint64_t swap_add, uint64_t compare,
 		    uint64_t *orig)
 {
 	struct fake *f = ctx;
-	uint8_t *p = mr_at(f, rkey, va, 8);
-	uint64_t v;
 
 	assert_int_equal(va & 7, 0);
-	if (p == NULL)
+	if (roce_fake_mem_atomic(&f->mem, rkey, va, cmp_swap, swap_add, compare, orig) != 0)
 		return -1;
-	memcpy(&v, p, 8);
-	*orig = v;
-	if (cmp_swap) {
-		if (v == compare)
-			v = swap_add;
-	} else {
-		v += swap_add;
-	}
-	memcpy(p, &v, 8);
 	f->atomics++;
 	return 0;
 }
@@ -221,9 +189,8 @@ static void setup_qp(struct roce_rc_resp *q, uint32_t epsn)
 
 	memset(&F, 0, sizeof(F));
 	for (unsigned i = 0; i < NMR; i++) {
-		F.mr[i].rkey = 0x1000 + i;
-		F.mr[i].va = 0x100000ull * (i + 1);
-		F.mr[i].valid = true;
+		assert_non_null(roce_fake_mem_attach(&F.mem, 0x1000 + i, 0x100000ull * (i + 1), F.mr[i].buf, MR_LEN,
+						     ROCE_FAKE_ALL));
 		for (unsigned j = 0; j < MR_LEN; j++)
 			F.mr[i].buf[j] = (uint8_t)(j * 13 + i);
 	}
