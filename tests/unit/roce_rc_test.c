@@ -847,6 +847,44 @@ static void test_bad_rkey(void **state)
 	assert_int_equal(F.cqe[0].c.status, ROCE_RC_WC_LOC_ACCESS_ERR);
 }
 
+/*
+ * The exact ends of a region (MR 0x1000 covers [0x100000, +MR_LEN)): the
+ * last bytes can be written, read and swapped, one byte past the end is a
+ * remote access error, whatever the operation.
+ */
+static void test_region_edges(void **state)
+{
+	const uint64_t end = 0x100000 + MR_LEN;
+	struct roce_rc_resp q;
+	uint64_t before, after;
+
+	(void)state;
+	setup_qp(&q, 0);
+	fill_payload(9);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_WRITE_ONLY, 0, 8, 0x1000, end - 8, 8), ROCE_RC_IN_EXECUTED);
+	assert_memory_equal(F.mr[0].buf + MR_LEN - 8, payload_src, 8);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_READ_REQUEST, 1, 0, 0x1000, end - 8, 8), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_atomic(&q, ROCE_RC_FETCH_ADD, 2, 0x1000, end - 8, 1, 0), ROCE_RC_IN_EXECUTED);
+	memcpy(&before, payload_src, 8);
+	memcpy(&after, F.mr[0].buf + MR_LEN - 8, 8);
+	assert_true(after == before + 1);
+	assert_int_equal(F.atomics, 1);
+	assert_false(roce_rc_resp_in_error(&q));
+	/* one byte past the end: a WRITE, a READ and an atomic (at the next aligned address) */
+	setup_qp(&q, 0);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_WRITE_ONLY, 0, 8, 0x1000, end - 7, 8), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(0, 0, ROCE_NAK_REM_ACCESS_ERR, 0);
+	for (unsigned j = MR_LEN - 8; j < MR_LEN; j++)
+		assert_int_equal(F.mr[0].buf[j], (uint8_t)(j * 13)); /* nothing of the refused write landed */
+	setup_qp(&q, 0);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_READ_REQUEST, 0, 0, 0x1000, end - 7, 8), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(0, 0, ROCE_NAK_REM_ACCESS_ERR, 0);
+	setup_qp(&q, 0);
+	assert_int_equal(feed_atomic(&q, ROCE_RC_FETCH_ADD, 0, 0x1000, end, 1, 0), ROCE_RC_IN_FATAL_NAK);
+	expect_nak(0, 0, ROCE_NAK_REM_ACCESS_ERR, 0);
+	assert_int_equal(F.atomics, 0);
+}
+
 static void test_opcode_sequence(void **state)
 {
 	struct roce_rc_resp q;
@@ -1127,6 +1165,7 @@ int main(void)
 		cmocka_unit_test(test_ring_window),
 		cmocka_unit_test(test_rnr),
 		cmocka_unit_test(test_bad_rkey),
+		cmocka_unit_test(test_region_edges),
 		cmocka_unit_test(test_opcode_sequence),
 		cmocka_unit_test(test_send_too_long),
 		cmocka_unit_test(test_pkey_and_foreign_opcodes),
