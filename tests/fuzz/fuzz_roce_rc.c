@@ -48,6 +48,7 @@
 
 #include "fabric/roce_rc.h"
 #include "fuzz.h"
+#include "fuzz_roce_rc.h"
 #include "roce_fake.h"
 #include "util/inet_csum.h"
 
@@ -315,14 +316,6 @@ static void deliver(struct roce_rc_resp *q, const uint8_t *frame, size_t len)
 
 /* ---- operations ---- */
 
-static const uint8_t opcodes[20] = {
-	ROCE_RC_SEND_FIRST, ROCE_RC_SEND_MIDDLE, ROCE_RC_SEND_LAST, ROCE_RC_SEND_LAST_WITH_IMMEDIATE,
-	ROCE_RC_SEND_ONLY, ROCE_RC_SEND_ONLY_WITH_IMMEDIATE, ROCE_RC_RDMA_WRITE_FIRST, ROCE_RC_RDMA_WRITE_MIDDLE,
-	ROCE_RC_RDMA_WRITE_LAST, ROCE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE, ROCE_RC_RDMA_WRITE_ONLY,
-	ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, ROCE_RC_RDMA_READ_REQUEST, ROCE_RC_COMPARE_SWAP, ROCE_RC_FETCH_ADD,
-	ROCE_RC_SEND_LAST_WITH_INVALIDATE, ROCE_RC_SEND_ONLY_WITH_INVALIDATE,
-	ROCE_RC_ACKNOWLEDGE, ROCE_RC_RDMA_READ_RESPONSE_ONLY, ROCE_UD_SEND_ONLY,
-};
 
 static uint8_t payload[4096];
 
@@ -366,7 +359,7 @@ static void op_req(struct fz *z, struct roce_rc_resp *q)
 	d.ttl = 64;
 	d.df = true;
 	d.sport = 0x1234;
-	d.opcode = opcodes[opsel % 20];
+	d.opcode = fuzz_roce_rc_opcodes[opsel % FUZZ_ROCE_RC_NOPS];
 	d.ackreq = flags & 1;
 	d.se = flags & 2;
 	d.pkey = (uint16_t)F.pkey;

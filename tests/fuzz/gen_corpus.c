@@ -22,6 +22,7 @@
 
 #include "fabric/roce_wire.h"
 #include "fuzz_guest.h"
+#include "fuzz_roce_rc.h"
 #include "ionic/ionic_if.h"
 #include "nvmeof/nvme_spec.h"
 #include "s3/s3_token.h"
@@ -1300,16 +1301,6 @@ static void gen_roce(void)
 
 /* ---- fuzz-roce-rc: request streams for one responder QP (layout: fuzz_roce_rc.c) ---- */
 
-/* The target's opcode table, in its order: REQ's opsel is the index. */
-static const uint8_t rc_opcodes[20] = {
-	ROCE_RC_SEND_FIRST, ROCE_RC_SEND_MIDDLE, ROCE_RC_SEND_LAST, ROCE_RC_SEND_LAST_WITH_IMMEDIATE,
-	ROCE_RC_SEND_ONLY, ROCE_RC_SEND_ONLY_WITH_IMMEDIATE, ROCE_RC_RDMA_WRITE_FIRST, ROCE_RC_RDMA_WRITE_MIDDLE,
-	ROCE_RC_RDMA_WRITE_LAST, ROCE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE, ROCE_RC_RDMA_WRITE_ONLY,
-	ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, ROCE_RC_RDMA_READ_REQUEST, ROCE_RC_COMPARE_SWAP, ROCE_RC_FETCH_ADD,
-	ROCE_RC_SEND_LAST_WITH_INVALIDATE, ROCE_RC_SEND_ONLY_WITH_INVALIDATE,
-	ROCE_RC_ACKNOWLEDGE, ROCE_RC_RDMA_READ_RESPONSE_ONLY, ROCE_UD_SEND_ONLY,
-};
-
 #define RC_FULL 0x10            /* payload of the path MTU */
 #define RC_DUP 0x04             /* PSN ePSN - 1 - delta */
 #define RC_AHEAD 0x08           /* PSN ePSN + 1 + delta */
@@ -1337,8 +1328,10 @@ static void rc_req(struct seed *s, uint8_t opcode, uint8_t flags, uint16_t delta
 {
 	uint8_t sel = 0;
 
-	while (rc_opcodes[sel] != opcode)
+	while (sel < FUZZ_ROCE_RC_NOPS && fuzz_roce_rc_opcodes[sel] != opcode)
 		sel++;
+	if (sel == FUZZ_ROCE_RC_NOPS)
+		abort(); /* a seed with an opcode the target cannot select */
 	p8(s, 0);
 	p8(s, sel);
 	p8(s, flags);
