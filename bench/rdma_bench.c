@@ -26,7 +26,8 @@
  * after it must be untouched): the benchmark fails if the engine moves wrong
  * bytes, and on any completion with an error or of the wrong type.
  *
- * Guest memory is the library's 4 MiB (ionic_guest.h): the CQ rings and QP
+ * Guest memory is the library's 4 MiB (ionic_guest.h), sealed against
+ * shrinking as QEMU seals memfd guest RAM by default: the CQ rings and QP
  * rings of the benchmark sit in the free space between the RDMA admin rings
  * and RG_SCRATCH, the message buffers after them, and the two 1 MiB data
  * buffers fill RG_SCRATCH.
@@ -247,6 +248,7 @@ static void setup(struct bench *b, struct vfc *c)
 {
 	int st;
 
+	ionic_guest_seal_memory(true); /* guest RAM as QEMU's memfd backend gives it */
 	if ((st = ionic_guest_setup(&b->g, c)) != 0)
 		die("guest set-up failed at step %d", -st);
 	b->g.db_wait = false; /* every queue has a doorbell word of its own */

@@ -402,11 +402,12 @@ enum { XFER_DONE, XFER_MORE, XFER_SRC_FAULT, XFER_DST_FAULT };
 
 static void xfer_init(struct xfer *x, const struct endpoint *src, const struct endpoint *dst, uint64_t len)
 {
-	memset(x, 0, sizeof(*x));
+	/* Field by field: a memset of the whole struct showed in profiles of small WQEs. */
 	x->src = *src;
 	x->dst = *dst;
-	x->cs.sgl = src->sgl;
-	x->cd.sgl = dst->sgl;
+	x->cs = (struct cursor){ .sgl = src->sgl };
+	x->cd = (struct cursor){ .sgl = dst->sgl };
+	x->rs = x->rd = 0;
 	x->left = len;
 }
 
@@ -1396,7 +1397,16 @@ void rdma_sq_run(struct ionic_dev *dev, uint32_t qpid)
 			struct wqe_ctx *w = &j->w;
 			uint64_t addr;
 
-			memset(w, 0, sizeof(*w));
+			/*
+			 * No memset of the whole context: its WQE buffer and SGL are
+			 * over a kilobyte, and zeroing them cost more than running a
+			 * 4 KiB WRITE. The WQE is read whole (stride >= 64 covers every
+			 * fixed field), and the SGL is empty until parse_sgl fills it.
+			 */
+			memset(&w->h, 0, sizeof(w->h));
+			w->flags = 0;
+			w->sgl.n = 0;
+			w->sgl.total = 0;
 			w->qpid = qpid;
 			w->qp = qp;
 			w->stride = 1u << qp->sq.ring.stride_log2;

@@ -13,6 +13,7 @@ struct dma_entry {
 	uint64_t size;
 	uint8_t *host;
 	int prot;
+	bool nofault; /* DMA_MAP_NOFAULT: copies need no guard */
 };
 
 struct dma_map {
@@ -80,6 +81,9 @@ int dma_map_add(struct dma_map *dm, uint64_t iova, uint64_t size, void *host, in
 {
 	uint32_t i;
 
+	bool nofault = (prot & DMA_MAP_NOFAULT) != 0;
+
+	prot &= ~DMA_MAP_NOFAULT;
 	if (size == 0 || iova > UINT64_MAX - (size - 1) || (prot & ~(DMA_PROT_READ | DMA_PROT_WRITE)))
 		return -EINVAL;
 	i = upper_bound(dm, iova);
@@ -91,7 +95,7 @@ int dma_map_add(struct dma_map *dm, uint64_t iova, uint64_t size, void *host, in
 	if (dm->n == dm->max)
 		return -ENOSPC;
 	memmove(&dm->e[i + 1], &dm->e[i], (dm->n - i) * sizeof(dm->e[0]));
-	dm->e[i] = (struct dma_entry){ .iova = iova, .size = size, .host = host, .prot = prot };
+	dm->e[i] = (struct dma_entry){ .iova = iova, .size = size, .host = host, .prot = prot, .nofault = nofault };
 	dm->n++;
 	return 0;
 }
@@ -118,7 +122,8 @@ void dma_map_clear(struct dma_map *dm, void (*release)(void *host, uint64_t size
 	dm->n = 0;
 }
 
-void *dma_map_translate(const struct dma_map *dm, uint64_t iova, uint64_t len, int prot)
+/* The host address of [iova, iova + len) inside one mapping allowing prot (its entry in *ep), or NULL. */
+static uint8_t *resolve(const struct dma_map *dm, uint64_t iova, uint64_t len, int prot, const struct dma_entry **ep)
 {
 	const struct dma_entry *e = find(dm, iova);
 	uint64_t off;
@@ -128,7 +133,15 @@ void *dma_map_translate(const struct dma_map *dm, uint64_t iova, uint64_t len, i
 	off = iova - e->iova;
 	if (len > e->size - off)
 		return NULL;
+	*ep = e;
 	return e->host + off;
+}
+
+void *dma_map_translate(const struct dma_map *dm, uint64_t iova, uint64_t len, int prot)
+{
+	const struct dma_entry *e;
+
+	return resolve(dm, iova, len, prot, &e);
 }
 
 /*
@@ -189,9 +202,16 @@ static int copy(const struct dma_map *dm, uint64_t iova, uint8_t *buf, size_t le
 		return -EFAULT;
 	/* Most accesses (a WQE, a CQE, a descriptor) lie in one mapping: one lookup, one copy. */
 	e = len ? find(dm, iova) : NULL;
-	if (e && e->host && (e->prot & dir) && len <= e->size - (iova - e->iova))
-		return guarded_memcpy(dir == DMA_PROT_READ ? (void *)buf : e->host + (iova - e->iova),
-				      dir == DMA_PROT_READ ? e->host + (iova - e->iova) : buf, len) ? -EFAULT : 0;
+	if (e && e->host && (e->prot & dir) && len <= e->size - (iova - e->iova)) {
+		void *d = dir == DMA_PROT_READ ? (void *)buf : e->host + (iova - e->iova);
+		const void *s = dir == DMA_PROT_READ ? e->host + (iova - e->iova) : buf;
+
+		if (e->nofault) {
+			memmove(d, s, len);
+			return 0;
+		}
+		return guarded_memcpy(d, s, len) ? -EFAULT : 0;
+	}
 	/* Else every piece is checked before any byte moves, then copied. */
 	for (int pass = 0; pass < 2; pass++) {
 		uint64_t a = iova;
@@ -221,11 +241,16 @@ static int copy(const struct dma_map *dm, uint64_t iova, uint8_t *buf, size_t le
 
 int dma_map_copy(const struct dma_map *dm, uint64_t dst_iova, uint64_t src_iova, size_t len)
 {
-	void *src = dma_map_translate(dm, src_iova, len, DMA_PROT_READ);
-	void *dst = src ? dma_map_translate(dm, dst_iova, len, DMA_PROT_WRITE) : NULL;
+	const struct dma_entry *se, *de;
+	void *src = resolve(dm, src_iova, len, DMA_PROT_READ, &se);
+	void *dst = src ? resolve(dm, dst_iova, len, DMA_PROT_WRITE, &de) : NULL;
 
 	if (dst == NULL)
 		return -EFAULT;
+	if (se->nofault && de->nofault) {
+		memmove(dst, src, len);
+		return 0;
+	}
 	return guarded_memcpy(dst, src, len);
 }
 

@@ -8,9 +8,10 @@
  * written. A mapping may have no host memory (the client sent no file
  * descriptor); access to it fails like access to unmapped space.
  *
- * A client may still shrink the file behind a mapping later; a copy that
- * then hits a missing page fails with -EFAULT (a SIGBUS guard) instead of
- * ending the process, and may have moved part of its bytes.
+ * A client may still shrink the file behind a mapping later (unless it
+ * sealed it: DMA_MAP_NOFAULT); a copy that then hits a missing page fails
+ * with -EFAULT (a SIGBUS guard) instead of ending the process, and may have
+ * moved part of its bytes.
  *
  * Functions returning int give 0 or -errno.
  */
@@ -23,6 +24,13 @@
 
 #define DMA_PROT_READ  0x1 /* the device may read guest memory here */
 #define DMA_PROT_WRITE 0x2 /* the device may write guest memory here */
+/*
+ * Flag for dma_map_add: the file behind the mapping is sealed against
+ * shrinking (F_SEAL_SHRINK, as QEMU's memory-backend-memfd does by default)
+ * and covers the whole mapping, so no access through it can fault: copies
+ * skip the SIGBUS guard (a sigsetjmp per copy, a tenth of a small WQE's cost).
+ */
+#define DMA_MAP_NOFAULT 0x100
 
 struct dma_map;
 
@@ -30,8 +38,8 @@ struct dma_map *dma_map_new(uint32_t max_entries);
 void dma_map_free(struct dma_map *dm);
 
 /*
- * Add [iova, iova + size) backed by host (may be NULL). size > 0 and the range
- * must not wrap. -EEXIST if it overlaps a mapping, -ENOSPC when the table is full.
+ * Add [iova, iova + size) backed by host (may be NULL); prot is DMA_PROT_*,
+ * with DMA_MAP_NOFAULT if that holds. size > 0 and the range must not wrap. -EEXIST if it overlaps a mapping, -ENOSPC when the table is full.
  */
 int dma_map_add(struct dma_map *dm, uint64_t iova, uint64_t size, void *host, int prot);
 

@@ -12,6 +12,7 @@
 #include "vfio_user/vfu_server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -315,6 +316,12 @@ static int handle_dma_map(struct msg *m, struct reply *r)
 	if (m->nfds == 1) {
 		int mprot = (prot & DMA_PROT_READ ? PROT_READ : 0) | (prot & DMA_PROT_WRITE ? PROT_READ | PROT_WRITE : 0);
 		struct stat st;
+		/*
+		 * A file sealed against shrinking (QEMU seals its memfd RAM by default) keeps at
+		 * least the size fstat sees after the seals are read: no access can fault then.
+		 */
+		int seals = fcntl(m->fds[0], F_GET_SEALS);
+		bool nofault = seals >= 0 && (seals & F_SEAL_SHRINK);
 
 		/*
 		 * Only memory that exists: a mapping past the end of its file would turn the
@@ -335,6 +342,8 @@ static int handle_dma_map(struct msg *m, struct reply *r)
 				 (unsigned long long)req.iova, (unsigned long long)req.size, strerror(rc));
 			return rc;
 		}
+		if (nofault)
+			prot |= DMA_MAP_NOFAULT;
 	} else {
 		LOG_DEBUG("vfio-user: DMA map [%#llx, +%#llx) without memory; the device cannot reach it",
 			  (unsigned long long)req.iova, (unsigned long long)req.size);

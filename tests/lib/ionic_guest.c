@@ -2,6 +2,7 @@
 #include "ionic_guest.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -67,6 +68,12 @@ static struct {
 	int memfd;
 	uint8_t *mem;
 } kept = { .memfd = -1 };
+static bool seal_memory;
+
+void ionic_guest_seal_memory(bool on)
+{
+	seal_memory = on;
+}
 
 void ionic_guest_keep_memory(void)
 {
@@ -96,8 +103,11 @@ int ionic_guest_setup(struct ionic_guest *g, struct vfc *c)
 		g->mem = kept.mem;
 		memset(g->mem, 0, GUEST_SIZE);
 	} else {
-		g->memfd = memfd_create("ionic-guest", MFD_CLOEXEC);
+		g->memfd = memfd_create("ionic-guest", MFD_CLOEXEC | (seal_memory ? MFD_ALLOW_SEALING : 0));
 		if (g->memfd < 0 || ftruncate(g->memfd, GUEST_SIZE) < 0)
+			return -1;
+		/* QEMU's memory-backend-memfd default */
+		if (seal_memory && fcntl(g->memfd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
 			return -1;
 		g->mem = mmap(NULL, GUEST_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, g->memfd, 0);
 		if (g->mem == MAP_FAILED)

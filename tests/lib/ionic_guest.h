@@ -73,6 +73,13 @@ void ionic_guest_teardown(struct ionic_guest *g);
  * page faults than the input's own work. */
 void ionic_guest_keep_memory(void);
 
+/*
+ * From now on, guest memory is sealed against growing and shrinking, as QEMU's
+ * memory-backend-memfd seals guest RAM by default (the server then copies
+ * without its SIGBUS guard). Off by default: some tests shrink the file.
+ */
+void ionic_guest_seal_memory(bool on);
+
 /* dev_cmd: write cmd, ring (posted), poll done; the 16-byte completion into comp. 0 or -1. */
 int ionic_guest_dev_cmd(struct ionic_guest *g, const void *cmd64, uint8_t comp[16]);
 

@@ -125,18 +125,17 @@ static void test_many_sorted(void **state)
 }
 
 /* Guest to guest: within one mapping each, overlapping ranges, and every refusal moves nothing. */
-static void test_guest_to_guest_copy(void **state)
+static void guest_to_guest_copy(int flags)
 {
 	struct dma_map *dm = dma_map_new(8);
 	static uint8_t ga[0x3000], gb[0x1000];
 	uint8_t want[0x3000];
 
-	(void)state;
 	for (size_t i = 0; i < sizeof(ga); i++)
 		ga[i] = (uint8_t)(i * 7);
 	memset(gb, 0x55, sizeof(gb));
-	assert_int_equal(dma_map_add(dm, 0x10000, sizeof(ga), ga, DMA_PROT_READ | DMA_PROT_WRITE), 0);
-	assert_int_equal(dma_map_add(dm, 0x13000, sizeof(gb), gb, DMA_PROT_READ), 0);
+	assert_int_equal(dma_map_add(dm, 0x10000, sizeof(ga), ga, DMA_PROT_READ | DMA_PROT_WRITE | flags), 0);
+	assert_int_equal(dma_map_add(dm, 0x13000, sizeof(gb), gb, DMA_PROT_READ | flags), 0);
 	memcpy(want, ga, sizeof(ga));
 	/* Overlapping, forwards: the bytes as they were before the copy. */
 	memmove(want + 0x100, want, 0x800);
@@ -154,7 +153,24 @@ static void test_guest_to_guest_copy(void **state)
 	assert_memory_equal(ga, want, sizeof(ga));
 	for (size_t i = 0; i < sizeof(gb); i++)
 		assert_int_equal(gb[i], 0x55);
+	/* Reads and writes inside one mapping (the path a WQE or CQE takes), and one refused. */
+	uint8_t out[64], in[64];
+	memset(in, 0xa5, sizeof(in));
+	assert_int_equal(dma_map_read(dm, 0x10040, out, sizeof(out)), 0);
+	assert_memory_equal(out, ga + 0x40, sizeof(out));
+	assert_int_equal(dma_map_write(dm, 0x10040, in, sizeof(in)), 0);
+	assert_memory_equal(ga + 0x40, in, sizeof(in));
+	assert_int_equal(dma_map_write(dm, 0x13000, in, sizeof(in)), -EFAULT);
+	assert_int_equal(gb[0], 0x55);
 	dma_map_free(dm);
+}
+
+/* The same with the guard (any file) and without it (a file sealed against shrinking): the same bytes, the same refusals. */
+static void test_guest_to_guest_copy(void **state)
+{
+	(void)state;
+	guest_to_guest_copy(0);
+	guest_to_guest_copy(DMA_MAP_NOFAULT);
 }
 
 int main(void)
