@@ -59,9 +59,13 @@
  * poll-us: the busy window of the trapped and mapped servers, default 50;
  * an empty argument keeps the default). The
  * CSV has one row per measurement:
- * mode,case,size,msgs_per_s,gbps,memcpy_gbps,median_us,p99_us,server_cpu_pct (empty where one does not apply).
+ * mode,case,size,msgs_per_s,gbps,memcpy_gbps,median_us,p99_us,server_cpu_pct,line_rt_per_s (empty where
+ * one does not apply; line_rt_per_s: the cache-line round trips of the small-message cases).
  */
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +85,7 @@
 #define WQ_LOG2    7                      /* 128 WQEs */
 #define WQ_STRIDE  6                      /* 64 bytes: header, body, one SGE */
 #define MSG_SIZE   64
+#define SMALL_MAX  4096 /* cases up to this size also measure the cache-line round trip */
 #define BIG        (1u << 20)
 
 /* Guest memory of the benchmark (see ionic_rdma_guest.h for what lies below and above). */
@@ -504,19 +509,70 @@ static double snap_cpu(const struct snap *a, const struct snap *z, double *sleep
 }
 
 static void row(struct bench *b, const char *name, size_t size, double msgs, double gbps, double mc, double med,
-		double p99, double cpu)
+		double p99, double cpu, double line)
 {
-	char f[6][32]; /* empty where a figure does not apply (negative) */
-	const double v[6] = { msgs, gbps, mc, med, p99, cpu };
+	char f[7][32]; /* empty where a figure does not apply (negative) */
+	const double v[7] = { msgs, gbps, mc, med, p99, cpu, line };
 
 	if (!b->csv)
 		return;
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < 7; i++) {
 		f[i][0] = 0;
 		if (v[i] >= 0)
-			snprintf(f[i], sizeof(f[i]), i == 0 ? "%.0f" : i < 3 ? "%.3f" : "%.2f", v[i]);
+			snprintf(f[i], sizeof(f[i]), i == 0 || i == 6 ? "%.0f" : i < 3 ? "%.3f" : "%.2f", v[i]);
 	}
-	fprintf(b->csv, "%s,%s,%zu,%s,%s,%s,%s,%s,%s\n", b->mode, name, size, f[0], f[1], f[2], f[3], f[4], f[5]);
+	fprintf(b->csv, "%s,%s,%zu,%s,%s,%s,%s,%s,%s,%s\n", b->mode, name, size, f[0], f[1], f[2], f[3], f[4], f[5],
+		f[6]);
+}
+
+/*
+ * The denominator of the small-message cases: a cache line bounced between
+ * two threads of this process (one writes an odd value and waits for the
+ * next even one, the other answers), as many round trips a second as fit in
+ * secs. Every small RDMA message costs at least a few such transfers between
+ * the client's CPU and the server's (the WQE, the doorbell, the CQE), and on a
+ * shared host their cost moves with where the two vCPUs land (twofold between
+ * runs here), which memcpy on one CPU does not show.
+ */
+static _Alignas(64) _Atomic uint64_t line_turn;
+static _Atomic bool line_stop;
+
+static void *line_answer(void *arg)
+{
+	(void)arg;
+	for (uint64_t want = 1;; want += 2) {
+		uint64_t v;
+
+		while ((v = atomic_load_explicit(&line_turn, memory_order_acquire)) != want) {
+			if (atomic_load_explicit(&line_stop, memory_order_relaxed))
+				return NULL;
+			cpu_relax();
+		}
+		atomic_store_explicit(&line_turn, want + 1, memory_order_release);
+	}
+}
+
+static double line_round_trips(double secs)
+{
+	pthread_t t;
+	uint64_t n = 0;
+	double t0, el;
+
+	atomic_store(&line_turn, 0);
+	atomic_store(&line_stop, false);
+	if (pthread_create(&t, NULL, line_answer, NULL))
+		die("pthread_create: cannot start the cache-line partner");
+	t0 = now_s();
+	do {
+		for (int i = 0; i < 1000; i++, n++) {
+			atomic_store_explicit(&line_turn, 2 * n + 1, memory_order_release);
+			while (atomic_load_explicit(&line_turn, memory_order_acquire) != 2 * n + 2)
+				cpu_relax();
+		}
+	} while ((el = now_s() - t0) < secs);
+	atomic_store(&line_stop, true);
+	pthread_join(t, NULL);
+	return (double)n / el;
 }
 
 /* What each case runs; `only` (name or name:size) picks one. */
@@ -561,24 +617,34 @@ static void run_case(struct bench *b, const struct bcase *k)
 		}
 		if (j < 8)
 			mc = mc_gbps[j];
+		double line = k->size <= SMALL_MAX ? line_round_trips(b->secs) : -1;
+
 		s0 = snap_take(b);
 		msgs = rdma_bw(b, k->op, k->size, &gbps);
 		s1 = snap_take(b);
 		cpu = snap_cpu(&s0, &s1, &sleeps);
 		printf("%-8s %8zu  %10.0f msgs/s  %6.2f GB/s  memcpy %6.2f GB/s %4.0f%%  server CPU %3.0f%%, %.2f sleeps/doorbell\n",
 		       k->name, k->size, msgs, gbps, mc, 100 * gbps / mc, cpu, sleeps);
-		row(b, k->name, k->size, msgs, gbps, mc, -1, -1, cpu);
+		if (line > 0)
+			printf("%-8s %8zu  cache-line round trips between two CPUs %10.0f /s: %.2f messages per round trip\n",
+			       k->name, k->size, line, msgs / line);
+		row(b, k->name, k->size, msgs, gbps, mc, -1, -1, cpu, line);
 	} else if (!strcmp(k->name, "send")) {
 		double msgs;
 
+		double line;
+
 		check_send(b);
+		line = line_round_trips(b->secs);
 		s0 = snap_take(b);
 		msgs = send_rate(b);
 		s1 = snap_take(b);
 		cpu = snap_cpu(&s0, &s1, &sleeps);
 		printf("%-8s %8zu  %10.0f msgs/s  %6.3f GB/s  %28s  server CPU %3.0f%%, %.2f sleeps/doorbell\n", k->name,
 		       k->size, msgs, msgs * (double)k->size / 1e9, "", cpu, sleeps);
-		row(b, k->name, k->size, msgs, msgs * (double)k->size / 1e9, -1, -1, -1, cpu);
+		printf("%-8s %8zu  cache-line round trips between two CPUs %10.0f /s: %.2f messages per round trip\n",
+		       k->name, k->size, line, msgs / line);
+		row(b, k->name, k->size, msgs, msgs * (double)k->size / 1e9, -1, -1, -1, cpu, line);
 	} else if (!strcmp(k->name, "idle")) {
 		/* Attached, set up, and nothing rung: what an idle guest costs the host. */
 		s0 = snap_take(b);
@@ -587,9 +653,9 @@ static void run_case(struct bench *b, const struct bcase *k)
 		cpu = snap_cpu(&s0, &s1, &sleeps);
 		printf("%-8s %8s  server CPU %.2f%% over %.0f s, %.0f wake-ups/s\n", k->name, "", cpu, s1.t - s0.t,
 		       (double)(s1.sleeps - s0.sleeps) / (s1.t - s0.t));
-		row(b, k->name, 0, -1, -1, -1, -1, -1, cpu);
+		row(b, k->name, 0, -1, -1, -1, -1, -1, cpu, -1);
 	} else {
-		double *lat, sum = 0, med, p99;
+		double *lat, sum = 0, med, p99, line = line_round_trips(b->secs);
 		size_t n;
 
 		s0 = snap_take(b);
@@ -603,7 +669,9 @@ static void run_case(struct bench *b, const struct bcase *k)
 		printf("%-8s %8zu  %10.0f round trips/s  median %.2f us, p99 %.2f us, mean %.2f us  server CPU %3.0f%%, "
 		       "%.2f sleeps/doorbell\n", k->name, k->size, (double)n / sum, med, p99, sum / (double)n * 1e6, cpu,
 		       sleeps);
-		row(b, k->name, k->size, (double)n / sum, -1, -1, med, p99, cpu);
+		printf("%-8s %8zu  cache-line round trip between two CPUs %.3f us: the median is %.0f of them\n", k->name,
+		       k->size, 1e6 / line, med / (1e6 / line));
+		row(b, k->name, k->size, (double)n / sum, -1, -1, med, p99, cpu, line);
 		free(lat);
 	}
 }
@@ -694,7 +762,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (b.csv)
-		fprintf(b.csv, "mode,case,size,msgs_per_s,gbps,memcpy_gbps,median_us,p99_us,server_cpu_pct\n");
+		fprintf(b.csv, "mode,case,size,msgs_per_s,gbps,memcpy_gbps,median_us,p99_us,server_cpu_pct,line_rt_per_s\n");
 	for (size_t i = 0; i < NMODES; i++)
 		if (!mode || !strcmp(mode, modes[i].name))
 			rc |= run_mode(&b, argv[1], &modes[i], only, poll_us);
