@@ -67,7 +67,7 @@ static void log_backend(const struct fabric *dp)
 }
 
 struct fabric *fabric_create(const struct backend_config *cfg, struct evloop *loop,
-					     struct net_switch *sw, char *err, size_t errlen)
+			     struct net_switch *sw, char *err, size_t errlen)
 {
 	struct fabric *dp = calloc(1, sizeof(*dp));
 

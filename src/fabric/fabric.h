@@ -29,7 +29,7 @@ struct net_switch;
  * outlive it. In-process endpoints (the s3 store's host) join the segment sw.
  */
 struct fabric *fabric_create(const struct backend_config *cfg, struct evloop *loop,
-					     struct net_switch *sw, char *err, size_t errlen);
+			     struct net_switch *sw, char *err, size_t errlen);
 
 /*
  * Join the data path to the device's RDMA engine (the NVMe-oF controller
