@@ -20,7 +20,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "ionic/ionic_datapath.h"
+#include "fabric/fabric.h"
 #include "ionic/ionic_pci.h"
 #include "net/net_switch.h"
 #include "net/tap.h"
@@ -262,7 +262,7 @@ int main(int argc, char **argv)
 {
 	struct options opts = { 0 };
 	struct signal_ctx sig = { .fd = -1 };
-	struct ionic_datapath *dp = NULL;
+	struct fabric *dp = NULL;
 	struct vfu_server *srv = NULL;
 	struct ionic_pci *nic = NULL;
 	struct net_switch *sw = NULL;
@@ -301,7 +301,7 @@ int main(int argc, char **argv)
 	sw = net_switch_new();
 	if (sw == NULL)
 		goto out;
-	dp = ionic_datapath_create(&opts.backend, sig.loop, sw, err, sizeof(err));
+	dp = fabric_create(&opts.backend, sig.loop, sw, err, sizeof(err));
 	if (dp == NULL) {
 		fprintf(stderr, "%s\n", err);
 		goto out;
@@ -342,7 +342,7 @@ int main(int argc, char **argv)
 		LOG_INFO("ionic: doorbell pages mapped by the client, polled (busy for %u us after activity)",
 			 opts.poll_us);
 	}
-	ionic_datapath_attach(dp, ionic_pci_dev(nic));
+	fabric_attach(dp, ionic_pci_dev(nic));
 	srv = vfu_server_start(sig.loop, opts.socket_path, ionic_pci_vfu(nic), err, sizeof(err));
 	if (srv == NULL) {
 		LOG_ERR("%s", err);
@@ -368,10 +368,10 @@ out:
 		evloop_del_poller(sig.loop, db_poller);
 		evloop_del_poller(sig.loop, work_poller);
 	}
-	ionic_datapath_attach(dp, NULL);
+	fabric_attach(dp, NULL);
 	ionic_pci_free(nic);
 	tap_close(tap);
-	ionic_datapath_destroy(dp);
+	fabric_destroy(dp);
 	net_switch_free(sw);
 	if (sig.loop) {
 		evloop_del_fd(sig.loop, sig_watch);

@@ -1,6 +1,6 @@
 /*
  * nvmeof-rdma-ci: the NVMe-oF controller as an in-process RDMA peer of the
- * ionic device (src/ionic/ionic_datapath_nvmeof.c), driven over vfio-user by
+ * ionic device (src/fabric/fabric_nvmeof.c), driven over vfio-user by
  * our own client the way nvme-rdma and rdma_cm drive it in a guest: CM
  * MADs on the GSI queue pair (QP 1) to the controller's address, an RC
  * queue pair per NVMe queue carrying command capsules as SENDs, responses

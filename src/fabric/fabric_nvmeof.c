@@ -1,10 +1,10 @@
 /*
  * Glue between the ionic RDMA engine and the NVMe-oF modules (nvmeof_cm,
- * nvmeof_target): see ionic_datapath_nvmeof.h. The controller is not a host
+ * nvmeof_target): see fabric_nvmeof.h. The controller is not a host
  * on the Ethernet segment; the engine routes to it by queue pair: GSI sends
  * addressed to ip= go to the CM, RC sends to a controller QPN to the target.
  */
-#include "ionic/ionic_datapath_nvmeof.h"
+#include "fabric/fabric_nvmeof.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -31,7 +31,7 @@ struct pending_rsp {
 
 /* One controller-side queue pair: a CM connection and the target's queue behind it. */
 struct glue_conn {
-	struct nvmeof_glue *g;
+	struct fabric_nvmeof *g;
 	uint32_t ctrl_qpn, guest_qpn;
 	struct nvmeof_qpair *q;
 	struct pending_rsp pending[PENDING_MAX];
@@ -40,7 +40,7 @@ struct glue_conn {
 	struct glue_conn *next;
 };
 
-struct nvmeof_glue {
+struct fabric_nvmeof {
 	const struct nvmeof_config *cfg;
 	struct nvmeof_ns *ns;
 	struct evloop *loop;
@@ -149,7 +149,7 @@ static void grh_v4(uint8_t grh[40], const uint8_t sgid[16], const uint8_t dgid[1
 static void cm_send_mad(void *ctx, const uint8_t mad[NVMEOF_CM_MAD_SIZE], const uint8_t sgid[16],
 			const uint8_t dgid[16])
 {
-	struct nvmeof_glue *g = ctx;
+	struct fabric_nvmeof *g = ctx;
 	uint8_t grh[40];
 	int rc;
 
@@ -162,7 +162,7 @@ static void cm_send_mad(void *ctx, const uint8_t mad[NVMEOF_CM_MAD_SIZE], const 
 
 static int cm_queue_create(void *ctx, struct nvmeof_cm_conn *conn)
 {
-	struct nvmeof_glue *g = ctx;
+	struct fabric_nvmeof *g = ctx;
 	struct glue_conn *c = calloc(1, sizeof(*c));
 	struct dma_ops dma = { NULL, conn_dma_read, conn_dma_write };
 
@@ -187,7 +187,7 @@ static int cm_queue_create(void *ctx, struct nvmeof_cm_conn *conn)
 
 static void cm_queue_destroy(void *ctx, struct nvmeof_cm_conn *conn)
 {
-	struct nvmeof_glue *g = ctx;
+	struct fabric_nvmeof *g = ctx;
 	struct glue_conn *c = conn->queue, **pp;
 
 	if (!c)
@@ -208,7 +208,7 @@ static void cm_queue_destroy(void *ctx, struct nvmeof_cm_conn *conn)
 static bool peer_ud_send(void *ctx, uint32_t guest_qpn, uint32_t dst_ip, uint32_t dest_qpn, const void *payload,
 			 size_t len)
 {
-	struct nvmeof_glue *g = ctx;
+	struct fabric_nvmeof *g = ctx;
 
 	/* Not while the CM is being re-created (peer_reset failed to allocate). */
 	if (!g->cm || guest_qpn != GSI_QPN || dest_qpn != GSI_QPN || dst_ip != g->cfg->ip)
@@ -219,14 +219,14 @@ static bool peer_ud_send(void *ctx, uint32_t guest_qpn, uint32_t dst_ip, uint32_
 
 static bool peer_rc_owns(void *ctx, uint32_t dest_qpn)
 {
-	struct nvmeof_glue *g = ctx;
+	struct fabric_nvmeof *g = ctx;
 
 	return g->cm && nvmeof_cm_lookup(g->cm, dest_qpn) != NULL;
 }
 
 static uint32_t peer_rc_send(void *ctx, uint32_t guest_qpn, uint32_t peer_qpn, const void *payload, size_t len)
 {
-	struct nvmeof_glue *g = ctx;
+	struct fabric_nvmeof *g = ctx;
 	struct nvmeof_cm_conn *conn = nvmeof_cm_lookup(g->cm, peer_qpn);
 	struct glue_conn *c = conn ? conn->queue : NULL;
 
@@ -239,7 +239,7 @@ static uint32_t peer_rc_send(void *ctx, uint32_t guest_qpn, uint32_t peer_qpn, c
 
 static void peer_rq_posted(void *ctx, uint32_t guest_qpn)
 {
-	struct nvmeof_glue *g = ctx;
+	struct fabric_nvmeof *g = ctx;
 
 	for (struct glue_conn *c = g->conns; c; c = c->next)
 		if (c->guest_qpn == guest_qpn && c->pend_count)
@@ -257,7 +257,7 @@ static void peer_rq_posted(void *ctx, uint32_t guest_qpn)
  */
 static void peer_qp_gone(void *ctx, uint32_t guest_qpn)
 {
-	struct nvmeof_glue *g = ctx;
+	struct fabric_nvmeof *g = ctx;
 
 	for (;;) {
 		struct glue_conn *c = g->conns;
@@ -276,7 +276,7 @@ static void peer_qp_gone(void *ctx, uint32_t guest_qpn)
 	}
 }
 
-static struct nvmeof_cm *cm_new(struct nvmeof_glue *g)
+static struct nvmeof_cm *cm_new(struct fabric_nvmeof *g)
 {
 	struct nvmeof_cm_config cc = {
 		.ip = g->cfg->ip,
@@ -296,7 +296,7 @@ static struct nvmeof_cm *cm_new(struct nvmeof_glue *g)
 /* The guest's RDMA side was reset: its QPs are gone, so are the connections. */
 static void peer_reset(void *ctx)
 {
-	struct nvmeof_glue *g = ctx;
+	struct fabric_nvmeof *g = ctx;
 
 	nvmeof_cm_destroy(g->cm); /* destroys every queue pair */
 	g->cm = cm_new(g);
@@ -306,7 +306,7 @@ static void peer_reset(void *ctx)
 
 static void tick(void *arg, uint32_t events)
 {
-	struct nvmeof_glue *g = arg;
+	struct fabric_nvmeof *g = arg;
 
 	(void)events;
 	for (struct glue_conn *c = g->conns; c; c = c->next) {
@@ -320,9 +320,9 @@ static void tick(void *arg, uint32_t events)
 	nvmeof_target_tick(g->target);
 }
 
-struct nvmeof_glue *nvmeof_glue_new(const struct nvmeof_config *cfg, struct nvmeof_ns *ns, struct evloop *loop)
+struct fabric_nvmeof *fabric_nvmeof_new(const struct nvmeof_config *cfg, struct nvmeof_ns *ns, struct evloop *loop)
 {
-	struct nvmeof_glue *g = calloc(1, sizeof(*g));
+	struct fabric_nvmeof *g = calloc(1, sizeof(*g));
 	struct nvmeof_target_ops tops = { .send_rsp = target_send_rsp, .disconnect = target_disconnect,
 					  .now_ms = target_now };
 
@@ -337,13 +337,13 @@ struct nvmeof_glue *nvmeof_glue_new(const struct nvmeof_config *cfg, struct nvme
 	g->cm = g->target ? cm_new(g) : NULL;
 	g->timer = g->cm && loop ? evloop_add_timer(loop, TICK_MS, tick, g) : NULL;
 	if (!g->target || !g->cm || (loop && !g->timer)) {
-		nvmeof_glue_free(g);
+		fabric_nvmeof_free(g);
 		return NULL;
 	}
 	return g;
 }
 
-void nvmeof_glue_attach(struct nvmeof_glue *g, struct ionic_dev *dev)
+void fabric_nvmeof_attach(struct fabric_nvmeof *g, struct ionic_dev *dev)
 {
 	struct ionic_rdma_peer_ops ops = {
 		.ctx = g, .ud_send = peer_ud_send, .rc_owns = peer_rc_owns, .rc_send = peer_rc_send,
@@ -357,7 +357,7 @@ void nvmeof_glue_attach(struct nvmeof_glue *g, struct ionic_dev *dev)
 		ionic_dev_set_rdma_peer(dev, &ops);
 }
 
-void nvmeof_glue_free(struct nvmeof_glue *g)
+void fabric_nvmeof_free(struct fabric_nvmeof *g)
 {
 	if (!g)
 		return;

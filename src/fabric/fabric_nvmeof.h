@@ -5,21 +5,21 @@
  * as the guest's SENDs and whose responses go into the guest's receives;
  * data moves by RDMA READ/WRITE against the guest's keys.
  */
-#ifndef ERNIC_IONIC_IONIC_DATAPATH_NVMEOF_H
-#define ERNIC_IONIC_IONIC_DATAPATH_NVMEOF_H
+#ifndef ERNIC_FABRIC_FABRIC_NVMEOF_H
+#define ERNIC_FABRIC_FABRIC_NVMEOF_H
 
 #include "nvmeof/nvmeof_ns.h"
 #include "util/backend_opts.h"
 
 struct ionic_dev;
 struct evloop;
-struct nvmeof_glue;
+struct fabric_nvmeof;
 
 /* Returns NULL on allocation failure. cfg and ns must outlive it. */
-struct nvmeof_glue *nvmeof_glue_new(const struct nvmeof_config *cfg, struct nvmeof_ns *ns, struct evloop *loop);
+struct fabric_nvmeof *fabric_nvmeof_new(const struct nvmeof_config *cfg, struct nvmeof_ns *ns, struct evloop *loop);
 /* Attach to the device (registers as its RDMA peer); NULL detaches. */
-void nvmeof_glue_attach(struct nvmeof_glue *g, struct ionic_dev *dev);
+void fabric_nvmeof_attach(struct fabric_nvmeof *g, struct ionic_dev *dev);
 /* Detach from the device and free everything. NULL is fine. */
-void nvmeof_glue_free(struct nvmeof_glue *g);
+void fabric_nvmeof_free(struct fabric_nvmeof *g);
 
 #endif

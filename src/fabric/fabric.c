@@ -1,10 +1,10 @@
-/* Backend peers of the data path; see ionic_datapath.h. */
-#include "ionic/ionic_datapath.h"
+/* Backend peers of the data path; see fabric.h. */
+#include "fabric/fabric.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "ionic/ionic_datapath_nvmeof.h"
+#include "fabric/fabric_nvmeof.h"
 #include "net/net_host.h"
 #include "nvmeof/nvmeof_ns.h"
 #include "util/parse_int.h"
@@ -13,15 +13,15 @@
 #include "ionic/ionic_dev.h"
 #include "util/log.h"
 
-struct ionic_datapath {
+struct fabric {
 	const struct backend_config *cfg;
 	struct nvmeof_ns ns; /* BACKEND_NVMEOF */
 	struct s3_endpoint *s3; /* BACKEND_S3 */
-	struct nvmeof_glue *nvmeof; /* BACKEND_NVMEOF: the controller on the RDMA engine */
+	struct fabric_nvmeof *nvmeof; /* BACKEND_NVMEOF: the controller on the RDMA engine */
 	struct net_host *nvmeof_host; /* BACKEND_NVMEOF: its address on the segment (ARP, ping) */
 };
 
-static void log_backend(const struct ionic_datapath *dp)
+static void log_backend(const struct fabric *dp)
 {
 	const struct backend_config *cfg = dp->cfg;
 	char ip[16];
@@ -66,10 +66,10 @@ static void log_backend(const struct ionic_datapath *dp)
 	}
 }
 
-struct ionic_datapath *ionic_datapath_create(const struct backend_config *cfg, struct evloop *loop,
-					     struct net_switch *sw, char *err, size_t errlen)
+struct fabric *fabric_create(const struct backend_config *cfg, struct evloop *loop,
+			     struct net_switch *sw, char *err, size_t errlen)
 {
-	struct ionic_datapath *dp = calloc(1, sizeof(*dp));
+	struct fabric *dp = calloc(1, sizeof(*dp));
 
 	if (dp == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -86,7 +86,7 @@ struct ionic_datapath *ionic_datapath_create(const struct backend_config *cfg, s
 		struct net_host_config hc = { .name = "nvmeof", .ip = cfg->nvmeof.ip };
 
 		nvmeof_host_mac(cfg->nvmeof.ip, hc.mac);
-		dp->nvmeof = nvmeof_glue_new(&cfg->nvmeof, &dp->ns, loop);
+		dp->nvmeof = fabric_nvmeof_new(&cfg->nvmeof, &dp->ns, loop);
 		if (dp->nvmeof == NULL) {
 			snprintf(err, errlen, "nvmeof backend: out of memory");
 			nvmeof_ns_close(&dp->ns);
@@ -95,7 +95,7 @@ struct ionic_datapath *ionic_datapath_create(const struct backend_config *cfg, s
 		}
 		dp->nvmeof_host = net_host_new(&hc, loop, sw, err, errlen);
 		if (dp->nvmeof_host == NULL) {
-			nvmeof_glue_free(dp->nvmeof);
+			fabric_nvmeof_free(dp->nvmeof);
 			nvmeof_ns_close(&dp->ns);
 			free(dp);
 			return NULL;
@@ -123,12 +123,12 @@ static int s3_dma_write(void *ctx, uint32_t key, uint64_t addr, const void *src,
 	return ionic_rdma_key_xfer(ctx, key, addr, (void *)src, len, true);
 }
 
-void ionic_datapath_attach(struct ionic_datapath *dp, struct ionic_dev *dev)
+void fabric_attach(struct fabric *dp, struct ionic_dev *dev)
 {
 	if (dp == NULL)
 		return;
 	if (dp->nvmeof)
-		nvmeof_glue_attach(dp->nvmeof, dev);
+		fabric_nvmeof_attach(dp->nvmeof, dev);
 	if (dp->s3) {
 		struct dma_ops ops = { dev, s3_dma_read, s3_dma_write };
 
@@ -136,12 +136,12 @@ void ionic_datapath_attach(struct ionic_datapath *dp, struct ionic_dev *dev)
 	}
 }
 
-void ionic_datapath_destroy(struct ionic_datapath *dp)
+void fabric_destroy(struct fabric *dp)
 {
 	if (dp == NULL)
 		return;
 	net_host_free(dp->nvmeof_host);
-	nvmeof_glue_free(dp->nvmeof);
+	fabric_nvmeof_free(dp->nvmeof);
 	if (dp->cfg->kind == BACKEND_NVMEOF)
 		nvmeof_ns_close(&dp->ns);
 	s3_endpoint_free(dp->s3);
