@@ -82,8 +82,20 @@ struct roce_port_stats {
 
 struct roce_port_cfg {
 	const char *name;               /* for the switch port */
-	uint32_t ip;                    /* host order */
+	uint32_t ip;                    /* host order; may be 0 for a guest node */
 	uint8_t mac[NET_ETH_ALEN];      /* unicast */
+	/*
+	 * A guest node: the node stands for the guest's own RoCE function and
+	 * speaks with the guest's MAC and IPv4 address. It answers no ARP and
+	 * sends none (the guest's kernel owns the address, and each QP names its
+	 * remote MAC, as the driver's header template gives it), its filter
+	 * takes only IPv4/UDP to 4791 sent to its MAC or a QP's local MAC (so
+	 * such frames never reach the guest's Ethernet queue, as on a RoCE NIC),
+	 * and the frames it sends do not move the guest's MAC in the switch's
+	 * table (net_port.no_learn). Each QP names its local address
+	 * (roce_port_qp_cfg.local_ip); ip may be 0.
+	 */
+	bool guest;
 };
 
 /*
@@ -104,6 +116,19 @@ struct roce_port_qp_cfg {
 	uint8_t min_rnr_timer;          /* the responder's RNR NAK timer code */
 	uint8_t tos, ttl;               /* ttl 0 means 64 */
 	uint32_t ackreq_every;          /* see roce_rc_req_cfg */
+	/* guest nodes (optional otherwise): the QP's own addresses, 0/zero for the node's */
+	uint32_t local_ip;
+	uint8_t local_mac[NET_ETH_ALEN];
+	/* the remote MAC when the owner knows it (no ARP); zero: resolve by ARP (not on guest nodes) */
+	uint8_t remote_mac[NET_ETH_ALEN];
+	uint16_t sport;                 /* UDP source port; 0: roce_port_sport() */
+	/*
+	 * Optional: the responder moved the QP to error (it sent an invalid
+	 * request or remote access NAK). Called with resp_ctx from inside
+	 * roce_port_pump(), after the responder returned; it must not destroy
+	 * the QP from inside the call.
+	 */
+	void (*resp_fatal)(void *ctx);
 	const struct roce_rc_ops *resp_ops;
 	void *resp_ctx;
 	const struct roce_rc_req_ops *req_ops;
@@ -130,6 +155,15 @@ void roce_port_free(struct roce_port *port);
 int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_port_qp_cfg *cfg, uint64_t now_us);
 /* Move QP qpn to error (flushing its WRs and receive) and free its slot; -ENOENT if there is none. */
 int roce_port_qp_destroy(struct roce_port *port, uint32_t qpn);
+
+/*
+ * The requester's part of modify-QP to RTS: a QP created at RTR (with
+ * placeholder send parameters) gets its first PSN, timer and retry counts
+ * here. Re-initialises the requester; -EBUSY when it holds WRs or is in
+ * error, -ENOENT for no such QP, -EINVAL as roce_rc_req_init.
+ */
+int roce_port_qp_set_requester(struct roce_port *port, uint32_t qpn, uint32_t sq_psn, uint8_t timeout,
+			       uint8_t retry_cnt, uint8_t rnr_retry, uint8_t max_rd_atomic);
 
 /* Post a send-queue WR on QP qpn: roce_rc_req_post()'s result, or -ENOENT. */
 int roce_port_qp_post(struct roce_port *port, uint32_t qpn, const struct roce_rc_req_wr *wr);
