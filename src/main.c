@@ -60,7 +60,7 @@ static void usage(FILE *f)
 		"Serve an emulated AMD Pensando RDMA NIC to QEMU over vfio-user.\n"
 		"\n"
 		"  -s, --socket PATH       vfio-user socket (default " DEFAULT_SOCKET ")\n"
-		"  -b, --backend SPEC      none | loopback | s3[:opts] | nvmeof[:opts] (default loopback)\n"
+		"  -b, --backend SPEC      none | loopback | s3[:opts] | nvmeof[:opts] | roce[:opts] (default loopback)\n"
 		"  -T, --tap IFNAME        join the emulated segment to this existing TAP device\n"
 		"  -m, --mac MAC           the guest NIC's MAC (default 02:45:52:4e:49:43)\n"
 		"      --mmap-doorbells    let the client map the doorbell pages (BAR2): doorbell stores\n"

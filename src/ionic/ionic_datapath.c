@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "fabric/roce_glue.h"
 #include "ionic/ionic_datapath_nvmeof.h"
 #include "net/net_host.h"
 #include "nvmeof/nvmeof_ns.h"
@@ -19,6 +20,7 @@ struct ionic_datapath {
 	struct s3_endpoint *s3; /* BACKEND_S3 */
 	struct nvmeof_glue *nvmeof; /* BACKEND_NVMEOF: the controller on the RDMA engine */
 	struct net_host *nvmeof_host; /* BACKEND_NVMEOF: its address on the segment (ARP, ping) */
+	struct roce_glue *roce; /* BACKEND_ROCE: the guest's RC QPs to other hosts, as RoCEv2 */
 };
 
 static void log_backend(const struct ionic_datapath *dp)
@@ -48,6 +50,10 @@ static void log_backend(const struct ionic_datapath *dp)
 			 (unsigned long long)cfg->s3.window);
 		break;
 	}
+	case BACKEND_ROCE:
+		LOG_INFO("ionic_datapath: roce: RC queue pairs to other hosts speak RoCEv2 on the segment "
+			 "(mtu<=%u, timeout>=%u, retry=%u when 0)", cfg->roce.mtu, cfg->roce.timeout, cfg->roce.retry);
+		break;
 	case BACKEND_NVMEOF: {
 		uint8_t m[6];
 
@@ -101,6 +107,13 @@ struct ionic_datapath *ionic_datapath_create(const struct backend_config *cfg, s
 			return NULL;
 		}
 	}
+	if (cfg->kind == BACKEND_ROCE) {
+		dp->roce = roce_glue_new(&cfg->roce, loop, sw, err, errlen);
+		if (dp->roce == NULL) {
+			free(dp);
+			return NULL;
+		}
+	}
 	if (cfg->kind == BACKEND_S3) {
 		dp->s3 = s3_endpoint_new(&cfg->s3, loop, sw, err, errlen);
 		if (dp->s3 == NULL) {
@@ -129,6 +142,7 @@ void ionic_datapath_attach(struct ionic_datapath *dp, struct ionic_dev *dev)
 		return;
 	if (dp->nvmeof)
 		nvmeof_glue_attach(dp->nvmeof, dev);
+	roce_glue_attach(dp->roce, dev);
 	if (dp->s3) {
 		struct dma_ops ops = { dev, s3_dma_read, s3_dma_write };
 
@@ -140,6 +154,7 @@ void ionic_datapath_destroy(struct ionic_datapath *dp)
 {
 	if (dp == NULL)
 		return;
+	roce_glue_free(dp->roce);
 	net_host_free(dp->nvmeof_host);
 	nvmeof_glue_free(dp->nvmeof);
 	if (dp->cfg->kind == BACKEND_NVMEOF)
