@@ -264,7 +264,9 @@ int backend_config_parse(const char *spec, struct backend_config *cfg, char *err
 	memset(&tmp, 0, sizeof(tmp));
 	tmp.kind = b->kind;
 	set_defaults(&tmp);
-	base = b->kind == BACKEND_S3 ? (void *)&tmp.s3 : b->kind == BACKEND_ROCE ? (void *)&tmp.roce : (void *)&tmp.nvmeof;
+	base = b->kind == BACKEND_S3     ? (void *)&tmp.s3
+	       : b->kind == BACKEND_ROCE ? (void *)&tmp.roce
+					 : (void *)&tmp.nvmeof;
 
 	for (p = colon; p != NULL;) {
 		const char *item = p + 1;

@@ -45,7 +45,8 @@ for _ in $(seq 300); do
 		has_line "$TMP/b.log" "vfio-user: listening on $TMP/b.sock" && break
 	sleep 0.1
 done
-if has_line "$TMP/a.log" "tap ernicA: joined to the segment" && has_line "$TMP/b.log" "tap ernicB: joined to the segment"; then
+if has_line "$TMP/a.log" "tap ernicA: joined to the segment" &&
+	has_line "$TMP/b.log" "tap ernicB: joined to the segment"; then
 	pass roce-servers-up
 else
 	fail roce-servers-up "$(cat "$TMP/a.log" "$TMP/b.log")"
