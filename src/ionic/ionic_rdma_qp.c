@@ -1606,6 +1606,10 @@ static int exec_wqe(struct ionic_dev *dev, struct rdma_job *j)
 	/* Atomics carry their one local SGE in the body; everything else an SGL (or inline data). */
 	if (w->h.op != IONIC_V1_OP_ATOMIC_CS && w->h.op != IONIC_V1_OP_ATOMIC_FA && !(w->flags & IONIC_V1_FLAG_INL) &&
 	    !parse_sgl(w->wqe, w->stride, w->h.num_sge_key, w->flags, &w->sgl)) {
+		if (w->qp->wire && w->qp->wire->next_seq != w->qp->wire->done_seq) {
+			w->qp->wire->waiting = true; /* its error after the completions before it */
+			return WQE_BLOCKED;
+		}
 		if (w->qp->type == IONIC_QPT_UD)
 			complete_npg(dev, w->qpid, w->qp, le64_get(w->h.wqe_id), IONIC_STS_LOCAL_LEN_ERR);
 		else

@@ -7,8 +7,10 @@
  * address, and checks, byte for byte in guest memory, every operation over
  * the wire: SEND across several MTUs, SEND with immediate, RDMA WRITE and
  * WRITE with immediate, RDMA READ, compare-and-swap and fetch-and-add, a
- * SEND that meets no receive (RNR), both directions, and a bad R_Key (remote
- * access error at the requester, the responder's QP in error). A packet
+ * SEND that meets no receive (RNR), both directions, a local error behind
+ * work on the wire (completed in order), a reconnection through RESET, and a
+ * bad R_Key (remote access error at the requester, the responder's QP in
+ * error). A packet
  * socket on server A's TAP sees every frame between the two and checks the
  * RoCEv2 headers the operations put on the wire (opcodes, QPNs, addresses,
  * consecutive PSNs, AETH syndromes).
@@ -546,6 +548,72 @@ static void test_other_direction(void **state)
 	B.sq_psn += 3 + 5;
 }
 
+/* Both QPs through RESET to RTS again with fresh PSNs (what a reconnection does). */
+static void reconnect(uint32_t psn_a, uint32_t psn_b)
+{
+	uint8_t t[RG_ROCE4_HDR_LEN];
+	struct rg_qp_path path;
+	struct side *s[2] = { &A, &B };
+
+	A.sq_psn = psn_a;
+	B.sq_psn = psn_b;
+	for (int k = 0; k < 2; k++) {
+		struct side *me = s[k], *peer = s[k ^ 1];
+		uint8_t cqe[RG_CQE_SIZE];
+
+		rg_roce4_template(t, peer->mac, me->mac, me->ip, peer->ip, 0, 64);
+		path = (struct rg_qp_path){ .tmpl = t, .len = sizeof(t), .at = TMPL, .sq_psn = me->sq_psn,
+					    .rq_psn = peer->sq_psn, .pmtu_log2 = 10 };
+		assert_int_equal(rg_qp_to_rts_path(&me->g, &me->aq, &me->qp, QPN, ACCESS, &path), 0);
+		/* what the error left in the CQs (flush notices) is not this test's */
+		while (rg_cq_poll(&me->g, &me->scq, cqe) || rg_cq_poll(&me->g, &me->rcq, cqe))
+			;
+		rg_cq_ack(&me->g, &me->scq);
+		rg_cq_ack(&me->g, &me->rcq);
+	}
+}
+
+/*
+ * A SEND with a bad lkey behind two good ones: the device refuses it itself, but its error
+ * completion comes only after the two before it have completed over the wire, in order. Then the
+ * QPs are connected again (through RESET) and work.
+ */
+static void test_local_error_in_order(void **state)
+{
+	struct rg_sge sge = { SRC, 64, RG_KEY(MR_IDX + 2, 0x11) };
+	uint8_t cqe[RG_CQE_SIZE];
+
+	(void)state;
+	fill(gp(&A, SRC), 4000, 9);
+	recv_post(&B, 0x71, RECV, 4096);
+	recv_post(&B, 0x72, RECV + 4096, 4096);
+	send_post(&A, RG_WR_SEND, 0, SRC, 3000);
+	send_post(&A, RG_WR_SEND, 0, SRC + 3000, 1000);
+	rg_post_send(&A.g, &A.qp, ++A.wqe_id, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, &sge, 1);
+	rg_sq_ring(&A.g, &A.qp);
+	send_ok(&A);
+	send_ok(&A);
+	cqe_get(&A, &A.scq, cqe);
+	assert_true(rg_cqe_error(cqe));
+	assert_int_equal(rg_cqe_status(cqe), RG_STS_LOCAL_PROT);
+	recv_ok(&B, 0x71, RG_RECV_SEND, 3000, &A, 0);
+	recv_ok(&B, 0x72, RG_RECV_SEND, 1000, &A, 0);
+	assert_memory_equal(gp(&B, RECV), gp(&A, SRC), 3000);
+	assert_memory_equal(gp(&B, RECV + 4096), gp(&A, SRC + 3000), 1000);
+	assert_int_equal(rg_qp_state(&A.g, &A.aq, QPN, RG_SCRATCH + 0x8000), RG_QPS_ERR);
+	assert_int_equal(rg_qp_state(&B.g, &B.aq, QPN, RG_SCRATCH + 0x8000), RG_QPS_RTS);
+
+	reconnect(0x777000, 0x10);
+	fill(gp(&A, SRC), 2000, 10);
+	recv_post(&B, 0x73, RECV, 4096);
+	send_post(&A, RG_WR_SEND, 0, SRC, 2000);
+	send_ok(&A);
+	recv_ok(&B, 0x73, RG_RECV_SEND, 2000, &A, 0);
+	assert_memory_equal(gp(&B, RECV), gp(&A, SRC), 2000);
+	A.sq_psn += 2;
+	capture();
+}
+
 /* A WRITE with an R_Key B never gave: remote access error at A, B's QP in error, and the NAK on the wire. */
 static void test_bad_rkey(void **state)
 {
@@ -582,6 +650,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_atomics),
 		cmocka_unit_test(test_rnr),
 		cmocka_unit_test(test_other_direction),
+		cmocka_unit_test(test_local_error_in_order),
 		cmocka_unit_test(test_bad_rkey),
 	};
 
