@@ -3,7 +3,8 @@
 # test creates: server A on TAP ernicA (guest 192.168.200.10), server B on TAP ernicB (guest
 # 192.168.200.11). The client program (tests/ci/roce_test.c) drives both devices over vfio-user,
 # connects an RC QP of each to the other and checks every operation byte for byte in guest memory
-# and frame by frame on ernicA. Nothing leaves the namespace.
+# and frame by frame on ernicA; then again, in rounds, with the bridge dropping a tenth of the
+# RoCEv2 frames (nftables). Nothing leaves the namespace.
 # Usage: roce-ci.sh path/to/rocm-ernic path/to/roce-ci-client
 . "$(dirname "$0")/lib.sh"
 CLIENT=${2:?usage: $0 path/to/rocm-ernic path/to/roce-ci-client}
@@ -59,6 +60,29 @@ else
 	fail roce-client "$(grep -E 'FAILED|ERROR|Failure|error' "$TMP/client.log" | head -8 | tr '\n' '|')"
 fi
 sed 's/^/# /' "$TMP/client.log"
+
+# The same servers (the client's departure reset both devices) with the bridge dropping one RoCEv2
+# frame in ten, both ways: go-back-N, timeouts and duplicates through the whole engine.
+if nsx nft -f - <<'NFT'
+table bridge ernicloss {
+	chain forward_drop {
+		type filter hook forward priority 0;
+		udp dport 4791 numgen random mod 10 == 0 counter drop
+	}
+}
+NFT
+then
+	if nsx "$CLIENT" "$TMP/a.sock" "$TMP/b.sock" ernicA lossy >"$TMP/lossy.log" 2>&1; then
+		pass roce-lossy
+	else
+		fail roce-lossy "$(grep -E 'FAILED|ERROR|Failure|error' "$TMP/lossy.log" | head -8 | tr '\n' '|')"
+	fi
+	sed 's/^/# /' "$TMP/lossy.log"
+	dropped=$(nsx nft list ruleset | sed -n 's/.*counter packets \([0-9]*\).*/\1/p')
+	[ "${dropped:-0}" -gt 0 ] && pass "roce-lossy-dropped-$dropped" || fail roce-lossy-dropped "nothing dropped"
+else
+	fail roce-lossy "nftables cannot filter the bridge here"
+fi
 
 for s in A B; do
 	pid=PID_$s

@@ -15,7 +15,12 @@
  * RoCEv2 headers the operations put on the wire (opcodes, QPNs, addresses,
  * consecutive PSNs, AETH syndromes).
  *
- * Usage: roce-ci-client SOCK_A SOCK_B TAP_A (run inside the namespace).
+ * With "lossy" as the fourth argument it runs rounds of every kind of
+ * transfer while the bridge drops a tenth of the RoCEv2 frames (the wrapper
+ * sets that up with nftables), checking that everything still completes,
+ * once and byte for byte, and that retransmissions were seen.
+ *
+ * Usage: roce-ci-client SOCK_A SOCK_B TAP_A [lossy] (run inside the namespace).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -639,8 +644,72 @@ static void test_bad_rkey(void **state)
 	assert_int_equal(f[n - 1].syndrome, 0x60 | 2); /* NAK: remote access error */
 }
 
+/* A->B frames of the last capture that carry a PSN an earlier one carried: retransmissions seen. */
+static unsigned resent_seen(void)
+{
+	static struct frame f[FRAMES_MAX];
+	unsigned n = frames_between(&A, &B, f, FRAMES_MAX), dup = 0;
+
+	for (unsigned i = 1; i < n; i++)
+		for (unsigned k = 0; k < i; k++)
+			if (f[k].psn == f[i].psn) {
+				dup++;
+				break;
+			}
+	return dup;
+}
+
+/*
+ * Lossy mode (the bridge drops a tenth of the RoCEv2 frames it forwards, both ways): rounds of a
+ * SEND of 20000 bytes, a WRITE and a READ of 30000 and a fetch-and-add from A, and a SEND from B,
+ * every one complete, successful and byte-exact; retransmissions must have been seen on the wire.
+ */
+static void test_lossy(void **state)
+{
+	struct rg_sge res = { RESULT, 8, LKEY };
+	uint64_t sum = 0;
+	unsigned resent = 0;
+
+	(void)state;
+	rg_le64(gp(&B, ATOMIC), 0);
+	for (uint32_t r = 0; r < 12; r++) {
+		fill(gp(&A, SRC), 20000, 100 + r);
+		fill(gp(&A, SRC + 0x8000), 30000, 200 + r);
+		fill(gp(&B, TARGET + 0x10000), 30000, 300 + r);
+		fill(gp(&B, SRC), 5000, 400 + r);
+		recv_post(&B, 0x1000 + r, RECV, 0x8000);
+		recv_post(&A, 0x2000 + r, RECV, 0x8000);
+		send_post(&A, RG_WR_SEND, 0, SRC, 20000);
+		rdma_post(&A, RG_WR_RDMA_WRITE, 0, TARGET, LKEY, SRC + 0x8000, 30000);
+		rdma_post(&A, RG_WR_RDMA_READ, 0, TARGET + 0x10000, LKEY, READ_TO, 30000);
+		rg_post_atomic(&A.g, &A.qp, ++A.wqe_id, RG_WR_ATOMIC_FA, RG_WQE_SIG, ATOMIC, LKEY, r + 1, 0, &res);
+		rg_sq_ring(&A.g, &A.qp);
+		send_post(&B, RG_WR_SEND, 0, SRC, 5000);
+		for (int i = 0; i < 4; i++)
+			send_ok(&A);
+		send_ok(&B);
+		recv_ok(&B, 0x1000 + r, RG_RECV_SEND, 20000, &A, 0);
+		recv_ok(&A, 0x2000 + r, RG_RECV_SEND, 5000, &B, 0);
+		assert_memory_equal(gp(&B, RECV), gp(&A, SRC), 20000);
+		assert_memory_equal(gp(&B, TARGET), gp(&A, SRC + 0x8000), 30000);
+		assert_memory_equal(gp(&A, READ_TO), gp(&B, TARGET + 0x10000), 30000);
+		assert_memory_equal(gp(&A, RECV), gp(&B, SRC), 5000);
+		assert_int_equal(rg_get_le64(gp(&A, RESULT)), sum); /* each add executed exactly once */
+		sum += r + 1;
+		assert_int_equal(rg_get_le64(gp(&B, ATOMIC)), sum);
+		capture();
+		resent += resent_seen();
+	}
+	print_message("retransmissions seen on the wire: %u\n", resent);
+	assert_true(resent > 0);
+}
+
 int main(int argc, char **argv)
 {
+	const struct CMUnitTest lossy[] = {
+		cmocka_unit_test(test_connect),
+		cmocka_unit_test(test_lossy),
+	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_connect),
 		cmocka_unit_test(test_send_multi_mtu),
@@ -661,5 +730,7 @@ int main(int argc, char **argv)
 	A.sock = argv[1];
 	B.sock = argv[2];
 	tap_name = argv[3];
+	if (argc > 4 && strcmp(argv[4], "lossy") == 0)
+		return cmocka_run_group_tests_name("roce-ci-lossy", lossy, group_setup, group_teardown);
 	return cmocka_run_group_tests_name("roce-ci", tests, group_setup, group_teardown);
 }
