@@ -192,6 +192,20 @@ static void gq_destroy(struct roce_glue *g, struct glue_qp *q)
 		roce_port_qp_destroy(g->port, q->qpn);
 }
 
+/*
+ * The guest node, with the NIC's MAC when the device is attached (so that
+ * RoCEv2 to the guest never reaches its Ethernet queue, even before its
+ * first QP), or else the first QP's.
+ */
+static int port_make(struct roce_glue *g, const uint8_t mac[6])
+{
+	struct roce_port_cfg pc = { .name = "roce", .guest = true };
+
+	memcpy(pc.mac, mac, sizeof(pc.mac));
+	g->port = roce_port_new(&pc, g->sw);
+	return g->port != NULL ? 0 : -ENOMEM;
+}
+
 static int w_qp_attach(void *ctx, uint32_t qpn, const struct ionic_rdma_wire_path *p)
 {
 	struct roce_glue *g = ctx;
@@ -219,14 +233,8 @@ static int w_qp_attach(void *ctx, uint32_t qpn, const struct ionic_rdma_wire_pat
 	}
 	if (q != NULL)
 		gq_destroy(g, q);
-	if (g->port == NULL) {
-		struct roce_port_cfg pc = { .name = "roce", .guest = true };
-
-		memcpy(pc.mac, p->smac, sizeof(pc.mac));
-		g->port = roce_port_new(&pc, g->sw);
-		if (g->port == NULL)
-			return -ENOMEM;
-	}
+	if (g->port == NULL && port_make(g, p->smac) != 0)
+		return -ENOMEM;
 	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS && q == NULL; i++)
 		if (!g->qp[i].used)
 			q = &g->qp[i];
@@ -358,8 +366,16 @@ void roce_glue_attach(struct roce_glue *g, struct ionic_dev *dev)
 		w_reset(g);
 	}
 	g->dev = dev;
-	if (dev != NULL)
-		ionic_dev_set_rdma_wire(dev, &ops);
+	if (dev == NULL)
+		return;
+	ionic_dev_set_rdma_wire(dev, &ops);
+	if (g->port == NULL && g->sw != NULL) {
+		uint8_t mac[6];
+
+		ionic_dev_mac(dev, mac);
+		if (port_make(g, mac) != 0)
+			LOG_WARN("roce: cannot join the segment yet (tried again at the first QP)");
+	}
 }
 
 void roce_glue_free(struct roce_glue *g)

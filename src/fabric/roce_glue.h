@@ -40,7 +40,7 @@ void roce_glue_attach(struct roce_glue *g, struct ionic_dev *dev);
 /* NULL is ignored. */
 void roce_glue_free(struct roce_glue *g);
 
-/* The node, for counters and tests (NULL before the first QP went on the wire). */
+/* The node, for counters and tests (NULL before a device was attached). */
 struct roce_port;
 const struct roce_port *roce_glue_port(const struct roce_glue *g);
 

@@ -300,6 +300,9 @@ int ionic_rdma_wire_invalidate(struct ionic_dev *dev, uint32_t qpn, uint32_t rke
 void ionic_rdma_wire_qp_fatal(struct ionic_dev *dev, uint32_t qpn, bool access);
 /* Remote READ/WRITE by rkey: ionic_rdma_peer_xfer() above. */
 
+/* The NIC's own MAC (--mac): the guest's station address unless its driver sets another. */
+void ionic_dev_mac(const struct ionic_dev *dev, uint8_t mac[6]);
+
 /* Counters for tests and logs. */
 struct ionic_dev_stats {
 	uint64_t dev_cmds;

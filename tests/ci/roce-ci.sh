@@ -54,7 +54,7 @@ else
 	finish
 fi
 
-if nsx "$CLIENT" "$TMP/a.sock" "$TMP/b.sock" ernicA >"$TMP/client.log" 2>&1; then
+if nsx "$CLIENT" "$TMP/a.sock" "$TMP/b.sock" ernicA ernicB >"$TMP/client.log" 2>&1; then
 	pass roce-client
 else
 	fail roce-client "$(grep -E 'FAILED|ERROR|Failure|error' "$TMP/client.log" | head -8 | tr '\n' '|')"
@@ -72,7 +72,7 @@ table bridge ernicloss {
 }
 NFT
 then
-	if nsx "$CLIENT" "$TMP/a.sock" "$TMP/b.sock" ernicA lossy >"$TMP/lossy.log" 2>&1; then
+	if nsx "$CLIENT" "$TMP/a.sock" "$TMP/b.sock" ernicA ernicB lossy >"$TMP/lossy.log" 2>&1; then
 		pass roce-lossy
 	else
 		fail roce-lossy "$(grep -E 'FAILED|ERROR|Failure|error' "$TMP/lossy.log" | head -8 | tr '\n' '|')"

@@ -13,14 +13,16 @@
  * error). A packet
  * socket on server A's TAP sees every frame between the two and checks the
  * RoCEv2 headers the operations put on the wire (opcodes, QPNs, addresses,
- * consecutive PSNs, AETH syndromes).
+ * consecutive PSNs, AETH syndromes). B's Ethernet receive queue, receiving
+ * everything, must get none of the RoCEv2 frames, and a frame to another UDP
+ * port sent to B's MAC from the bridge.
  *
  * With "lossy" as the fourth argument it runs rounds of every kind of
  * transfer while the bridge drops a tenth of the RoCEv2 frames (the wrapper
  * sets that up with nftables), checking that everything still completes,
  * once and byte for byte, and that retransmissions were seen.
  *
- * Usage: roce-ci-client SOCK_A SOCK_B TAP_A [lossy] (run inside the namespace).
+ * Usage: roce-ci-client SOCK_A SOCK_B TAP_A TAP_B [lossy] (run inside the namespace).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -34,6 +36,7 @@
 #include <linux/if_packet.h>
 #include <net/if.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -90,7 +93,7 @@ struct side {
 static struct side A = { .mac = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x0a }, .ip = 0xc0a8c80a, .sq_psn = 0x100 };
 /* B's first PSN is near the 24-bit wrap: the PSNs of the long messages cross it. */
 static struct side B = { .mac = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x0b }, .ip = 0xc0a8c80b, .sq_psn = 0xfffff0 };
-static const char *tap_name;
+static const char *tap_name, *tap_b_name;
 static int cap_fd = -1;
 
 /* ---- frames on the wire -------------------------------------------------------------------- */
@@ -340,7 +343,67 @@ static void test_connect(void **state)
 	side_up(&B, &A);
 	assert_int_equal(rg_qp_state(&A.g, &A.aq, QPN, RG_SCRATCH + 0x8000), RG_QPS_RTS);
 	assert_int_equal(rg_qp_state(&B.g, &B.aq, QPN, RG_SCRATCH + 0x8000), RG_QPS_RTS);
+	/* B's Ethernet queues too, receiving everything: what reaches them is checked below */
+	assert_int_equal(ionic_guest_queues_up(&B.g), 0);
 	capture(); /* nothing of interest yet; empties the socket */
+}
+
+/* An IPv4/UDP frame to B's MAC and address, from a host on the bridge, to UDP port dport. */
+static size_t udp_frame(uint8_t *f, uint16_t dport)
+{
+	static const uint8_t smac[6] = { 0x02, 0, 0, 0, 0, 0x99 };
+	uint8_t *ip = f + 14, *udp = f + 34;
+	uint16_t sum;
+
+	memset(f, 0, 100);
+	memcpy(f, B.mac, 6);
+	memcpy(f + 6, smac, 6);
+	rg_be16(f + 12, 0x0800);
+	ip[0] = 0x45;
+	rg_be16(ip + 2, 20 + 8 + 44);
+	ip[8] = 64;
+	ip[9] = 17;
+	rg_be32(ip + 12, 0xc0a8c863);
+	rg_be32(ip + 16, B.ip);
+	sum = (uint16_t)~rg_csum_fold(ip, 20);
+	rg_be16(ip + 10, sum);
+	rg_be16(udp + 0, 0xc000);
+	rg_be16(udp + 2, dport);
+	rg_be16(udp + 4, 8 + 44);
+	udp[8] = OP_SEND_ONLY;      /* a BTH, for the RoCEv2 one: to a QPN B does not have */
+	udp[15] = 0x99;
+	return 14 + 20 + 8 + 44;
+}
+
+/*
+ * B's Ethernet receive queue (receiving everything) got none of the RoCEv2 frames so far, nor a
+ * RoCEv2 frame sent to B's MAC from the bridge; a frame to another UDP port does reach it.
+ */
+static void test_eth_untouched(void **state)
+{
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_halen = 6 };
+	uint8_t f[2048];
+	int fd, n, other = 0;
+	size_t len;
+
+	(void)state;
+	fd = socket(AF_PACKET, SOCK_RAW, 0);
+	assert_true(fd >= 0);
+	sll.sll_ifindex = (int)if_nametoindex(tap_b_name);
+	assert_true(sll.sll_ifindex > 0);
+	memcpy(sll.sll_addr, B.mac, 6);
+	len = udp_frame(f, UDP_ROCE);
+	assert_int_equal(sendto(fd, f, len, 0, (struct sockaddr *)&sll, sizeof(sll)), (ssize_t)len);
+	len = udp_frame(f, 5000);
+	assert_int_equal(sendto(fd, f, len, 0, (struct sockaddr *)&sll, sizeof(sll)), (ssize_t)len);
+	close(fd);
+	while ((n = ionic_guest_rx(&B.g, f, sizeof(f), 500)) > 0) {
+		bool udp4 = n >= 42 && f[12] == 0x08 && f[13] == 0x00 && f[23] == 17;
+
+		assert_false(udp4 && rg_get_be16(f + 36) == UDP_ROCE);
+		other += udp4 && rg_get_be16(f + 36) == 5000;
+	}
+	assert_int_equal(other, 1);
 }
 
 /* SEND of 5000 bytes at a 1024-byte MTU: FIRST, three MIDDLEs, LAST; one ACK back. */
@@ -713,6 +776,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_connect),
 		cmocka_unit_test(test_send_multi_mtu),
+		cmocka_unit_test(test_eth_untouched),
 		cmocka_unit_test(test_send_imm),
 		cmocka_unit_test(test_write),
 		cmocka_unit_test(test_read),
@@ -723,14 +787,15 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_bad_rkey),
 	};
 
-	if (argc < 4) {
-		fprintf(stderr, "usage: %s SOCK_A SOCK_B TAP_A\n", argv[0]);
+	if (argc < 5) {
+		fprintf(stderr, "usage: %s SOCK_A SOCK_B TAP_A TAP_B [lossy]\n", argv[0]);
 		return 2;
 	}
 	A.sock = argv[1];
 	B.sock = argv[2];
 	tap_name = argv[3];
-	if (argc > 4 && strcmp(argv[4], "lossy") == 0)
+	tap_b_name = argv[4];
+	if (argc > 5 && strcmp(argv[5], "lossy") == 0)
 		return cmocka_run_group_tests_name("roce-ci-lossy", lossy, group_setup, group_teardown);
 	return cmocka_run_group_tests_name("roce-ci", tests, group_setup, group_teardown);
 }
