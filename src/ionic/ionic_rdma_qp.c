@@ -1154,16 +1154,18 @@ void rdma_wire_modify(struct ionic_dev *dev, uint32_t qpid)
 	uint16_t et;
 	int rc;
 
-	if (!r->wire.qp_attach || qp->hdr_len < 14)
+	if (!r->wire.qp_attach)
 		return;
-	et = (uint16_t)(t[12] << 8 | t[13]);
+	et = qp->hdr_len >= 14 ? (uint16_t)(t[12] << 8 | t[13]) : 0;
 	if (et == 0x8100 && qp->hdr_len >= 18) {
 		l2 = 18;
 		et = (uint16_t)(t[16] << 8 | t[17]);
 	}
 	/* Only an IPv4 template (Ethernet, IPv4 without options, UDP) can name a RoCEv2 host. */
-	if (et != 0x0800 || qp->hdr_len < l2 + 20 || (t[l2] >> 4) != 4 || t[l2 + 9] != 17)
+	if (et != 0x0800 || qp->hdr_len < l2 + 20 || (t[l2] >> 4) != 4 || t[l2 + 9] != 17) {
+		wire_detach(dev, qpid, qp); /* loopback (a QP whose address vector changed leaves the wire) */
 		return;
+	}
 	ip = t + l2;
 	memcpy(p.dmac, t, 6);
 	memcpy(p.smac, t + 6, 6);
@@ -1204,6 +1206,8 @@ void rdma_wire_modify(struct ionic_dev *dev, uint32_t qpid)
 	if (rc < 0) {
 		LOG_WARN("ionic rdma: QP %u cannot go on the wire (%d)", qpid, rc);
 		qp_error(dev, qpid, qp, IONIC_V1_EQE_QP_ERR);
+	} else {
+		wire_detach(dev, qpid, qp); /* its destination is the device itself now: loopback */
 	}
 }
 
