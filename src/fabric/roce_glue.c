@@ -192,6 +192,48 @@ static void gq_destroy(struct roce_glue *g, struct glue_qp *q)
 		roce_port_qp_destroy(g->port, q->qpn);
 }
 
+/* ---- UD ----------------------------------------------------------------------------------------- */
+
+static int port_make(struct roce_glue *g, const uint8_t mac[6]);
+
+/* A UD datagram from the wire: the device judges the QP and the Q_Key; what it refuses is lost, as UD may be. */
+static void ud_input(void *ctx, const struct roce_pkt *pkt)
+{
+	struct roce_glue *g = ctx;
+	struct ionic_rdma_wire_ud ud;
+	int rc;
+
+	if (g->dev == NULL || pkt->deth == NULL)
+		return;
+	ud = (struct ionic_rdma_wire_ud){
+		.src_qpn = be32_get(pkt->deth->sqp) & ROCE_QPN_MASK, .dest_qpn = roce_bth_dqpn(pkt->bth),
+		.qkey = be32_get(pkt->deth->qkey), .has_imm = pkt->imm != NULL, .solicited = roce_bth_se(pkt->bth),
+		.imm = pkt->imm != NULL ? be32_get(pkt->imm->imm) : 0,
+	};
+	rc = ionic_rdma_wire_ud_recv(g->dev, &ud, (const uint8_t *)pkt->ip, pkt->eth->src, pkt->payload,
+				     pkt->payload_len);
+	if (rc != 0)
+		LOG_DEBUG("roce: UD to QP %u dropped (%d)", ud.dest_qpn, rc);
+}
+
+static void w_ud_send(void *ctx, const struct ionic_rdma_wire_path *p, const struct ionic_rdma_wire_ud *ud,
+		      const void *payload, uint32_t len)
+{
+	struct roce_glue *g = ctx;
+	struct roce_port_ud d = {
+		.src_ip = p->sip, .dst_ip = p->dip, .tos = p->tos, .ttl = p->ttl, .sport = p->sport,
+		.src_qpn = ud->src_qpn, .dst_qpn = ud->dest_qpn, .qkey = ud->qkey, .has_imm = ud->has_imm,
+		.solicited = ud->solicited, .imm = ud->imm,
+	};
+
+	if (g->port == NULL && port_make(g, p->smac) != 0)
+		return;
+	memcpy(d.src_mac, p->smac, sizeof(d.src_mac));
+	memcpy(d.dst_mac, p->dmac, sizeof(d.dst_mac));
+	if (roce_port_ud_send(g->port, &d, payload, len) != 0)
+		LOG_DEBUG("roce: UD from QP %u not sent (bad address or length)", ud->src_qpn);
+}
+
 /*
  * The guest node, with the NIC's MAC when the device is attached (so that
  * RoCEv2 to the guest never reaches its Ethernet queue, even before its
@@ -203,7 +245,10 @@ static int port_make(struct roce_glue *g, const uint8_t mac[6])
 
 	memcpy(pc.mac, mac, sizeof(pc.mac));
 	g->port = roce_port_new(&pc, g->sw);
-	return g->port != NULL ? 0 : -ENOMEM;
+	if (g->port == NULL)
+		return -ENOMEM;
+	roce_port_set_ud_handler(g->port, ud_input, g);
+	return 0;
 }
 
 static int w_qp_attach(void *ctx, uint32_t qpn, const struct ionic_rdma_wire_path *p)
@@ -357,6 +402,7 @@ void roce_glue_attach(struct roce_glue *g, struct ionic_dev *dev)
 {
 	struct ionic_rdma_wire_ops ops = {
 		.ctx = g, .qp_attach = w_qp_attach, .post = w_post, .qp_detach = w_qp_detach, .reset = w_reset,
+		.ud_send = w_ud_send,
 	};
 
 	if (g == NULL)

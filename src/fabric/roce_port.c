@@ -70,6 +70,9 @@ struct roce_port {
 	uint8_t tx[ROCE_PORT_FRAME_MAX];
 	bool (*tx_hook)(void *ctx, const uint8_t *frame, size_t len);
 	void *tx_hook_ctx;
+	void (*ud_recv)(void *ctx, const struct roce_pkt *pkt);
+	void *ud_ctx;
+	uint32_t ud_psn;        /* UD packets carry a PSN the receiver ignores: a counter */
 	struct roce_port_stats stats;
 };
 
@@ -542,7 +545,12 @@ static void roce_input(struct roce_port *port, const uint8_t *frame, size_t len,
 		return;
 	}
 	if ((pkt.bth->opcode & ROCE_TRANSPORT_MASK) != ROCE_TRANSPORT_RC) {
-		drop(port, ROCE_PORT_DROP_UD);
+		if (port->ud_recv == NULL) {
+			drop(port, ROCE_PORT_DROP_UD);
+			return;
+		}
+		port->stats.ud_in++;
+		port->ud_recv(port->ud_ctx, &pkt);
 		return;
 	}
 	if (qp == NULL) {
@@ -661,6 +669,39 @@ void roce_port_free(struct roce_port *port)
 			roce_port_qp_destroy(port, port->qp[i].qpn);
 	net_switch_detach(port->sw, port->sw_port);
 	free(port);
+}
+
+void roce_port_set_ud_handler(struct roce_port *port, void (*recv)(void *ctx, const struct roce_pkt *pkt), void *ctx)
+{
+	port->ud_recv = recv;
+	port->ud_ctx = ctx;
+}
+
+int roce_port_ud_send(struct roce_port *port, const struct roce_port_ud *d, const void *payload, uint32_t len)
+{
+	static const uint8_t zero[NET_ETH_ALEN];
+	struct roce_frame_desc fd = {
+		.src_ip = d->src_ip, .dst_ip = d->dst_ip, .tos = d->tos, .ttl = d->ttl, .df = true,
+		.sport = d->sport != 0 ? d->sport : roce_port_sport(d->src_qpn, d->dst_qpn),
+		.opcode = d->has_imm ? ROCE_UD_SEND_ONLY_WITH_IMMEDIATE : ROCE_UD_SEND_ONLY, .se = d->solicited,
+		.pad = (uint8_t)((4 - (len & 3)) & 3), .pkey = 0xffff, .dqpn = d->dst_qpn,
+		.psn = port->ud_psn & ROCE_PSN_MASK, .deth = { .qkey = d->qkey, .sqp = d->src_qpn }, .imm = d->imm,
+		.payload = payload, .payload_len = len,
+	};
+	size_t flen = 0;
+
+	if (len > 4096 || d->src_qpn > ROCE_QPN_MASK || d->dst_qpn > ROCE_QPN_MASK ||
+	    memcmp(d->src_mac, zero, NET_ETH_ALEN) == 0 || memcmp(d->dst_mac, zero, NET_ETH_ALEN) == 0 ||
+	    (d->src_mac[0] & 1) != 0 || (d->dst_mac[0] & 1) != 0)
+		return -EINVAL;
+	memcpy(fd.src_mac, d->src_mac, NET_ETH_ALEN);
+	memcpy(fd.dst_mac, d->dst_mac, NET_ETH_ALEN);
+	if (roce_build(&fd, port->tx, sizeof(port->tx), &flen) != ROCE_OK)
+		return -EINVAL;
+	port->ud_psn++;
+	port->stats.ud_out++;
+	port_out(port, port->tx, flen);
+	return 0;
 }
 
 void roce_port_set_tx_hook(struct roce_port *port, bool (*drop_fn)(void *ctx, const uint8_t *frame, size_t len),

@@ -75,6 +75,7 @@ struct roce_port_stats {
 	uint64_t frames_out;            /* given to the switch (ARP included) */
 	uint64_t to_requester, to_responder;
 	uint64_t arp_requests, arp_replies;     /* sent */
+	uint64_t ud_in, ud_out;                 /* UD datagrams handed to the handler, sent */
 	uint64_t neigh_learned;         /* entries made or changed */
 	uint64_t drops[ROCE_PORT_DROP_NUM];
 	uint64_t parse_err[ROCE_ERR_NUM];
@@ -189,6 +190,32 @@ uint64_t roce_port_next_deadline(const struct roce_port *port);
 void roce_port_arp_request(struct roce_port *port, uint32_t ip, uint64_t now_us);
 /* The neighbour table: true and *mac when ip is resolved. */
 bool roce_port_neigh_lookup(const struct roce_port *port, uint32_t ip, uint8_t mac[NET_ETH_ALEN]);
+
+/*
+ * UD datagrams (guest nodes, and any node that sets a handler). Without a
+ * handler a UD packet is dropped (ROCE_PORT_DROP_UD); with one, every UD
+ * packet that parses and is addressed to the node's MAC is handed to it as
+ * it is (the handler judges the destination QP, its Q_Key and address).
+ * Called from inside roce_port_pump().
+ */
+void roce_port_set_ud_handler(struct roce_port *port, void (*recv)(void *ctx, const struct roce_pkt *pkt), void *ctx);
+
+/* One UD SEND ONLY (with immediate when has_imm) datagram. */
+struct roce_port_ud {
+	uint8_t src_mac[NET_ETH_ALEN], dst_mac[NET_ETH_ALEN];
+	uint32_t src_ip, dst_ip;        /* host order */
+	uint8_t tos, ttl;               /* ttl 0 means 64 */
+	uint16_t sport;                 /* 0: roce_port_sport(src_qpn, dst_qpn) */
+	uint32_t src_qpn, dst_qpn, qkey;
+	bool has_imm, solicited;
+	uint32_t imm;
+};
+/*
+ * Send it at once (no ARP: the destination MAC is given; UD is unreliable,
+ * nothing is kept). 0, -EINVAL for a zero or group source or destination MAC,
+ * a QPN over 24 bits or a payload over 4096 bytes.
+ */
+int roce_port_ud_send(struct roce_port *port, const struct roce_port_ud *d, const void *payload, uint32_t len);
 
 /*
  * Test hook: every frame the node is about to give to the switch is first

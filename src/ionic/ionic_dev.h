@@ -247,6 +247,13 @@ enum ionic_rdma_wire_status {
 	IONIC_WIRE_FLUSH_ERR,
 };
 
+/* A UD datagram's transport fields (both directions). */
+struct ionic_rdma_wire_ud {
+	uint32_t src_qpn, dest_qpn, qkey;
+	bool has_imm, solicited;
+	uint32_t imm;
+};
+
 struct ionic_rdma_wire_ops {
 	void *ctx;
 	/*
@@ -262,6 +269,13 @@ struct ionic_rdma_wire_ops {
 	void (*qp_detach)(void *ctx, uint32_t qpn);
 	/* The guest's RDMA state is gone (reset): forget every QP. May be NULL. */
 	void (*reset)(void *ctx);
+	/*
+	 * A UD send whose address handle names another host (path: the AH's
+	 * template; dest_qpn/sq_psn etc. unused). May be NULL (UD stays on
+	 * loopback). UD is unreliable: the result is not reported to the guest.
+	 */
+	void (*ud_send)(void *ctx, const struct ionic_rdma_wire_path *path, const struct ionic_rdma_wire_ud *ud,
+			const void *payload, uint32_t len);
 };
 void ionic_dev_set_rdma_wire(struct ionic_dev *dev, const struct ionic_rdma_wire_ops *ops);
 
@@ -299,6 +313,16 @@ int ionic_rdma_wire_invalidate(struct ionic_dev *dev, uint32_t qpn, uint32_t rke
 /* The transport's responder found a fatal error (access: remote access, else invalid request): QP to error. */
 void ionic_rdma_wire_qp_fatal(struct ionic_dev *dev, uint32_t qpn, bool access);
 /* Remote READ/WRITE by rkey: ionic_rdma_peer_xfer() above. */
+/*
+ * A UD datagram from the wire for QP ud->dest_qpn: delivered into its next
+ * receive after a 40-byte GRH area whose last 20 bytes are ip_hdr (the
+ * datagram's IPv4 header), when the QP is a UD QP in RTR/RTS and the Q_Key
+ * is its own (the GSI key for QP 1). 0; -ENOENT (no such QP or wrong Q_Key),
+ * -EAGAIN (no receive posted), -EMSGSIZE or -EFAULT (the receive completed in
+ * error): the datagram is dropped in every case but 0, as UD may be.
+ */
+int ionic_rdma_wire_ud_recv(struct ionic_dev *dev, const struct ionic_rdma_wire_ud *ud, const uint8_t ip_hdr[20],
+			    const uint8_t smac[6], const void *payload, uint32_t len);
 
 /* The NIC's own MAC (--mac): the guest's station address unless its driver sets another. */
 void ionic_dev_mac(const struct ionic_dev *dev, uint8_t mac[6]);

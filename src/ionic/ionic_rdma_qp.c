@@ -1144,38 +1144,47 @@ static int exec_rc_wire(struct ionic_dev *dev, struct wqe_ctx *w)
 	return WQE_DONE;
 }
 
+/*
+ * The addresses of a header template (QP or AH) into *p: false unless it is
+ * Ethernet (a VLAN tag allowed), IPv4 without options and UDP, the only kind
+ * that can name a RoCEv2 host.
+ */
+static bool template_path(const uint8_t *t, uint8_t len, struct ionic_rdma_wire_path *p)
+{
+	const uint8_t *ip;
+	uint32_t l2 = 14;
+	uint16_t et = len >= 14 ? (uint16_t)(t[12] << 8 | t[13]) : 0;
+
+	if (et == 0x8100 && len >= 18) {
+		l2 = 18;
+		et = (uint16_t)(t[16] << 8 | t[17]);
+	}
+	if (et != 0x0800 || len < l2 + 20 || (t[l2] >> 4) != 4 || t[l2 + 9] != 17)
+		return false;
+	ip = t + l2;
+	memcpy(p->dmac, t, 6);
+	memcpy(p->smac, t + 6, 6);
+	p->tos = ip[1];
+	p->ttl = ip[8];
+	p->sip = (uint32_t)ip[12] << 24 | (uint32_t)ip[13] << 16 | (uint32_t)ip[14] << 8 | ip[15];
+	p->dip = (uint32_t)ip[16] << 24 | (uint32_t)ip[17] << 16 | (uint32_t)ip[18] << 8 | ip[19];
+	if (len >= l2 + 28 && (ip[0] & 0xf) == 5)
+		p->sport = (uint16_t)(ip[20] << 8 | ip[21]);
+	return true;
+}
+
 void rdma_wire_modify(struct ionic_dev *dev, uint32_t qpid)
 {
 	struct ionic_rdma *r = dev->rdma;
 	struct rdma_qp *qp = &r->qp[qpid];
 	struct ionic_rdma_wire_path p = { 0 };
-	const uint8_t *t = qp->hdr, *ip, *udp;
-	uint32_t l2 = 14;
-	uint16_t et;
 	int rc;
 
 	if (!r->wire.qp_attach)
 		return;
-	et = qp->hdr_len >= 14 ? (uint16_t)(t[12] << 8 | t[13]) : 0;
-	if (et == 0x8100 && qp->hdr_len >= 18) {
-		l2 = 18;
-		et = (uint16_t)(t[16] << 8 | t[17]);
-	}
-	/* Only an IPv4 template (Ethernet, IPv4 without options, UDP) can name a RoCEv2 host. */
-	if (et != 0x0800 || qp->hdr_len < l2 + 20 || (t[l2] >> 4) != 4 || t[l2 + 9] != 17) {
+	if (!template_path(qp->hdr, qp->hdr_len, &p)) {
 		wire_detach(dev, qpid, qp); /* loopback (a QP whose address vector changed leaves the wire) */
 		return;
-	}
-	ip = t + l2;
-	memcpy(p.dmac, t, 6);
-	memcpy(p.smac, t + 6, 6);
-	p.tos = ip[1];
-	p.ttl = ip[8];
-	p.sip = (uint32_t)ip[12] << 24 | (uint32_t)ip[13] << 16 | (uint32_t)ip[14] << 8 | ip[15];
-	p.dip = (uint32_t)ip[16] << 24 | (uint32_t)ip[17] << 16 | (uint32_t)ip[18] << 8 | ip[19];
-	if (qp->hdr_len >= l2 + 28 && (ip[0] & 0xf) == 5) {
-		udp = ip + 20;
-		p.sport = (uint16_t)(udp[0] << 8 | udp[1]);
 	}
 	p.dest_qpn = qp->dest_qpn;
 	p.sq_psn = qp->sq_psn;
@@ -1395,6 +1404,33 @@ static bool grh_from_template(const uint8_t *t, uint8_t len, uint32_t payload, u
 	return false;
 }
 
+/*
+ * A UD send whose address handle names another host (an IPv4 template whose
+ * destination differs from its source): gathered and handed to the wire
+ * transport; true when it was (the WQE is then complete).
+ */
+static bool wire_ud(struct ionic_dev *dev, struct wqe_ctx *w, const struct rdma_ah *ah, uint32_t dest_qpn,
+		    uint32_t qkey)
+{
+	static uint8_t msg[4096];
+	struct ionic_rdma_wire_path p = { 0 };
+	struct ionic_rdma_wire_ud ud = {
+		.src_qpn = w->qpid, .dest_qpn = dest_qpn, .qkey = qkey, .has_imm = w->h.op == IONIC_V1_OP_SEND_IMM,
+		.solicited = (w->flags & IONIC_V1_FLAG_SOL) != 0, .imm = be32_get(w->h.imm_data_key),
+	};
+	uint32_t st;
+
+	if (!template_path(ah->hdr, ah->hdr_len, &p) || p.dip == p.sip)
+		return false;
+	st = gather(dev, w, msg, sizeof(msg));
+	if (st == 0)
+		dev->rdma->wire.ud_send(dev->rdma->wire.ctx, &p, &ud, msg, (uint32_t)w->sgl.total);
+	complete_npg(dev, w->qpid, w->qp, le64_get(w->h.wqe_id), st);
+	if (st)
+		qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+	return true;
+}
+
 static int exec_ud(struct ionic_dev *dev, struct wqe_ctx *w)
 {
 	struct ionic_v1_common_bdy b;
@@ -1430,6 +1466,8 @@ static int exec_ud(struct ionic_dev *dev, struct wqe_ctx *w)
 	}
 	ri.op = w->h.op == IONIC_V1_OP_SEND_IMM ? IONIC_V1_CQE_RECV_OP_SEND_IMM : IONIC_V1_CQE_RECV_OP_SEND;
 	ri.solicited = (w->flags & IONIC_V1_FLAG_SOL) != 0;
+	if (dev->rdma->wire.ud_send && ri.ipv4 && wire_ud(dev, w, ah, dest_qpn, qkey))
+		return WQE_DONE;
 	if (dev->rdma->peer.ud_send) {
 		static uint8_t msg[PEER_MSG_MAX];
 		uint32_t st = gather(dev, w, msg, sizeof(msg));
@@ -2027,4 +2065,49 @@ void ionic_rdma_wire_qp_fatal(struct ionic_dev *dev, uint32_t qpn, bool access)
 
 	if (qp)
 		qp_error(dev, qpn, qp, access ? IONIC_V1_EQE_QP_ERR_ACCESS : IONIC_V1_EQE_QP_ERR_REQUEST);
+}
+
+int ionic_rdma_wire_ud_recv(struct ionic_dev *dev, const struct ionic_rdma_wire_ud *ud, const uint8_t ip_hdr[20],
+			    const uint8_t smac[6], const void *payload, uint32_t len)
+{
+	struct rdma_qp *qp = ud->dest_qpn > 0 && ud->dest_qpn < IONIC_RDMA_NQP ? &dev->rdma->qp[ud->dest_qpn] : NULL;
+	struct recv_info ri = {
+		.src_qpn = ud->src_qpn, .op = ud->has_imm ? IONIC_V1_CQE_RECV_OP_SEND_IMM : IONIC_V1_CQE_RECV_OP_SEND,
+		.imm_rkey = be32_set(ud->imm), .ipv4 = true, .solicited = ud->solicited,
+	};
+	uint8_t grh[GRH_BYTES] = { 0 };
+	struct endpoint d;
+	struct cursor c;
+	struct sgl rsgl;
+	uint64_t unused = 0;
+	le64 rid;
+	int rc;
+
+	if (!qp || !qp->valid || qp->type != IONIC_QPT_UD || !qp->rq.present ||
+	    (qp->state != IONIC_QPS_RTR && qp->state != IONIC_QPS_RTS) ||
+	    (ud->dest_qpn == 1 ? ud->qkey != ROCE_QKEY_GSI : ud->qkey != qp->qkey))
+		return -ENOENT;
+	if (!dev->bus_master || qp->rq_claim)
+		return -EAGAIN;
+	rc = rq_take(dev, qp, &rid, &rsgl);
+	if (rc == -EAGAIN)
+		return -EAGAIN;
+	memcpy(grh + 20, ip_hdr, 20);
+	memcpy(ri.smac, smac, 6);
+	if (rc || rsgl.total < GRH_BYTES + (uint64_t)len) {
+		complete_recv(dev, ud->dest_qpn, qp, rid, &ri, 0, rc ? IONIC_STS_LOCAL_QP_OPER_ERR : IONIC_STS_LOCAL_LEN_ERR);
+		qp_error(dev, ud->dest_qpn, qp, IONIC_V1_EQE_QP_ERR);
+		return -EMSGSIZE;
+	}
+	d = (struct endpoint){ .qp = qp, .sgl = &rsgl, .need = IONIC_MRF_LOCAL_WRITE };
+	c = (struct cursor){ &rsgl, 0, 0 };
+	charge(dev->rdma, GRH_BYTES + (uint64_t)len);
+	if (ep_xfer(dev, &d, &c, &unused, grh, GRH_BYTES, RDMA_TO_GUEST) ||
+	    (len && ep_xfer(dev, &d, &c, &unused, (void *)payload, len, RDMA_TO_GUEST))) {
+		complete_recv(dev, ud->dest_qpn, qp, rid, &ri, 0, IONIC_STS_LOCAL_PROT_ERR);
+		qp_error(dev, ud->dest_qpn, qp, IONIC_V1_EQE_QP_ERR);
+		return -EFAULT;
+	}
+	complete_recv(dev, ud->dest_qpn, qp, rid, &ri, GRH_BYTES + len, 0);
+	return 0;
 }

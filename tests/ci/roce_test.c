@@ -128,6 +128,8 @@ static uint32_t ext_len(uint8_t op)
 	case OP_ATOMIC_ACK: return 12;
 	case OP_READ_RESP_FIRST: case OP_READ_RESP_LAST: case OP_READ_RESP_ONLY: case OP_ACK: return 4;
 	case OP_SEND_LAST_IMM: case OP_SEND_ONLY_IMM: case OP_WRITE_LAST_IMM: return 4;
+	case 0x64: return 8;  /* UD SEND ONLY: DETH */
+	case 0x65: return 12; /* and ImmDt */
 	default: return 0;
 	}
 }
@@ -682,6 +684,98 @@ static void test_local_error_in_order(void **state)
 	capture();
 }
 
+#define UD_QPN  7
+#define UD_CQ   12
+#define UD_QKEY 0x1234u
+#define UD_AH   2
+#define OP_UD_SEND_ONLY     0x64
+#define OP_UD_SEND_ONLY_IMM 0x65
+
+static struct rg_qp ud_qp[2];
+static struct rg_cq ud_cq[2];
+
+static void ud_up(struct side *s, int k)
+{
+	struct rg_qp *q = &ud_qp[k];
+
+	assert_int_equal(rg_cq_create_aq(&s->g, &s->aq, &ud_cq[k], UD_CQ, 0, 8, RG_CQ_RING(3)), RG_ASTS_OK);
+	memset(q, 0, sizeof(*q));
+	q->id = UD_QPN;
+	q->type = RG_QPT_UD;
+	q->pd = PD;
+	q->sq_cq = q->rq_cq = UD_CQ;
+	q->sq = RG_SCRATCH + 0xa000;
+	q->rq = RG_SCRATCH + 0xc000;
+	q->sq_depth_log2 = q->rq_depth_log2 = 6;
+	q->sq_stride_log2 = q->rq_stride_log2 = 7;
+	assert_int_equal(rg_qp_create(&s->g, &s->aq, q), 0);
+	assert_int_equal(rg_qp_to_rts(&s->g, &s->aq, q, UD_QKEY, 0), 0);
+}
+
+/*
+ * UD from A to B through an address handle naming B: SEND with immediate and plain SEND as UD
+ * SEND ONLY datagrams with a DETH; B's receive gets the 40-byte GRH area (the datagram's IPv4
+ * header in its last 20 bytes), the payload, A's QPN and MAC. A datagram with the wrong Q_Key is
+ * dropped and leaves B's receive for the next one.
+ */
+static void test_ud(void **state)
+{
+	uint8_t t[RG_ROCE4_HDR_LEN], cqe[RG_CQE_SIZE], *grh;
+	struct rg_sge sge = { SRC, 600, LKEY }, rsge = { RECV, 40 + 600, LKEY };
+	struct frame f[8];
+	unsigned n;
+
+	(void)state;
+	ud_up(&A, 0);
+	ud_up(&B, 1);
+	rg_roce4_template(t, B.mac, A.mac, A.ip, B.ip, 0, 64);
+	assert_int_equal(rg_ah_create(&A.g, &A.aq, UD_AH, PD, RG_SCRATCH + 0x9000, t, sizeof(t)), RG_ASTS_OK);
+	fill(gp(&A, SRC), 600, 11);
+	memset(gp(&B, RECV), 0, 1024);
+	rg_post_recv(&B.g, &ud_qp[1], 0x81, 0, &rsge, 1);
+	rg_rq_ring(&B.g, &ud_qp[1]);
+
+	/* the wrong Q_Key: dropped at B, A's send completes all the same (UD is unreliable) */
+	rg_post_ud(&A.g, &ud_qp[0], 0x90, RG_WR_SEND, RG_WQE_SIG, 0, UD_AH, UD_QPN, 0x9999, &sge, 1);
+	rg_sq_ring(&A.g, &ud_qp[0]);
+	cqe_get(&A, &ud_cq[0], cqe);
+	assert_int_equal(rg_cqe_type(cqe), RG_CQE_SEND_NPG);
+	assert_false(rg_cqe_error(cqe));
+	assert_false(rg_cq_wait(&B.g, &ud_cq[1], cqe, 200));
+
+	rg_post_ud(&A.g, &ud_qp[0], 0x91, RG_WR_SEND_IMM, RG_WQE_SIG, 0xfeed0001, UD_AH, UD_QPN, UD_QKEY, &sge, 1);
+	rg_sq_ring(&A.g, &ud_qp[0]);
+	cqe_get(&A, &ud_cq[0], cqe);
+	assert_int_equal(rg_cqe_type(cqe), RG_CQE_SEND_NPG);
+	assert_false(rg_cqe_error(cqe));
+	assert_int_equal(rg_cqe_npg_id(cqe), 0x91);
+	cqe_get(&B, &ud_cq[1], cqe);
+	assert_int_equal(rg_cqe_type(cqe), RG_CQE_RECV);
+	assert_false(rg_cqe_error(cqe));
+	assert_int_equal(rg_cqe_wqe_id(cqe), 0x81);
+	assert_int_equal(rg_cqe_src_qpn_op(cqe) & 0xffffff, UD_QPN);
+	assert_int_equal(rg_cqe_src_qpn_op(cqe) >> 24 & 0xf, RG_RECV_SEND_IMM);
+	assert_true(rg_cqe_src_qpn_op(cqe) & RG_RECV_IPV4);
+	assert_int_equal(rg_cqe_imm(cqe), 0xfeed0001);
+	assert_int_equal(rg_cqe_status(cqe), 40 + 600);
+	assert_memory_equal(cqe + 12, A.mac, 6);
+	grh = gp(&B, RECV);
+	assert_int_equal(grh[20], 0x45);
+	assert_int_equal(grh[29], 17);
+	assert_int_equal(rg_get_be32(grh + 32), A.ip);
+	assert_int_equal(rg_get_be32(grh + 36), B.ip);
+	assert_int_equal(rg_csum_fold(grh + 20, 20), 0xffff);
+	assert_memory_equal(grh + 40, gp(&A, SRC), 600);
+	capture();
+	n = frames_between(&A, &B, f, 8);
+	assert_int_equal(n, 2);
+	assert_int_equal(f[0].opcode, OP_UD_SEND_ONLY);
+	assert_int_equal(f[1].opcode, OP_UD_SEND_ONLY_IMM);
+	assert_int_equal(f[1].dqpn, UD_QPN);
+	assert_memory_equal(f[1].dmac, B.mac, 6);
+	assert_int_equal(frames_between(&B, &A, f, 8), 0); /* no acknowledgement on UD */
+}
+
 /* A WRITE with an R_Key B never gave: remote access error at A, B's QP in error, and the NAK on the wire. */
 static void test_bad_rkey(void **state)
 {
@@ -784,6 +878,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_rnr),
 		cmocka_unit_test(test_other_direction),
 		cmocka_unit_test(test_local_error_in_order),
+		cmocka_unit_test(test_ud),
 		cmocka_unit_test(test_bad_rkey),
 	};
 

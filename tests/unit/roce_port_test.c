@@ -872,6 +872,100 @@ static void test_guest_node(void **state)
 	teardown_world();
 }
 
+/* UD datagrams: sent at once to the given MAC; a node with a handler gets them as parsed, one without drops them. */
+static struct {
+	unsigned n;
+	uint32_t sqp, dqpn, qkey, imm, len;
+	bool has_imm, se;
+	uint8_t payload[64];
+} ud_got;
+
+static void ud_handler(void *ctx, const struct roce_pkt *p)
+{
+	(void)ctx;
+	assert_non_null(p->deth);
+	ud_got.n++;
+	ud_got.sqp = be32_get(p->deth->sqp) & ROCE_QPN_MASK;
+	ud_got.qkey = be32_get(p->deth->qkey);
+	ud_got.dqpn = roce_bth_dqpn(p->bth);
+	ud_got.has_imm = p->imm != NULL;
+	ud_got.imm = p->imm ? be32_get(p->imm->imm) : 0;
+	ud_got.se = roce_bth_se(p->bth);
+	ud_got.len = p->payload_len;
+	memcpy(ud_got.payload, p->payload, p->payload_len < 64 ? p->payload_len : 64);
+}
+
+static void test_ud(void **state)
+{
+	struct roce_port_ud d = { .src_ip = IP_A, .dst_ip = IP_B, .src_qpn = QPN_A, .dst_qpn = QPN_B, .qkey = 0x1234,
+				  .has_imm = true, .imm = 0xfeedbeef, .solicited = true };
+	uint8_t msg[61];
+
+	(void)state;
+	setup(false);
+	memset(&ud_got, 0, sizeof(ud_got));
+	memcpy(d.src_mac, MAC_A, 6);
+	memcpy(d.dst_mac, MAC_B, 6);
+	for (unsigned i = 0; i < sizeof(msg); i++)
+		msg[i] = (uint8_t)(i * 3 + 1);
+	/* B without a handler drops it as UD */
+	assert_int_equal(roce_port_ud_send(A->port, &d, msg, sizeof(msg)), 0);
+	settle();
+	assert_int_equal(drops(B, ROCE_PORT_DROP_UD), 1);
+	roce_port_set_ud_handler(B->port, ud_handler, NULL);
+	assert_int_equal(roce_port_ud_send(A->port, &d, msg, sizeof(msg)), 0);
+	d.has_imm = false;
+	d.solicited = false;
+	assert_int_equal(roce_port_ud_send(A->port, &d, msg, 4), 0);
+	settle();
+	assert_int_equal(ud_got.n, 2);
+	assert_int_equal(ud_got.sqp, QPN_A);
+	assert_int_equal(ud_got.dqpn, QPN_B);
+	assert_int_equal(ud_got.qkey, 0x1234);
+	assert_false(ud_got.has_imm);
+	assert_false(ud_got.se);
+	assert_int_equal(ud_got.len, 4);
+	assert_int_equal(roce_port_stats(B->port)->ud_in, 2);
+	assert_int_equal(roce_port_stats(A->port)->ud_out, 3);
+	assert_int_equal(A->tx_arp, 0); /* no ARP: the MAC was given */
+	assert_int_equal(W->w_roce, 0);
+	/* refusals */
+	assert_int_equal(roce_port_ud_send(A->port, &d, msg, 4097), -EINVAL);
+	d.dst_qpn = 1u << 24;
+	assert_int_equal(roce_port_ud_send(A->port, &d, msg, 4), -EINVAL);
+	d.dst_qpn = QPN_B;
+	d.dst_mac[0] = 0x01;
+	assert_int_equal(roce_port_ud_send(A->port, &d, msg, 4), -EINVAL);
+	memset(d.dst_mac, 0, 6);
+	assert_int_equal(roce_port_ud_send(A->port, &d, msg, 4), -EINVAL);
+	teardown_world();
+}
+
+static void test_ud_imm(void **state)
+{
+	struct roce_port_ud d = { .src_ip = IP_A, .dst_ip = IP_B, .src_qpn = QPN_A, .dst_qpn = QPN_B, .qkey = 0x1234,
+				  .has_imm = true, .imm = 0xfeedbeef, .solicited = true };
+	uint8_t msg[61];
+
+	(void)state;
+	setup(false);
+	memset(&ud_got, 0, sizeof(ud_got));
+	memcpy(d.src_mac, MAC_A, 6);
+	memcpy(d.dst_mac, MAC_B, 6);
+	for (unsigned i = 0; i < sizeof(msg); i++)
+		msg[i] = (uint8_t)(i * 3 + 1);
+	roce_port_set_ud_handler(B->port, ud_handler, NULL);
+	assert_int_equal(roce_port_ud_send(A->port, &d, msg, sizeof(msg)), 0);
+	settle();
+	assert_int_equal(ud_got.n, 1);
+	assert_true(ud_got.has_imm);
+	assert_int_equal(ud_got.imm, 0xfeedbeef);
+	assert_true(ud_got.se);
+	assert_int_equal(ud_got.len, sizeof(msg));
+	assert_memory_equal(ud_got.payload, msg, sizeof(msg));
+	teardown_world();
+}
+
 static void test_api(void **state)
 {
 	struct roce_port_qp_cfg c;
@@ -958,6 +1052,8 @@ int main(void)
 		cmocka_unit_test(test_drops),
 		cmocka_unit_test(test_rx_full),
 		cmocka_unit_test(test_guest_node),
+		cmocka_unit_test(test_ud),
+		cmocka_unit_test(test_ud_imm),
 		cmocka_unit_test(test_api),
 	};
 
