@@ -64,7 +64,7 @@ enum roce_port_drop {
 	ROCE_PORT_DROP_UNKNOWN_QP,      /* a valid packet for a DestQP the node does not have */
 	ROCE_PORT_DROP_IP_DST,          /* IPv4 destination is not the node's address */
 	ROCE_PORT_DROP_IP_SRC,          /* IPv4 source is not the QP's remote address */
-	ROCE_PORT_DROP_UD,              /* a UD opcode: the node has RC QPs only */
+	ROCE_PORT_DROP_UD,              /* a UD opcode, and no UD handler is set */
 	ROCE_PORT_DROP_TX_UNRESOLVED,   /* sending: the neighbour's MAC is not known yet (ARP sent) */
 	ROCE_PORT_DROP_TX_HOOK,         /* sending: the test hook dropped it */
 	ROCE_PORT_DROP_NUM,
