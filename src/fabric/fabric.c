@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "fabric/fabric_nvmeof.h"
+#include "fabric/roce_glue.h"
 #include "net/net_host.h"
 #include "nvmeof/nvmeof_ns.h"
 #include "util/parse_int.h"
@@ -19,6 +20,7 @@ struct fabric {
 	struct s3_endpoint *s3; /* BACKEND_S3 */
 	struct fabric_nvmeof *nvmeof; /* BACKEND_NVMEOF: the controller on the RDMA engine */
 	struct net_host *nvmeof_host; /* BACKEND_NVMEOF: its address on the segment (ARP, ping) */
+	struct roce_glue *roce; /* BACKEND_ROCE: the guest's RC QPs to other hosts, as RoCEv2 */
 };
 
 static void log_backend(const struct fabric *dp)
@@ -48,6 +50,10 @@ static void log_backend(const struct fabric *dp)
 			 (unsigned long long)cfg->s3.window);
 		break;
 	}
+	case BACKEND_ROCE:
+		LOG_INFO("ionic_datapath: roce: RC queue pairs to other hosts speak RoCEv2 on the segment "
+			 "(mtu<=%u, timeout>=%u, retry=%u when 0)", cfg->roce.mtu, cfg->roce.timeout, cfg->roce.retry);
+		break;
 	case BACKEND_NVMEOF: {
 		uint8_t m[6];
 
@@ -101,6 +107,13 @@ struct fabric *fabric_create(const struct backend_config *cfg, struct evloop *lo
 			return NULL;
 		}
 	}
+	if (cfg->kind == BACKEND_ROCE) {
+		dp->roce = roce_glue_new(&cfg->roce, loop, sw, err, errlen);
+		if (dp->roce == NULL) {
+			free(dp);
+			return NULL;
+		}
+	}
 	if (cfg->kind == BACKEND_S3) {
 		dp->s3 = s3_endpoint_new(&cfg->s3, loop, sw, err, errlen);
 		if (dp->s3 == NULL) {
@@ -129,6 +142,7 @@ void fabric_attach(struct fabric *dp, struct ionic_dev *dev)
 		return;
 	if (dp->nvmeof)
 		fabric_nvmeof_attach(dp->nvmeof, dev);
+	roce_glue_attach(dp->roce, dev);
 	if (dp->s3) {
 		struct dma_ops ops = { dev, s3_dma_read, s3_dma_write };
 
@@ -140,6 +154,7 @@ void fabric_destroy(struct fabric *dp)
 {
 	if (dp == NULL)
 		return;
+	roce_glue_free(dp->roce);
 	net_host_free(dp->nvmeof_host);
 	fabric_nvmeof_free(dp->nvmeof);
 	if (dp->cfg->kind == BACKEND_NVMEOF)

@@ -32,7 +32,12 @@ struct port_qp {
 	struct roce_port *port;
 	uint32_t qpn;
 	uint32_t remote_ip, pmtu;
+	uint32_t local_ip;
+	uint8_t local_mac[NET_ETH_ALEN];
+	bool remote_mac_known;
+	uint8_t remote_mac[NET_ETH_ALEN];
 	uint16_t sport;
+	void (*resp_fatal)(void *ctx);
 	const struct roce_rc_ops *resp_ops;     /* the owner's */
 	void *resp_ctx;
 	const struct roce_rc_req_ops *req_ops;  /* the owner's */
@@ -50,6 +55,7 @@ struct roce_port {
 	char name[32];
 	uint32_t ip;
 	uint8_t mac[NET_ETH_ALEN];
+	bool guest;
 	struct net_switch *sw;
 	int sw_port;
 	uint64_t now_us;        /* the latest time the owner passed in */
@@ -64,6 +70,9 @@ struct roce_port {
 	uint8_t tx[ROCE_PORT_FRAME_MAX];
 	bool (*tx_hook)(void *ctx, const uint8_t *frame, size_t len);
 	void *tx_hook_ctx;
+	void (*ud_recv)(void *ctx, const struct roce_pkt *pkt);
+	void *ud_ctx;
+	uint32_t ud_psn;        /* UD packets carry a PSN the receiver ignores: a counter */
 	struct roce_port_stats stats;
 };
 
@@ -168,9 +177,10 @@ void roce_port_arp_request(struct roce_port *port, uint32_t ip, uint64_t now_us)
 static void qp_send(struct port_qp *qp, const uint8_t *frame, size_t len)
 {
 	struct roce_port *port = qp->port;
-	struct neigh *n = neigh_find(port, qp->remote_ip);
+	struct neigh *n = qp->remote_mac_known ? NULL : neigh_find(port, qp->remote_ip);
+	const uint8_t *dmac = qp->remote_mac;
 
-	if (n == NULL || n->state != NEIGH_REACHABLE) {
+	if (!qp->remote_mac_known && (n == NULL || n->state != NEIGH_REACHABLE)) {
 		if (n == NULL || !n->asked || port->now_us - n->asked_us >= ROCE_PORT_ARP_RETRY_US)
 			roce_port_arp_request(port, qp->remote_ip, port->now_us);
 		drop(port, ROCE_PORT_DROP_TX_UNRESOLVED);
@@ -179,7 +189,10 @@ static void qp_send(struct port_qp *qp, const uint8_t *frame, size_t len)
 	if (len > sizeof(port->tx) || len < sizeof(struct net_eth_hdr))
 		return; /* never: the QPs build at most ROCE_PORT_FRAME_MAX bytes */
 	memcpy(port->tx, frame, len);
-	memcpy(((struct net_eth_hdr *)port->tx)->dst, n->mac, NET_ETH_ALEN);
+	if (n != NULL)
+		dmac = n->mac;
+	memcpy(((struct net_eth_hdr *)port->tx)->dst, dmac, NET_ETH_ALEN);
+	memcpy(((struct net_eth_hdr *)port->tx)->src, qp->local_mac, NET_ETH_ALEN);
 	port_out(port, port->tx, len);
 }
 
@@ -290,10 +303,16 @@ int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_
 	struct port_qp *qp = NULL;
 	struct roce_rc_resp_cfg rc;
 	struct roce_rc_req_cfg qc;
+	static const uint8_t zero[NET_ETH_ALEN];
 	uint8_t mac[NET_ETH_ALEN];
+	uint32_t local_ip = cfg->local_ip != 0 ? cfg->local_ip : port->ip;
+	bool mac_known = memcmp(cfg->remote_mac, zero, NET_ETH_ALEN) != 0;
 	int err;
 
-	if (qpn == 0 || qpn > ROCE_QPN_MASK || cfg->remote_ip == 0 || cfg->remote_ip == port->ip)
+	if (qpn == 0 || qpn > ROCE_QPN_MASK || cfg->remote_ip == 0 || cfg->remote_ip == local_ip || local_ip == 0)
+		return -EINVAL;
+	/* A guest node sends no ARP: it must be told the remote MAC. Group MACs are never a destination. */
+	if ((port->guest && !mac_known) || (cfg->remote_mac[0] & 1) != 0 || (cfg->local_mac[0] & 1) != 0)
 		return -EINVAL;
 	if (ro == NULL || ro->recv_take == NULL || ro->recv_write == NULL || ro->recv_complete == NULL ||
 	    ro->mem_write == NULL || ro->mem_read == NULL || ro->atomic == NULL || ro->invalidate == NULL ||
@@ -312,7 +331,13 @@ int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_
 	qp->qpn = qpn;
 	qp->remote_ip = cfg->remote_ip;
 	qp->pmtu = cfg->pmtu;
-	qp->sport = roce_port_sport(qpn, cfg->remote_qpn);
+	qp->local_ip = local_ip;
+	memcpy(qp->local_mac, memcmp(cfg->local_mac, zero, NET_ETH_ALEN) != 0 ? cfg->local_mac : port->mac,
+	       NET_ETH_ALEN);
+	qp->remote_mac_known = mac_known;
+	memcpy(qp->remote_mac, cfg->remote_mac, NET_ETH_ALEN);
+	qp->resp_fatal = cfg->resp_fatal;
+	qp->sport = cfg->sport != 0 ? cfg->sport : roce_port_sport(qpn, cfg->remote_qpn);
 	qp->resp_ops = ro;
 	qp->resp_ctx = cfg->resp_ctx;
 	qp->req_ops = qo;
@@ -323,13 +348,15 @@ int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_
 		.tos = cfg->tos, .ttl = cfg->ttl,
 	};
 	qc = (struct roce_rc_req_cfg){
-		.ops = &req_tramp, .ctx = qp, .src_ip = port->ip, .dst_ip = cfg->remote_ip, .sport = qp->sport,
+		.ops = &req_tramp, .ctx = qp, .src_ip = local_ip, .dst_ip = cfg->remote_ip, .sport = qp->sport,
 		.tos = cfg->tos, .ttl = cfg->ttl, .dqpn = cfg->remote_qpn, .pkey = cfg->pkey, .pmtu = cfg->pmtu,
 		.sq_psn = cfg->sq_psn, .max_rd_atomic = cfg->max_rd_atomic, .timeout = cfg->timeout,
 		.retry_cnt = cfg->retry_cnt, .rnr_retry = cfg->rnr_retry, .ackreq_every = cfg->ackreq_every,
 	};
 	/* The destination MAC is the neighbour's, written by qp_send() into every frame. */
-	memcpy(qc.src_mac, port->mac, NET_ETH_ALEN);
+	memcpy(qc.src_mac, qp->local_mac, NET_ETH_ALEN);
+	if (mac_known)
+		memcpy(qc.dst_mac, cfg->remote_mac, NET_ETH_ALEN);
 	err = roce_rc_resp_init(&qp->resp, &rc);
 	if (err == 0)
 		err = roce_rc_req_init(&qp->req, &qc);
@@ -337,9 +364,30 @@ int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_
 		return err;
 	qp->used = true;
 	port->now_us = now_us;
-	if (!roce_port_neigh_lookup(port, cfg->remote_ip, mac))
+	if (!mac_known && !roce_port_neigh_lookup(port, cfg->remote_ip, mac))
 		roce_port_arp_request(port, cfg->remote_ip, now_us);
 	return 0;
+}
+
+int roce_port_qp_set_requester(struct roce_port *port, uint32_t qpn, uint32_t sq_psn, uint8_t timeout,
+			       uint8_t retry_cnt, uint8_t rnr_retry, uint8_t max_rd_atomic)
+{
+	struct port_qp *qp = qp_find(port, qpn);
+	struct roce_rc_req_cfg qc;
+
+	if (qp == NULL)
+		return -ENOENT;
+	if (roce_rc_req_queued(&qp->req) != 0 || roce_rc_req_in_error(&qp->req))
+		return -EBUSY;
+	qc = qp->req.cfg;
+	qc.ops = &req_tramp;
+	qc.ctx = qp;
+	qc.sq_psn = sq_psn;
+	qc.timeout = timeout;
+	qc.retry_cnt = retry_cnt;
+	qc.rnr_retry = rnr_retry;
+	qc.max_rd_atomic = max_rd_atomic;
+	return roce_rc_req_init(&qp->req, &qc);
 }
 
 int roce_port_qp_destroy(struct roce_port *port, uint32_t qpn)
@@ -384,7 +432,23 @@ uint16_t roce_port_qp_sport(const struct roce_port *port, uint32_t qpn)
 
 /* ---- receiving ------------------------------------------------------------------ */
 
-/* The switch's filter: ARP requests for the node, and ARP or UDP to 4791 sent to its MAC. */
+/* The node's MAC, or (guest nodes) one a QP sends with. */
+static bool port_is_local_mac(const struct roce_port *port, const uint8_t *mac)
+{
+	if (memcmp(mac, port->mac, NET_ETH_ALEN) == 0)
+		return true;
+	if (!port->guest)
+		return false;
+	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++)
+		if (port->qp[i].used && memcmp(mac, port->qp[i].local_mac, NET_ETH_ALEN) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The switch's filter: ARP requests for the node, and ARP or UDP to 4791 sent
+ * to its MAC; a guest node only the UDP.
+ */
 static bool port_wants(void *ctx, const uint8_t *frame, size_t len)
 {
 	const struct roce_port *port = ctx;
@@ -395,12 +459,12 @@ static bool port_wants(void *ctx, const uint8_t *frame, size_t len)
 
 	if (len < sizeof(*eh))
 		return false;
-	if (net_arp_is_request_for(frame, len, port->ip))
+	if (!port->guest && net_arp_is_request_for(frame, len, port->ip))
 		return true;
-	if (memcmp(eh->dst, port->mac, NET_ETH_ALEN) != 0)
+	if (!port_is_local_mac(port, eh->dst))
 		return false;
 	if (be16_get(eh->type) == NET_ETHERTYPE_ARP)
-		return true;
+		return !port->guest; /* a guest node leaves ARP to the guest */
 	if (be16_get(eh->type) != NET_ETHERTYPE_IPV4 || len < sizeof(*eh) + sizeof(*ih) ||
 	    ih->proto != NET_IP_PROTO_UDP)
 		return false;
@@ -476,12 +540,17 @@ static void roce_input(struct roce_port *port, const uint8_t *frame, size_t len,
 		drop(port, ROCE_PORT_DROP_PARSE);
 		return;
 	}
-	if (be32_get(pkt.ip->dst) != port->ip) {
+	if (be32_get(pkt.ip->dst) != (qp != NULL ? qp->local_ip : port->ip) && !(qp == NULL && port->guest)) {
 		drop(port, ROCE_PORT_DROP_IP_DST);
 		return;
 	}
 	if ((pkt.bth->opcode & ROCE_TRANSPORT_MASK) != ROCE_TRANSPORT_RC) {
-		drop(port, ROCE_PORT_DROP_UD);
+		if (port->ud_recv == NULL) {
+			drop(port, ROCE_PORT_DROP_UD);
+			return;
+		}
+		port->stats.ud_in++;
+		port->ud_recv(port->ud_ctx, &pkt);
 		return;
 	}
 	if (qp == NULL) {
@@ -494,7 +563,8 @@ static void roce_input(struct roce_port *port, const uint8_t *frame, size_t len,
 	}
 	if (pkt.op->request) {
 		port->stats.to_responder++;
-		roce_rc_resp_input(&qp->resp, &pkt);
+		if (roce_rc_resp_input(&qp->resp, &pkt) == ROCE_RC_IN_FATAL_NAK && qp->resp_fatal != NULL)
+			qp->resp_fatal(qp->resp_ctx);
 	} else {
 		port->stats.to_requester++;
 		roce_rc_req_input(&qp->req, &pkt, now_us);
@@ -568,7 +638,7 @@ struct roce_port *roce_port_new(const struct roce_port_cfg *cfg, struct net_swit
 	struct roce_port *port;
 	struct net_port np = { .wants = port_wants, .deliver = port_deliver };
 
-	if (cfg == NULL || sw == NULL || cfg->ip == 0 || (cfg->mac[0] & 1) != 0 ||
+	if (cfg == NULL || sw == NULL || (cfg->ip == 0 && !cfg->guest) || (cfg->mac[0] & 1) != 0 ||
 	    memcmp(cfg->mac, zero, NET_ETH_ALEN) == 0)
 		return NULL;
 	port = calloc(1, sizeof(*port));
@@ -577,8 +647,10 @@ struct roce_port *roce_port_new(const struct roce_port_cfg *cfg, struct net_swit
 	snprintf(port->name, sizeof(port->name), "%s", cfg->name != NULL ? cfg->name : "roce");
 	port->ip = cfg->ip;
 	memcpy(port->mac, cfg->mac, NET_ETH_ALEN);
+	port->guest = cfg->guest;
 	port->sw = sw;
 	np.name = port->name;
+	np.no_learn = cfg->guest;
 	np.ctx = port;
 	port->sw_port = net_switch_attach(sw, &np);
 	if (port->sw_port < 0) {
@@ -597,6 +669,39 @@ void roce_port_free(struct roce_port *port)
 			roce_port_qp_destroy(port, port->qp[i].qpn);
 	net_switch_detach(port->sw, port->sw_port);
 	free(port);
+}
+
+void roce_port_set_ud_handler(struct roce_port *port, void (*recv)(void *ctx, const struct roce_pkt *pkt), void *ctx)
+{
+	port->ud_recv = recv;
+	port->ud_ctx = ctx;
+}
+
+int roce_port_ud_send(struct roce_port *port, const struct roce_port_ud *d, const void *payload, uint32_t len)
+{
+	static const uint8_t zero[NET_ETH_ALEN];
+	struct roce_frame_desc fd = {
+		.src_ip = d->src_ip, .dst_ip = d->dst_ip, .tos = d->tos, .ttl = d->ttl, .df = true,
+		.sport = d->sport != 0 ? d->sport : roce_port_sport(d->src_qpn, d->dst_qpn),
+		.opcode = d->has_imm ? ROCE_UD_SEND_ONLY_WITH_IMMEDIATE : ROCE_UD_SEND_ONLY, .se = d->solicited,
+		.pad = (uint8_t)((4 - (len & 3)) & 3), .pkey = 0xffff, .dqpn = d->dst_qpn,
+		.psn = port->ud_psn & ROCE_PSN_MASK, .deth = { .qkey = d->qkey, .sqp = d->src_qpn }, .imm = d->imm,
+		.payload = payload, .payload_len = len,
+	};
+	size_t flen = 0;
+
+	if (len > 4096 || d->src_qpn > ROCE_QPN_MASK || d->dst_qpn > ROCE_QPN_MASK ||
+	    memcmp(d->src_mac, zero, NET_ETH_ALEN) == 0 || memcmp(d->dst_mac, zero, NET_ETH_ALEN) == 0 ||
+	    (d->src_mac[0] & 1) != 0 || (d->dst_mac[0] & 1) != 0)
+		return -EINVAL;
+	memcpy(fd.src_mac, d->src_mac, NET_ETH_ALEN);
+	memcpy(fd.dst_mac, d->dst_mac, NET_ETH_ALEN);
+	if (roce_build(&fd, port->tx, sizeof(port->tx), &flen) != ROCE_OK)
+		return -EINVAL;
+	port->ud_psn++;
+	port->stats.ud_out++;
+	port_out(port, port->tx, flen);
+	return 0;
 }
 
 void roce_port_set_tx_hook(struct roce_port *port, bool (*drop_fn)(void *ctx, const uint8_t *frame, size_t len),

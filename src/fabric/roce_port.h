@@ -64,7 +64,7 @@ enum roce_port_drop {
 	ROCE_PORT_DROP_UNKNOWN_QP,      /* a valid packet for a DestQP the node does not have */
 	ROCE_PORT_DROP_IP_DST,          /* IPv4 destination is not the node's address */
 	ROCE_PORT_DROP_IP_SRC,          /* IPv4 source is not the QP's remote address */
-	ROCE_PORT_DROP_UD,              /* a UD opcode: the node has RC QPs only */
+	ROCE_PORT_DROP_UD,              /* a UD opcode, and no UD handler is set */
 	ROCE_PORT_DROP_TX_UNRESOLVED,   /* sending: the neighbour's MAC is not known yet (ARP sent) */
 	ROCE_PORT_DROP_TX_HOOK,         /* sending: the test hook dropped it */
 	ROCE_PORT_DROP_NUM,
@@ -75,6 +75,7 @@ struct roce_port_stats {
 	uint64_t frames_out;            /* given to the switch (ARP included) */
 	uint64_t to_requester, to_responder;
 	uint64_t arp_requests, arp_replies;     /* sent */
+	uint64_t ud_in, ud_out;                 /* UD datagrams handed to the handler, sent */
 	uint64_t neigh_learned;         /* entries made or changed */
 	uint64_t drops[ROCE_PORT_DROP_NUM];
 	uint64_t parse_err[ROCE_ERR_NUM];
@@ -82,8 +83,20 @@ struct roce_port_stats {
 
 struct roce_port_cfg {
 	const char *name;               /* for the switch port */
-	uint32_t ip;                    /* host order */
+	uint32_t ip;                    /* host order; may be 0 for a guest node */
 	uint8_t mac[NET_ETH_ALEN];      /* unicast */
+	/*
+	 * A guest node: the node stands for the guest's own RoCE function and
+	 * speaks with the guest's MAC and IPv4 address. It answers no ARP and
+	 * sends none (the guest's kernel owns the address, and each QP names its
+	 * remote MAC, as the driver's header template gives it), its filter
+	 * takes only IPv4/UDP to 4791 sent to its MAC or a QP's local MAC (so
+	 * such frames never reach the guest's Ethernet queue, as on a RoCE NIC),
+	 * and the frames it sends do not move the guest's MAC in the switch's
+	 * table (net_port.no_learn). Each QP names its local address
+	 * (roce_port_qp_cfg.local_ip); ip may be 0.
+	 */
+	bool guest;
 };
 
 /*
@@ -104,6 +117,19 @@ struct roce_port_qp_cfg {
 	uint8_t min_rnr_timer;          /* the responder's RNR NAK timer code */
 	uint8_t tos, ttl;               /* ttl 0 means 64 */
 	uint32_t ackreq_every;          /* see roce_rc_req_cfg */
+	/* guest nodes (optional otherwise): the QP's own addresses, 0/zero for the node's */
+	uint32_t local_ip;
+	uint8_t local_mac[NET_ETH_ALEN];
+	/* the remote MAC when the owner knows it (no ARP); zero: resolve by ARP (not on guest nodes) */
+	uint8_t remote_mac[NET_ETH_ALEN];
+	uint16_t sport;                 /* UDP source port; 0: roce_port_sport() */
+	/*
+	 * Optional: the responder moved the QP to error (it sent an invalid
+	 * request or remote access NAK). Called with resp_ctx from inside
+	 * roce_port_pump(), after the responder returned; it must not destroy
+	 * the QP from inside the call.
+	 */
+	void (*resp_fatal)(void *ctx);
 	const struct roce_rc_ops *resp_ops;
 	void *resp_ctx;
 	const struct roce_rc_req_ops *req_ops;
@@ -131,6 +157,15 @@ int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_
 /* Move QP qpn to error (flushing its WRs and receive) and free its slot; -ENOENT if there is none. */
 int roce_port_qp_destroy(struct roce_port *port, uint32_t qpn);
 
+/*
+ * The requester's part of modify-QP to RTS: a QP created at RTR (with
+ * placeholder send parameters) gets its first PSN, timer and retry counts
+ * here. Re-initialises the requester; -EBUSY when it holds WRs or is in
+ * error, -ENOENT for no such QP, -EINVAL as roce_rc_req_init.
+ */
+int roce_port_qp_set_requester(struct roce_port *port, uint32_t qpn, uint32_t sq_psn, uint8_t timeout,
+			       uint8_t retry_cnt, uint8_t rnr_retry, uint8_t max_rd_atomic);
+
 /* Post a send-queue WR on QP qpn: roce_rc_req_post()'s result, or -ENOENT. */
 int roce_port_qp_post(struct roce_port *port, uint32_t qpn, const struct roce_rc_req_wr *wr);
 
@@ -155,6 +190,32 @@ uint64_t roce_port_next_deadline(const struct roce_port *port);
 void roce_port_arp_request(struct roce_port *port, uint32_t ip, uint64_t now_us);
 /* The neighbour table: true and *mac when ip is resolved. */
 bool roce_port_neigh_lookup(const struct roce_port *port, uint32_t ip, uint8_t mac[NET_ETH_ALEN]);
+
+/*
+ * UD datagrams (guest nodes, and any node that sets a handler). Without a
+ * handler a UD packet is dropped (ROCE_PORT_DROP_UD); with one, every UD
+ * packet that parses and is addressed to the node's MAC is handed to it as
+ * it is (the handler judges the destination QP, its Q_Key and address).
+ * Called from inside roce_port_pump().
+ */
+void roce_port_set_ud_handler(struct roce_port *port, void (*recv)(void *ctx, const struct roce_pkt *pkt), void *ctx);
+
+/* One UD SEND ONLY (with immediate when has_imm) datagram. */
+struct roce_port_ud {
+	uint8_t src_mac[NET_ETH_ALEN], dst_mac[NET_ETH_ALEN];
+	uint32_t src_ip, dst_ip;        /* host order */
+	uint8_t tos, ttl;               /* ttl 0 means 64 */
+	uint16_t sport;                 /* 0: roce_port_sport(src_qpn, dst_qpn) */
+	uint32_t src_qpn, dst_qpn, qkey;
+	bool has_imm, solicited;
+	uint32_t imm;
+};
+/*
+ * Send it at once (no ARP: the destination MAC is given; UD is unreliable,
+ * nothing is kept). 0, -EINVAL for a zero or group source or destination MAC,
+ * a QPN over 24 bits or a payload over 4096 bytes.
+ */
+int roce_port_ud_send(struct roce_port *port, const struct roce_port_ud *d, const void *payload, uint32_t len);
 
 /*
  * Test hook: every frame the node is about to give to the switch is first

@@ -283,6 +283,7 @@ static enum roce_rc_in do_send(struct roce_rc_resp *q, const struct roce_pkt *p)
 			c.has_imm = true;
 			c.imm = be32_get(p->imm->imm);
 		}
+		c.solicited = roce_bth_se(p->bth);
 		q->ops->recv_complete(q->ctx, recv, &c);
 		q->cur = ROCE_RC_CUR_NONE;
 		q->msn = (q->msn + 1) & ROCE_AETH_MSN_MASK;
@@ -347,7 +348,8 @@ static enum roce_rc_in do_write(struct roce_rc_resp *q, const struct roce_pkt *p
 	if (last) {
 		if (have_recv) {
 			struct roce_rc_recv_cqe c = { .status = ROCE_RC_WC_SUCCESS, .byte_len = total, .has_imm = true,
-						      .imm = be32_get(p->imm->imm) };
+						      .imm = be32_get(p->imm->imm), .write_imm = true,
+						      .solicited = roce_bth_se(p->bth) };
 
 			q->ops->recv_complete(q->ctx, recv, &c);
 		}

@@ -77,6 +77,8 @@ struct roce_rc_recv_cqe {
 	uint32_t imm;           /* as carried on the wire (ImmDt, host order of the be32) */
 	bool has_inv;
 	uint32_t inv_rkey;
+	bool write_imm;         /* an RDMA WRITE with immediate (else a SEND) */
+	bool solicited;         /* the last packet had SE set */
 };
 
 /*

@@ -545,6 +545,11 @@ void ionic_dev_free(struct ionic_dev *dev)
 	free(dev);
 }
 
+void ionic_dev_mac(const struct ionic_dev *dev, uint8_t mac[6])
+{
+	memcpy(mac, dev->cfg.mac, 6);
+}
+
 const struct ionic_dev_stats *ionic_dev_stats(const struct ionic_dev *dev)
 {
 	return &dev->stats;

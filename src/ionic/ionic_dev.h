@@ -180,6 +180,153 @@ int ionic_rdma_peer_xfer(struct ionic_dev *dev, uint32_t guest_qpn, uint32_t rke
  */
 int ionic_rdma_key_xfer(struct ionic_dev *dev, uint32_t rkey, uint64_t addr, void *buf, size_t len, bool write);
 
+/*
+ * The wire: RC queue pairs whose destination is another host, carried by a
+ * transport outside the device model (the roce backend, fabric/roce_glue.h).
+ * The device tells the transport about such QPs and their send WQEs through
+ * these ops; the transport calls back through the ionic_rdma_wire_* entry
+ * points below. A QP the transport does not take stays on the loopback
+ * fabric. No op is called from inside an entry point's call except
+ * qp_detach (a QP the transport's callback moved to error), which the
+ * transport must then defer until it has returned.
+ */
+
+/* An RC QP's path and parameters, from MODIFY_QP (the header template and the attributes). */
+struct ionic_rdma_wire_path {
+	uint8_t smac[6], dmac[6];
+	uint32_t sip, dip;       /* IPv4, host order */
+	uint8_t tos, ttl;
+	uint16_t sport;          /* UDP source port of the template; 0 when it has none */
+	uint32_t dest_qpn;
+	uint32_t sq_psn, rq_psn;
+	uint32_t pmtu;           /* bytes: 256..4096 */
+	uint8_t timeout;         /* local ACK timeout code (4.096 us * 2^timeout; 0: none) */
+	uint8_t retry_cnt, rnr_retry;
+	uint8_t max_rd_atomic;   /* READs/atomics this QP may have outstanding (1..16) */
+	uint8_t min_rnr_timer;
+	bool rts;                /* the QP reached RTS: the send parameters are meant */
+};
+
+enum ionic_rdma_wire_op {
+	IONIC_WIRE_SEND = 0,
+	IONIC_WIRE_SEND_IMM,
+	IONIC_WIRE_SEND_INV,
+	IONIC_WIRE_WRITE,
+	IONIC_WIRE_WRITE_IMM,
+	IONIC_WIRE_READ,
+	IONIC_WIRE_CMP_SWAP,
+	IONIC_WIRE_FETCH_ADD,
+};
+
+/* One send WQE for the transport; wr_id is the device's and comes back with every callback. */
+struct ionic_rdma_wire_wr {
+	uint64_t wr_id;
+	enum ionic_rdma_wire_op op;
+	bool solicited;
+	uint32_t len;            /* the local SGL's bytes (atomics: 8) */
+	uint64_t va;             /* remote */
+	uint32_t rkey;
+	uint32_t imm;            /* SEND_IMM/WRITE_IMM, host order of the wire's big-endian value */
+	uint32_t inv_rkey;       /* SEND_INV */
+	uint64_t swap_add, compare;
+};
+
+/* How a send WQE or a receive ended (the device maps it to its IONIC_STS_* codes). */
+enum ionic_rdma_wire_status {
+	IONIC_WIRE_OK = 0,
+	IONIC_WIRE_LOC_LEN_ERR,
+	IONIC_WIRE_LOC_QP_OP_ERR,
+	IONIC_WIRE_LOC_PROT_ERR,
+	IONIC_WIRE_LOC_ACCESS_ERR,
+	IONIC_WIRE_REM_INV_REQ_ERR,
+	IONIC_WIRE_REM_ACCESS_ERR,
+	IONIC_WIRE_REM_OP_ERR,
+	IONIC_WIRE_BAD_RESP_ERR,
+	IONIC_WIRE_RETRY_EXC_ERR,
+	IONIC_WIRE_RNR_RETRY_EXC_ERR,
+	IONIC_WIRE_FLUSH_ERR,
+};
+
+/* A UD datagram's transport fields (both directions). */
+struct ionic_rdma_wire_ud {
+	uint32_t src_qpn, dest_qpn, qkey;
+	bool has_imm, solicited;
+	uint32_t imm;
+};
+
+struct ionic_rdma_wire_ops {
+	void *ctx;
+	/*
+	 * RC QP qpn reached RTR or RTS (path->rts) with an IPv4 header
+	 * template. 1: the transport carries it (called again at RTS: the send
+	 * parameters now apply); 0: not a wire destination (it stays on
+	 * loopback); -errno: it should be but cannot (the QP goes to error).
+	 */
+	int (*qp_attach)(void *ctx, uint32_t qpn, const struct ionic_rdma_wire_path *path);
+	/* A send WQE of an attached QP. 0; -ENOSPC (try again after a completion); other -errno: failed. */
+	int (*post)(void *ctx, uint32_t qpn, const struct ionic_rdma_wire_wr *wr);
+	/* The QP left service (error, reset, destroy): forget it; its callbacks stop. */
+	void (*qp_detach)(void *ctx, uint32_t qpn);
+	/* The guest's RDMA state is gone (reset): forget every QP. May be NULL. */
+	void (*reset)(void *ctx);
+	/*
+	 * A UD send whose address handle names another host (path: the AH's
+	 * template; dest_qpn/sq_psn etc. unused). May be NULL (UD stays on
+	 * loopback). UD is unreliable: the result is not reported to the guest.
+	 */
+	void (*ud_send)(void *ctx, const struct ionic_rdma_wire_path *path, const struct ionic_rdma_wire_ud *ud,
+			const void *payload, uint32_t len);
+};
+void ionic_dev_set_rdma_wire(struct ionic_dev *dev, const struct ionic_rdma_wire_ops *ops);
+
+/*
+ * Entry points for the transport. Each names the QP; a QP that is not
+ * attached (any more) is refused (-ENOTCONN) or ignored. Every access to
+ * guest memory goes through the QP's PD and the registration's rights.
+ */
+/* Copy len bytes at offset of send WQE wr_id's local SGL to buf (to_guest false) or from buf into it. */
+int ionic_rdma_wire_local(struct ionic_dev *dev, uint32_t qpn, uint64_t wr_id, uint32_t offset, void *buf,
+			  uint32_t len, bool to_guest);
+/* Send WQE wr_id is done, in posting order (atomics: orig is the remote value before). */
+void ionic_rdma_wire_send_done(struct ionic_dev *dev, uint32_t qpn, uint64_t wr_id,
+			       enum ionic_rdma_wire_status st, uint64_t orig);
+/* Take the QP's next posted receive into *handle: 0, -EAGAIN (none posted), -errno. */
+int ionic_rdma_wire_recv_take(struct ionic_dev *dev, uint32_t qpn, uint64_t *handle);
+/* Copy data to offset of the held receive's buffers: 0 or -errno (does not fit, bad key). */
+int ionic_rdma_wire_recv_write(struct ionic_dev *dev, uint32_t qpn, uint64_t handle, uint32_t offset,
+			       const void *data, uint32_t len);
+struct ionic_rdma_wire_recv {
+	enum ionic_rdma_wire_status status;
+	uint32_t byte_len;
+	bool write_imm;          /* an RDMA WRITE with immediate (else a SEND) */
+	bool has_imm, has_inv, solicited;
+	uint32_t imm, inv_rkey;
+};
+/* The held receive is complete. */
+void ionic_rdma_wire_recv_done(struct ionic_dev *dev, uint32_t qpn, uint64_t handle,
+			       const struct ionic_rdma_wire_recv *rv);
+/* An 8-byte atomic at an 8-byte aligned va by rkey in the QP's PD; *orig the value before. 0 or -errno. */
+int ionic_rdma_wire_atomic(struct ionic_dev *dev, uint32_t qpn, uint32_t rkey, uint64_t va, bool cmp_swap,
+			   uint64_t swap_add, uint64_t compare, uint64_t *orig);
+/* SEND with invalidate: rkey of the QP's PD stops working. 0 or -errno. */
+int ionic_rdma_wire_invalidate(struct ionic_dev *dev, uint32_t qpn, uint32_t rkey);
+/* The transport's responder found a fatal error (access: remote access, else invalid request): QP to error. */
+void ionic_rdma_wire_qp_fatal(struct ionic_dev *dev, uint32_t qpn, bool access);
+/* Remote READ/WRITE by rkey: ionic_rdma_peer_xfer() above. */
+/*
+ * A UD datagram from the wire for QP ud->dest_qpn: delivered into its next
+ * receive after a 40-byte GRH area whose last 20 bytes are ip_hdr (the
+ * datagram's IPv4 header), when the QP is a UD QP in RTR/RTS and the Q_Key
+ * is its own (the GSI key for QP 1). 0; -ENOENT (no such QP or wrong Q_Key),
+ * -EAGAIN (no receive posted), -EMSGSIZE or -EFAULT (the receive completed in
+ * error): the datagram is dropped in every case but 0, as UD may be.
+ */
+int ionic_rdma_wire_ud_recv(struct ionic_dev *dev, const struct ionic_rdma_wire_ud *ud, const uint8_t ip_hdr[20],
+			    const uint8_t smac[6], const void *payload, uint32_t len);
+
+/* The NIC's own MAC (--mac): the guest's station address unless its driver sets another. */
+void ionic_dev_mac(const struct ionic_dev *dev, uint8_t mac[6]);
+
 /* Counters for tests and logs. */
 struct ionic_dev_stats {
 	uint64_t dev_cmds;

@@ -44,7 +44,9 @@ void ionic_rdma_reset(struct ionic_dev *dev)
 		return;
 	if (r->peer.reset)
 		r->peer.reset(r->peer.ctx);
-	rdma_admin_free_all(dev);
+	rdma_admin_free_all(dev); /* every wire QP detached on the way */
+	if (r->wire.reset)
+		r->wire.reset(r->wire.ctx);
 	for (unsigned int i = 0; i < IONIC_RDMA_NEQ; i++)
 		rdma_ring_free(dev, &r->eq[i].ring);
 	for (unsigned int i = 0; i < IONIC_RDMA_NAQ; i++)

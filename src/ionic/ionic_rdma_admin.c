@@ -197,7 +197,9 @@ static uint8_t admin_modify_qp(struct ionic_dev *dev, const struct ionic_admin_m
 		if (qp->rnr_wait)
 			r->rnr_waiters--;
 		qp->rnr_wait = false;
-		if (state == IONIC_QPS_RTS)
+		if ((state == IONIC_QPS_RTR || state == IONIC_QPS_RTS) && qp->type == IONIC_QPT_RC)
+			rdma_wire_modify(dev, id); /* the wire carries it when its destination is another host */
+		if (state == IONIC_QPS_RTS && qp->state == IONIC_QPS_RTS)
 			rdma_sq_run(dev, id); /* WQEs posted before RTS go now */
 		if (to_reset)
 			rdma_peer_qp_gone(dev, id); /* whatever it was connected to is no longer */

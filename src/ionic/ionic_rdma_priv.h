@@ -110,6 +110,8 @@ struct rdma_qp {
 	uint32_t epoch;
 	bool on_runq;
 	uint32_t run_next, run_prev;
+	/* On the wire (an RC QP the transport of ionic_rdma_wire_ops carries); NULL: loopback. */
+	struct rdma_wire *wire;
 };
 
 struct rdma_mr {
@@ -159,6 +161,7 @@ struct ionic_rdma {
 	uint32_t run_head, run_tail;
 	uint32_t epochs;
 	struct ionic_rdma_peer_ops peer; /* in-process peers; all NULL without one */
+	struct ionic_rdma_wire_ops wire; /* the wire transport; all NULL without one */
 	/* One past the highest index created since the last reset: a reset walks no further (the
 	 * tables are large, resets frequent in tests and fuzzing, most entries never used). */
 	uint32_t qp_hw, cq_hw, mr_hw, ah_hw;
@@ -209,6 +212,11 @@ void rdma_qp_release(struct ionic_dev *dev, uint32_t qpid);
 void rdma_sq_run(struct ionic_dev *dev, uint32_t qpid);
 /* Receives were posted on qpid: senders waiting for one go on. */
 void rdma_rq_posted(struct ionic_dev *dev, uint32_t qpid);
+/*
+ * qpid (RC) reached RTR or RTS: offer it to the wire transport, which
+ * carries it when its header template names another host.
+ */
+void rdma_wire_modify(struct ionic_dev *dev, uint32_t qpid);
 /* qpid was destroyed or went back to RESET: tell the in-process peers. */
 void rdma_peer_qp_gone(struct ionic_dev *dev, uint32_t qpid);
 /*

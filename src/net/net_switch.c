@@ -149,7 +149,8 @@ void net_switch_input_offload(struct net_switch *sw, int id, const uint8_t *fram
 	}
 	sw->stats.frames++;
 	group = (dst[0] & 1) != 0;
-	learn(sw, src, id);
+	if (id < 0 || id >= NET_SWITCH_MAX_PORTS || !sw->ports[id].no_learn)
+		learn(sw, src, id);
 	for (int i = 0; i < NET_SWITCH_MAX_PORTS; i++) {
 		if (!sw->used[i] || i == id || sw->ports[i].wants == NULL)
 			continue;

@@ -50,6 +50,13 @@ struct net_port {
 	 * frame comes through deliver().
 	 */
 	void (*deliver_offload)(void *ctx, const uint8_t *frame, size_t len, const struct net_offload *off);
+	/*
+	 * Endpoints only: frames it sends do not teach the switch where their
+	 * source MAC lives. For an endpoint that speaks with a wire port's MAC
+	 * (the guest's RoCE function sends as the guest): the guest's other
+	 * traffic must still find the guest's port.
+	 */
+	bool no_learn;
 };
 
 struct net_switch_stats {

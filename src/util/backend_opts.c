@@ -26,6 +26,7 @@ enum opt_type {
 	OPT_TEXT,      /* char[], min..max printable ASCII characters */
 	OPT_NQN,       /* char[], 1..223 printable non-space characters */
 	OPT_PATH,      /* char[], non-empty, shorter than the field */
+	OPT_PMTU,      /* uint32_t, one of 256, 512, 1024, 2048, 4096 */
 };
 
 struct opt_desc {
@@ -64,6 +65,12 @@ static const struct opt_desc nvmeof_opts[] = {
 	{ "serial", OPT_TEXT,      FIELD(struct nvmeof_config, serial), 1, NVMEOF_SERIAL_MAX, 0 },
 };
 
+static const struct opt_desc roce_opts[] = {
+	{ "mtu",     OPT_PMTU, FIELD(struct roce_config, mtu), 0, 0, 0 },
+	{ "timeout", OPT_U32,  FIELD(struct roce_config, timeout), 0, ROCE_TIMEOUT_MAX, 0 },
+	{ "retry",   OPT_U32,  FIELD(struct roce_config, retry), 0, ROCE_RETRY_MAX, 0 },
+};
+
 struct backend_desc {
 	const char *name;
 	enum backend_kind kind;
@@ -76,6 +83,7 @@ static const struct backend_desc backends[] = {
 	{ "loopback", BACKEND_LOOPBACK, NULL, 0 },
 	{ "s3",       BACKEND_S3,       s3_opts, ARRAY_SIZE(s3_opts) },
 	{ "nvmeof",   BACKEND_NVMEOF,   nvmeof_opts, ARRAY_SIZE(nvmeof_opts) },
+	{ "roce",     BACKEND_ROCE,     roce_opts, ARRAY_SIZE(roce_opts) },
 };
 
 _Static_assert(ARRAY_SIZE(s3_opts) <= OPTS_MAX, "OPTS_MAX too small");
@@ -120,6 +128,11 @@ static void set_defaults(struct backend_config *cfg)
 		strcpy(c->serial, "ERNIC0000000000001");
 		break;
 	}
+	case BACKEND_ROCE:
+		cfg->roce.mtu = ROCE_MTU_DEFAULT;
+		cfg->roce.timeout = ROCE_TIMEOUT_DEFAULT;
+		cfg->roce.retry = ROCE_RETRY_DEFAULT;
+		break;
 	case BACKEND_NONE:
 	case BACKEND_LOOPBACK:
 		break;
@@ -190,6 +203,11 @@ static int apply_value(const struct opt_desc *d, const char *val, void *base)
 			return -1;
 		*(uint32_t *)field = (uint32_t)u;
 		break;
+	case OPT_PMTU:
+		if (parse_u64(val, &u) || (u != 256 && u != 512 && u != 1024 && u != 2048 && u != 4096))
+			return -1;
+		*(uint32_t *)field = (uint32_t)u;
+		break;
 	case OPT_BUCKET:
 	case OPT_TEXT:
 	case OPT_NQN:
@@ -246,7 +264,9 @@ int backend_config_parse(const char *spec, struct backend_config *cfg, char *err
 	memset(&tmp, 0, sizeof(tmp));
 	tmp.kind = b->kind;
 	set_defaults(&tmp);
-	base = b->kind == BACKEND_S3 ? (void *)&tmp.s3 : (void *)&tmp.nvmeof;
+	base = b->kind == BACKEND_S3     ? (void *)&tmp.s3
+	       : b->kind == BACKEND_ROCE ? (void *)&tmp.roce
+					 : (void *)&tmp.nvmeof;
 
 	for (p = colon; p != NULL;) {
 		const char *item = p + 1;

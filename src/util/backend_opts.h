@@ -1,7 +1,7 @@
 /*
  * The --backend grammar: NAME[:key=value,key=value,...].
  *
- * NAME is none, loopback, s3 or nvmeof. Every key, default, range and rule is
+ * NAME is none, loopback, s3, nvmeof or roce. Every key, default, range and rule is
  * the one in the s3 and nvmeof backend specifications; docs/usage.md lists
  * them. A spec is accepted whole or refused with one message; nothing here
  * touches the file system or the network (file= images are checked when the
@@ -19,6 +19,7 @@ enum backend_kind {
 	BACKEND_LOOPBACK,
 	BACKEND_S3,
 	BACKEND_NVMEOF,
+	BACKEND_ROCE,
 };
 
 #define S3_BUCKET_MAX     63
@@ -56,15 +57,33 @@ struct nvmeof_config {
 	char serial[NVMEOF_SERIAL_MAX + 1];
 };
 
+/*
+ * The roce backend: the guest's RC QPs whose header template names another
+ * host speak RoCEv2 on the segment (docs/roce.md). Each option adjusts what
+ * a QP's MODIFY_QP asks for.
+ */
+#define ROCE_MTU_DEFAULT     4096u  /* mtu=: the largest path MTU a QP gets (its own is used when smaller) */
+#define ROCE_TIMEOUT_DEFAULT 14u    /* timeout=: the smallest local ACK timeout code (4.096 us * 2^14 = 67 ms) */
+#define ROCE_TIMEOUT_MAX     31u
+#define ROCE_RETRY_DEFAULT   7u     /* retry=: the retry count of a QP that asks for 0 */
+#define ROCE_RETRY_MAX       7u
+
+struct roce_config {
+	uint32_t mtu;      /* 256, 512, 1024, 2048 or 4096 */
+	uint32_t timeout;  /* 0..31: a QP's timeout code below it (0, none, included) is raised to it */
+	uint32_t retry;    /* 0..7 */
+};
+
 struct backend_config {
 	enum backend_kind kind;
 	union {
 		struct s3_config s3;
 		struct nvmeof_config nvmeof;
+		struct roce_config roce;
 	};
 };
 
-/* "none", "loopback", "s3", "nvmeof". */
+/* "none", "loopback", "s3", "nvmeof", "roce". */
 const char *backend_kind_name(enum backend_kind kind);
 
 /*

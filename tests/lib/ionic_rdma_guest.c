@@ -298,6 +298,7 @@ void rg_sync(struct ionic_guest *g)
 #define QPM_ACCESS_FLAGS       (1u << 3)
 #define QPM_PKEY_INDEX         (1u << 4)
 #define QPM_QKEY               (1u << 6)
+#define QPM_AV                 (1u << 7)
 #define QPM_PATH_MTU           (1u << 8)
 #define QPM_TIMEOUT            (1u << 9)
 #define QPM_RETRY_CNT          (1u << 10)
@@ -396,6 +397,12 @@ int rg_qp_destroy(struct ionic_guest *g, struct rg_aq *aq, uint32_t id)
 int rg_qp_modify(struct ionic_guest *g, struct rg_aq *aq, struct rg_qp *qp, uint8_t state, uint8_t cur, uint32_t arg,
 		 uint16_t access)
 {
+	return rg_qp_modify_path(g, aq, qp, state, cur, arg, access, NULL);
+}
+
+int rg_qp_modify_path(struct ionic_guest *g, struct rg_aq *aq, struct rg_qp *qp, uint8_t state, uint8_t cur,
+		      uint32_t arg, uint16_t access, const struct rg_qp_path *path)
+{
 	uint8_t p[60] = { 0 };
 	uint32_t mask = QPM_STATE;
 	bool ud = qp->type == RG_QPT_UD, rc = qp->type == RG_QPT_RC;
@@ -431,6 +438,20 @@ int rg_qp_modify(struct ionic_guest *g, struct rg_aq *aq, struct rg_qp *qp, uint
 	rg_le32(p + 40, ~0u);
 	rg_le32(p + 44, ~0u);
 	rg_le32(p + 56, qp->id);
+	if (path) {
+		/* ib_modify_qp to RTR with an address vector: the header template goes with it. */
+		if (state == RG_QPS_RTR && path->tmpl) {
+			memcpy(guest_ptr(g, path->at), path->tmpl, path->len);
+			mask |= QPM_AV;
+			rg_be32(p + 0, mask);
+			rg_le32(p + 32, path->len << 24);
+			rg_le64(p + 48, path->at);
+		}
+		rg_le32(p + 8, path->rq_psn);
+		rg_le32(p + 12, path->sq_psn);
+		if (path->pmtu_log2)
+			p[24] = path->pmtu_log2;
+	}
 	if (state == RG_QPS_RESET)
 		qp->sq_prod = qp->rq_prod = 0;
 	return admin_acked(g, aq, RG_OP_MODIFY_QP, p, sizeof(p));
@@ -443,6 +464,17 @@ int rg_qp_to_rts(struct ionic_guest *g, struct rg_aq *aq, struct rg_qp *qp, uint
 
 	for (size_t i = 0; i < sizeof(path) && st == 0; i++)
 		st = rg_qp_modify(g, aq, qp, path[i], i ? path[i - 1] : RG_QPS_RESET, arg, access);
+	return st;
+}
+
+int rg_qp_to_rts_path(struct ionic_guest *g, struct rg_aq *aq, struct rg_qp *qp, uint32_t arg, uint16_t access,
+		      const struct rg_qp_path *path)
+{
+	static const uint8_t seq[] = { RG_QPS_RESET, RG_QPS_INIT, RG_QPS_RTR, RG_QPS_RTS };
+	int st = 0;
+
+	for (size_t i = 0; i < sizeof(seq) && st == 0; i++)
+		st = rg_qp_modify_path(g, aq, qp, seq[i], i ? seq[i - 1] : RG_QPS_RESET, arg, access, path);
 	return st;
 }
 

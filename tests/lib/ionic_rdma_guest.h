@@ -285,6 +285,24 @@ int rg_qp_modify(struct ionic_guest *g, struct rg_aq *aq, struct rg_qp *qp, uint
 		 uint16_t access);
 /* RESET -> INIT -> RTR -> RTS: the first failing status, or 0. */
 int rg_qp_to_rts(struct ionic_guest *g, struct rg_aq *aq, struct rg_qp *qp, uint32_t arg, uint16_t access);
+/*
+ * A QP whose destination is another host, as ionic_rdma modifies it after
+ * rdma_cm resolved the route: the RTR step carries the address vector (the
+ * RoCEv2 header template, IB_QP_AV: written at `at`, its length in
+ * ah_id_len's top byte), and the PSNs are the connection's (the peer's sq_psn
+ * is our rq_psn). pmtu_log2 0 keeps 1024.
+ */
+struct rg_qp_path {
+	const uint8_t *tmpl;
+	uint32_t len;
+	uint64_t at;
+	uint32_t sq_psn, rq_psn;
+	uint8_t pmtu_log2;
+};
+int rg_qp_modify_path(struct ionic_guest *g, struct rg_aq *aq, struct rg_qp *qp, uint8_t state, uint8_t cur,
+		      uint32_t arg, uint16_t access, const struct rg_qp_path *path);
+int rg_qp_to_rts_path(struct ionic_guest *g, struct rg_aq *aq, struct rg_qp *qp, uint32_t arg, uint16_t access,
+		      const struct rg_qp_path *path);
 /* QUERY_QP into buf (sq part at buf, rq part at buf + 64): the state, or -1 - status. */
 int rg_qp_state(struct ionic_guest *g, struct rg_aq *aq, uint32_t id, uint64_t buf);
 

@@ -319,6 +319,44 @@ static void test_endpoint_mac(void **state)
 	assert_memory_equal(m, want2, 6);
 }
 
+/* roce: mtu caps the path MTU, timeout floors the ACK timeout code, retry replaces a retry count of 0. */
+static void test_roce(void **state)
+{
+	(void)state;
+	parse_ok("roce");
+	assert_int_equal(cfg.kind, BACKEND_ROCE);
+	assert_string_equal(backend_kind_name(BACKEND_ROCE), "roce");
+	assert_int_equal(cfg.roce.mtu, 4096);
+	assert_int_equal(cfg.roce.timeout, 14);
+	assert_int_equal(cfg.roce.retry, 7);
+	parse_ok("roce:mtu=1024,timeout=0,retry=0");
+	assert_int_equal(cfg.roce.mtu, 1024);
+	assert_int_equal(cfg.roce.timeout, 0);
+	assert_int_equal(cfg.roce.retry, 0);
+	parse_ok("roce:retry=3,mtu=2048");
+	assert_int_equal(cfg.roce.mtu, 2048);
+	assert_int_equal(cfg.roce.retry, 3);
+	assert_int_equal(cfg.roce.timeout, 14);
+	parse_ok("roce:mtu=256,timeout=31");
+	assert_int_equal(cfg.roce.mtu, 256);
+	assert_int_equal(cfg.roce.timeout, 31);
+	parse_ok("roce:mtu=512");
+	assert_int_equal(cfg.roce.mtu, 512);
+	assert_int_equal(backend_host_mac(&cfg, (uint8_t[6]){ 0 }), -1); /* no host of its own on the segment */
+
+	parse_bad("roce:mtu=1500", "roce backend: bad mtu '1500'");
+	parse_bad("roce:mtu=8192", "roce backend: bad mtu '8192'");
+	parse_bad("roce:mtu=", "roce backend: bad mtu ''");
+	parse_bad("roce:timeout=32", "roce backend: bad timeout '32'");
+	parse_bad("roce:timeout=-1", "roce backend: bad timeout '-1'");
+	parse_bad("roce:retry=8", "roce backend: bad retry '8'");
+	parse_bad("roce:retry=x", "roce backend: bad retry 'x'");
+	parse_bad("roce:ip=10.0.0.1", "roce backend: unknown option 'ip'");
+	parse_bad("roce:mtu=1024,mtu=2048", "roce backend: duplicate option 'mtu'");
+	parse_bad("roce:mtu", "roce backend: option 'mtu' needs a value");
+	parse_bad("roce:", "roce backend: empty option");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -332,6 +370,7 @@ int main(void)
 		cmocka_unit_test(test_file_without_size_skips_block_check),
 		cmocka_unit_test(test_overlong_item),
 		cmocka_unit_test(test_endpoint_mac),
+		cmocka_unit_test(test_roce),
 	};
 
 	return cmocka_run_group_tests_name("backend-opts-unit", tests, NULL, NULL);

@@ -155,12 +155,54 @@ static void test_wire_learning(void **state)
 	net_switch_free(sw);
 }
 
+/*
+ * An endpoint with no_learn that speaks with the guest's MAC (a guest RoCE
+ * node): its frames do not move the guest's MAC to its port, so frames to
+ * the guest it does not want still reach the guest's wire port.
+ */
+static void test_no_learn(void **state)
+{
+	struct net_switch *sw = net_switch_new();
+	struct net_port p = { .deliver = rec_deliver };
+	struct rec guest = { .frames = 0 }, host = { .frames = 0 }, node;
+	int wg, wh, en;
+	uint8_t f[60];
+
+	(void)state;
+	assert_non_null(sw);
+	memset(&node, 0, sizeof(node));
+	memcpy(node.mac, GUEST, 6);
+	p.name = "guest", p.ctx = &guest;
+	wg = net_switch_attach(sw, &p);
+	p.name = "tap", p.ctx = &host;
+	wh = net_switch_attach(sw, &p);
+	p.name = "node", p.ctx = &node, p.wants = ep_wants, p.no_learn = true;
+	en = net_switch_attach(sw, &p);
+	assert_true(wg >= 0 && wh >= 0 && en >= 0);
+	net_switch_input(sw, wg, f, frame(f, BCAST, GUEST, ET_OTHER)); /* learned on the guest's port */
+	net_switch_input(sw, wh, f, frame(f, BCAST, HOST, ET_OTHER));  /* and the host on the tap's */
+	guest.frames = host.frames = 0;
+	net_switch_input(sw, en, f, frame(f, HOST, GUEST, ET_WANTED)); /* the node speaks as the guest */
+	assert_int_equal(host.frames, 1);
+	assert_int_equal(guest.frames, 0);
+	/* the host answers the guest: the node's kind goes to the node, the rest to the guest's port */
+	net_switch_input(sw, wh, f, frame(f, GUEST, HOST, ET_WANTED));
+	assert_int_equal(node.frames, 1);
+	assert_int_equal(guest.frames, 0);
+	net_switch_input(sw, wh, f, frame(f, GUEST, HOST, ET_OTHER));
+	assert_int_equal(guest.frames, 1);
+	assert_int_equal(node.frames, 1);
+	assert_int_equal(net_switch_stats(sw)->dropped_unwanted, 0);
+	net_switch_free(sw);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_endpoint_to_endpoint),
 		cmocka_unit_test(test_unwanted_not_flooded),
 		cmocka_unit_test(test_wire_learning),
+		cmocka_unit_test(test_no_learn),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

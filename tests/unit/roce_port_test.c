@@ -754,6 +754,218 @@ static void test_rx_full(void **state)
 	teardown_world();
 }
 
+/* ---- a guest node: A stands for the guest behind the wire port (MAC_A, IP_A) ---- */
+
+static unsigned tap_frames;
+
+static void tap_deliver(void *ctx, const uint8_t *f, size_t len)
+{
+	(void)ctx, (void)f, (void)len;
+	tap_frames++;
+}
+
+/*
+ * The guest's own RoCE function: node A is a guest node with the guest's MAC
+ * (the guest's Ethernet is the wire port) and no address of its own. It
+ * answers no ARP and sends none, takes only RoCEv2 sent to the guest's MAC
+ * (so such frames never reach the guest's port) and leaves everything else
+ * to the guest, whose MAC the switch keeps on the guest's port although the
+ * node sends with it. B is an ordinary node told A's MAC (no ARP either).
+ */
+static void test_guest_node(void **state)
+{
+	struct net_port tp = { .name = "tap", .deliver = tap_deliver };
+	struct roce_port_cfg ca = { .name = "guest", .guest = true }, cb = { .name = "B", .ip = IP_B };
+	struct roce_port_qp_cfg c;
+	uint8_t f[256];
+	size_t len;
+	unsigned w0;
+	int tap;
+
+	(void)state;
+	setup(false);
+	roce_port_free(A->port);
+	memcpy(ca.mac, MAC_A, 6);
+	A->port = roce_port_new(&ca, W->sw);
+	assert_non_null(A->port);
+	roce_port_set_tx_hook(A->port, tx_hook, A);
+	tap = net_switch_attach(W->sw, &tp);
+	assert_true(tap >= 0);
+	tap_frames = 0;
+	/* a guest node without an address is fine; an ordinary one is not */
+	cb.ip = 0;
+	memcpy(cb.mac, MAC_X, 6);
+	assert_null(roce_port_new(&cb, W->sw));
+
+	/* The guest asks for B from its own port: B's reply goes to the guest, not to the node. */
+	len = net_arp_build(f, sizeof(f), NET_ARP_OP_REQUEST, MAC_A, IP_A, NULL, IP_B);
+	net_switch_input(W->sw, W->wire, f, len);
+	settle();
+	assert_int_equal(W->w_arp_reply, 1);
+	assert_memory_equal(W->w_last, MAC_A, 6);
+	assert_int_equal(roce_port_stats(A->port)->frames_in, 0);
+	/* B asks for the guest's address: flooded to the guest's port, the node does not answer. */
+	roce_port_arp_request(B->port, IP_A, W->now);
+	settle();
+	assert_int_equal(W->w_arp_req, 1);
+	assert_int_equal(roce_port_stats(A->port)->frames_in, 0);
+	assert_int_equal(roce_port_stats(A->port)->arp_replies, 0);
+
+	/* QPs: the guest node needs the remote MAC and a local address; then neither side sends ARP. */
+	c = qp_cfg(A);
+	assert_int_equal(roce_port_qp_create(A->port, QPN_A, &c, W->now), -EINVAL); /* no local address */
+	c.local_ip = IP_A;
+	assert_int_equal(roce_port_qp_create(A->port, QPN_A, &c, W->now), -EINVAL); /* no remote MAC */
+	memcpy(c.remote_mac, MAC_B, 6);
+	assert_int_equal(roce_port_qp_create(A->port, QPN_A, &c, W->now), 0);
+	c = qp_cfg(B);
+	memcpy(c.remote_mac, MAC_A, 6);
+	assert_int_equal(roce_port_qp_create(B->port, QPN_B, &c, W->now), 0);
+	settle();
+	assert_int_equal(roce_port_stats(A->port)->arp_requests, 0);
+	assert_int_equal(roce_port_stats(B->port)->arp_requests, 1); /* only the one asked for above */
+
+	/* A SEND each way and a READ of the guest's memory, byte for byte; no RoCE on the guest's port. */
+	w0 = W->w_frames;
+	A->posted = 1;
+	B->posted = 1;
+	fill(A, 1, 2 * MTU + 10, 3);
+	fill(B, 2, 300, 4);
+	assert_int_equal(post(A, 1, ROCE_RC_REQ_SEND, 2 * MTU + 10, 0), 0);
+	assert_int_equal(post(B, 2, ROCE_RC_REQ_SEND, 300, 0), 0);
+	assert_int_equal(post(B, 3, ROCE_RC_REQ_READ, MTU + 1, 64), 0);
+	run();
+	expect_comp(A, 0, 1, ROCE_RC_REQ_WC_SUCCESS, 2 * MTU + 10);
+	expect_comp(B, 0, 2, ROCE_RC_REQ_WC_SUCCESS, 300);
+	expect_comp(B, 1, 3, ROCE_RC_REQ_WC_SUCCESS, MTU + 1);
+	assert_memory_equal(B->rq_buf[0], A->lbuf[1], 2 * MTU + 10);
+	assert_memory_equal(A->rq_buf[0], B->lbuf[2], 300);
+	assert_memory_equal(B->lbuf[3], A->mr + 64, MTU + 1);
+	assert_int_equal(W->w_frames, w0);
+	assert_int_equal(W->w_roce, 0);
+	assert_true(A->tx_roce >= 3);
+	assert_int_equal(A->tx_arp, 0);
+
+	/* From the TAP side: RoCEv2 to the guest's MAC is the node's (here for no QP it has), ... */
+	len = guest_frame(f, sizeof(f), MAC_A, IP_B, IP_A, 0x999, ROCE_RC_ACKNOWLEDGE);
+	net_switch_input(W->sw, tap, f, len);
+	settle();
+	assert_int_equal(drops(A, ROCE_PORT_DROP_UNKNOWN_QP), 1);
+	assert_int_equal(W->w_frames, w0);
+	/* ... other UDP to the guest's MAC is the guest's: the switch still has its MAC on its port. */
+	f[ROCE_L2L4_LEN - 6] = 0x13;    /* UDP destination port 0x13b7, not 4791 */
+	net_switch_input(W->sw, tap, f, len);
+	settle();
+	assert_int_equal(W->w_frames, w0 + 1);
+	/* everything the node took: the frame for no QP, and the ones it handed on */
+	assert_int_equal(roce_port_stats(A->port)->frames_in,
+			 1 + roce_port_stats(A->port)->to_requester + roce_port_stats(A->port)->to_responder);
+	/* and an ARP frame to the guest's MAC is the guest's too */
+	len = net_arp_build(f, sizeof(f), NET_ARP_OP_REPLY, MAC_W, IP_X, MAC_A, IP_A);
+	net_switch_input(W->sw, tap, f, len);
+	settle();
+	assert_int_equal(W->w_frames, w0 + 2);
+	assert_int_equal(W->w_arp_reply, 2);
+	assert_int_equal(net_switch_stats(W->sw)->dropped_unwanted, 0);
+	assert_int_equal(tap_frames, 2); /* the tap saw the two ARP floods, never a RoCE frame */
+	net_switch_detach(W->sw, tap);
+	teardown_world();
+}
+
+/* UD datagrams: sent at once to the given MAC; a node with a handler gets them as parsed, one without drops them. */
+static struct {
+	unsigned n;
+	uint32_t sqp, dqpn, qkey, imm, len;
+	bool has_imm, se;
+	uint8_t payload[64];
+} ud_got;
+
+static void ud_handler(void *ctx, const struct roce_pkt *p)
+{
+	(void)ctx;
+	assert_non_null(p->deth);
+	ud_got.n++;
+	ud_got.sqp = be32_get(p->deth->sqp) & ROCE_QPN_MASK;
+	ud_got.qkey = be32_get(p->deth->qkey);
+	ud_got.dqpn = roce_bth_dqpn(p->bth);
+	ud_got.has_imm = p->imm != NULL;
+	ud_got.imm = p->imm ? be32_get(p->imm->imm) : 0;
+	ud_got.se = roce_bth_se(p->bth);
+	ud_got.len = p->payload_len;
+	memcpy(ud_got.payload, p->payload, p->payload_len < 64 ? p->payload_len : 64);
+}
+
+static void test_ud(void **state)
+{
+	struct roce_port_ud d = { .src_ip = IP_A, .dst_ip = IP_B, .src_qpn = QPN_A, .dst_qpn = QPN_B, .qkey = 0x1234,
+				  .has_imm = true, .imm = 0xfeedbeef, .solicited = true };
+	uint8_t msg[61];
+
+	(void)state;
+	setup(false);
+	memset(&ud_got, 0, sizeof(ud_got));
+	memcpy(d.src_mac, MAC_A, 6);
+	memcpy(d.dst_mac, MAC_B, 6);
+	for (unsigned i = 0; i < sizeof(msg); i++)
+		msg[i] = (uint8_t)(i * 3 + 1);
+	/* B without a handler drops it as UD */
+	assert_int_equal(roce_port_ud_send(A->port, &d, msg, sizeof(msg)), 0);
+	settle();
+	assert_int_equal(drops(B, ROCE_PORT_DROP_UD), 1);
+	roce_port_set_ud_handler(B->port, ud_handler, NULL);
+	assert_int_equal(roce_port_ud_send(A->port, &d, msg, sizeof(msg)), 0);
+	d.has_imm = false;
+	d.solicited = false;
+	assert_int_equal(roce_port_ud_send(A->port, &d, msg, 4), 0);
+	settle();
+	assert_int_equal(ud_got.n, 2);
+	assert_int_equal(ud_got.sqp, QPN_A);
+	assert_int_equal(ud_got.dqpn, QPN_B);
+	assert_int_equal(ud_got.qkey, 0x1234);
+	assert_false(ud_got.has_imm);
+	assert_false(ud_got.se);
+	assert_int_equal(ud_got.len, 4);
+	assert_int_equal(roce_port_stats(B->port)->ud_in, 2);
+	assert_int_equal(roce_port_stats(A->port)->ud_out, 3);
+	assert_int_equal(A->tx_arp, 0); /* no ARP: the MAC was given */
+	assert_int_equal(W->w_roce, 0);
+	/* refusals */
+	assert_int_equal(roce_port_ud_send(A->port, &d, msg, 4097), -EINVAL);
+	d.dst_qpn = 1u << 24;
+	assert_int_equal(roce_port_ud_send(A->port, &d, msg, 4), -EINVAL);
+	d.dst_qpn = QPN_B;
+	d.dst_mac[0] = 0x01;
+	assert_int_equal(roce_port_ud_send(A->port, &d, msg, 4), -EINVAL);
+	memset(d.dst_mac, 0, 6);
+	assert_int_equal(roce_port_ud_send(A->port, &d, msg, 4), -EINVAL);
+	teardown_world();
+}
+
+static void test_ud_imm(void **state)
+{
+	struct roce_port_ud d = { .src_ip = IP_A, .dst_ip = IP_B, .src_qpn = QPN_A, .dst_qpn = QPN_B, .qkey = 0x1234,
+				  .has_imm = true, .imm = 0xfeedbeef, .solicited = true };
+	uint8_t msg[61];
+
+	(void)state;
+	setup(false);
+	memset(&ud_got, 0, sizeof(ud_got));
+	memcpy(d.src_mac, MAC_A, 6);
+	memcpy(d.dst_mac, MAC_B, 6);
+	for (unsigned i = 0; i < sizeof(msg); i++)
+		msg[i] = (uint8_t)(i * 3 + 1);
+	roce_port_set_ud_handler(B->port, ud_handler, NULL);
+	assert_int_equal(roce_port_ud_send(A->port, &d, msg, sizeof(msg)), 0);
+	settle();
+	assert_int_equal(ud_got.n, 1);
+	assert_true(ud_got.has_imm);
+	assert_int_equal(ud_got.imm, 0xfeedbeef);
+	assert_true(ud_got.se);
+	assert_int_equal(ud_got.len, sizeof(msg));
+	assert_memory_equal(ud_got.payload, msg, sizeof(msg));
+	teardown_world();
+}
+
 static void test_api(void **state)
 {
 	struct roce_port_qp_cfg c;
@@ -839,6 +1051,9 @@ int main(void)
 		cmocka_unit_test(test_unresolved),
 		cmocka_unit_test(test_drops),
 		cmocka_unit_test(test_rx_full),
+		cmocka_unit_test(test_guest_node),
+		cmocka_unit_test(test_ud),
+		cmocka_unit_test(test_ud_imm),
 		cmocka_unit_test(test_api),
 	};
 

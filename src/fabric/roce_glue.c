@@ -1,0 +1,440 @@
+/*
+ * The roce backend's glue between the device's wire transport interface
+ * (ionic/ionic_dev.h, ionic_rdma_wire_ops and the ionic_rdma_wire_* entry
+ * points) and a guest node on the segment (roce_port.h); see roce_glue.h.
+ */
+#include "fabric/roce_glue.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fabric/roce_port.h"
+#include "ionic/ionic_dev.h"
+#include "util/evloop.h"
+#include "util/log.h"
+
+struct glue_qp {
+	bool used;
+	bool detach_pending;    /* the device let it go from inside a pump: destroyed after the pump */
+	bool access_failed;     /* the responder's last memory access was refused (its fatal NAK's cause) */
+	uint32_t qpn;
+	struct roce_glue *g;
+};
+
+struct roce_glue {
+	struct roce_config cfg;
+	struct evloop *loop;
+	struct net_switch *sw;
+	struct ionic_dev *dev;
+	struct roce_port *port;         /* made at the first QP, with its MAC */
+	struct ev_poller *poller;
+	bool in_pump;
+	struct glue_qp qp[ROCE_PORT_MAX_QPS];
+};
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static struct glue_qp *gq_find(struct roce_glue *g, uint32_t qpn)
+{
+	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++)
+		if (g->qp[i].used && g->qp[i].qpn == qpn)
+			return &g->qp[i];
+	return NULL;
+}
+
+/* ---- the requester's callbacks ------------------------------------------------------------- */
+
+static enum ionic_rdma_wire_status req_status(enum roce_rc_req_wc wc)
+{
+	static const enum ionic_rdma_wire_status map[ROCE_RC_REQ_WC_NUM] = {
+		[ROCE_RC_REQ_WC_SUCCESS] = IONIC_WIRE_OK,
+		[ROCE_RC_REQ_WC_LOC_PROT_ERR] = IONIC_WIRE_LOC_PROT_ERR,
+		[ROCE_RC_REQ_WC_REM_INV_REQ_ERR] = IONIC_WIRE_REM_INV_REQ_ERR,
+		[ROCE_RC_REQ_WC_REM_ACCESS_ERR] = IONIC_WIRE_REM_ACCESS_ERR,
+		[ROCE_RC_REQ_WC_REM_OP_ERR] = IONIC_WIRE_REM_OP_ERR,
+		[ROCE_RC_REQ_WC_REM_INV_RD_REQ_ERR] = IONIC_WIRE_REM_INV_REQ_ERR,
+		[ROCE_RC_REQ_WC_BAD_RESP_ERR] = IONIC_WIRE_BAD_RESP_ERR,
+		[ROCE_RC_REQ_WC_RETRY_EXC_ERR] = IONIC_WIRE_RETRY_EXC_ERR,
+		[ROCE_RC_REQ_WC_RNR_RETRY_EXC_ERR] = IONIC_WIRE_RNR_RETRY_EXC_ERR,
+		[ROCE_RC_REQ_WC_FLUSH_ERR] = IONIC_WIRE_FLUSH_ERR,
+	};
+
+	return (unsigned)wc < ROCE_RC_REQ_WC_NUM ? map[wc] : IONIC_WIRE_BAD_RESP_ERR;
+}
+
+static int c_local_read(void *ctx, uint64_t wr_id, uint32_t offset, void *buf, uint32_t len)
+{
+	struct glue_qp *q = ctx;
+
+	return ionic_rdma_wire_local(q->g->dev, q->qpn, wr_id, offset, buf, len, false);
+}
+
+static int c_local_write(void *ctx, uint64_t wr_id, uint32_t offset, const void *data, uint32_t len)
+{
+	struct glue_qp *q = ctx;
+
+	return ionic_rdma_wire_local(q->g->dev, q->qpn, wr_id, offset, (void *)data, len, true);
+}
+
+static void c_complete(void *ctx, uint64_t wr_id, enum roce_rc_req_wc status, uint32_t byte_len,
+		       uint64_t atomic_orig)
+{
+	struct glue_qp *q = ctx;
+
+	(void)byte_len;
+	ionic_rdma_wire_send_done(q->g->dev, q->qpn, wr_id, req_status(status), atomic_orig);
+}
+
+static const struct roce_rc_req_ops req_ops = {
+	.local_read = c_local_read, .local_write = c_local_write, .complete = c_complete,
+};
+
+/* ---- the responder's callbacks ------------------------------------------------------------- */
+
+static bool c_recv_take(void *ctx, uint64_t *handle)
+{
+	struct glue_qp *q = ctx;
+
+	return ionic_rdma_wire_recv_take(q->g->dev, q->qpn, handle) == 0;
+}
+
+static int c_recv_write(void *ctx, uint64_t handle, uint32_t offset, const void *data, uint32_t len)
+{
+	struct glue_qp *q = ctx;
+
+	return ionic_rdma_wire_recv_write(q->g->dev, q->qpn, handle, offset, data, len);
+}
+
+static void c_recv_complete(void *ctx, uint64_t handle, const struct roce_rc_recv_cqe *cqe)
+{
+	static const enum ionic_rdma_wire_status map[ROCE_RC_WC_NUM] = {
+		[ROCE_RC_WC_SUCCESS] = IONIC_WIRE_OK,
+		[ROCE_RC_WC_LOC_LEN_ERR] = IONIC_WIRE_LOC_LEN_ERR,
+		[ROCE_RC_WC_LOC_QP_OP_ERR] = IONIC_WIRE_LOC_QP_OP_ERR,
+		[ROCE_RC_WC_LOC_ACCESS_ERR] = IONIC_WIRE_LOC_ACCESS_ERR,
+		[ROCE_RC_WC_FLUSH_ERR] = IONIC_WIRE_FLUSH_ERR,
+	};
+	struct glue_qp *q = ctx;
+	struct ionic_rdma_wire_recv rv = {
+		.status = (unsigned)cqe->status < ROCE_RC_WC_NUM ? map[cqe->status] : IONIC_WIRE_LOC_QP_OP_ERR,
+		.byte_len = cqe->byte_len, .write_imm = cqe->write_imm, .has_imm = cqe->has_imm,
+		.has_inv = cqe->has_inv, .solicited = cqe->solicited, .imm = cqe->imm, .inv_rkey = cqe->inv_rkey,
+	};
+
+	ionic_rdma_wire_recv_done(q->g->dev, q->qpn, handle, &rv);
+}
+
+static int c_mem_write(void *ctx, uint32_t rkey, uint64_t va, const void *data, uint32_t len)
+{
+	struct glue_qp *q = ctx;
+	int rc = ionic_rdma_peer_xfer(q->g->dev, q->qpn, rkey, va, (void *)data, len, true);
+
+	q->access_failed = rc != 0;
+	return rc;
+}
+
+static int c_mem_read(void *ctx, uint32_t rkey, uint64_t va, void *buf, uint32_t len)
+{
+	struct glue_qp *q = ctx;
+	int rc = ionic_rdma_peer_xfer(q->g->dev, q->qpn, rkey, va, buf, len, false);
+
+	q->access_failed = rc != 0;
+	return rc;
+}
+
+static int c_atomic(void *ctx, uint32_t rkey, uint64_t va, bool cmp_swap, uint64_t swap_add, uint64_t compare,
+		    uint64_t *orig)
+{
+	struct glue_qp *q = ctx;
+	int rc = ionic_rdma_wire_atomic(q->g->dev, q->qpn, rkey, va, cmp_swap, swap_add, compare, orig);
+
+	q->access_failed = rc != 0;
+	return rc;
+}
+
+static int c_invalidate(void *ctx, uint32_t rkey)
+{
+	struct glue_qp *q = ctx;
+
+	q->access_failed = false;
+	return ionic_rdma_wire_invalidate(q->g->dev, q->qpn, rkey);
+}
+
+/* The responder sent a fatal NAK: the device QP follows it into the error state. */
+static void c_resp_fatal(void *ctx)
+{
+	struct glue_qp *q = ctx;
+
+	ionic_rdma_wire_qp_fatal(q->g->dev, q->qpn, q->access_failed);
+}
+
+static const struct roce_rc_ops resp_ops = {
+	.recv_take = c_recv_take, .recv_write = c_recv_write, .recv_complete = c_recv_complete,
+	.mem_write = c_mem_write, .mem_read = c_mem_read, .atomic = c_atomic, .invalidate = c_invalidate,
+};
+
+/* ---- the device's wire ops ------------------------------------------------------------------ */
+
+static void gq_destroy(struct roce_glue *g, struct glue_qp *q)
+{
+	q->used = false; /* first: the flushes the port sends on its way out find no QP */
+	q->detach_pending = false;
+	if (g->port)
+		roce_port_qp_destroy(g->port, q->qpn);
+}
+
+/* ---- UD ----------------------------------------------------------------------------------------- */
+
+static int port_make(struct roce_glue *g, const uint8_t mac[6]);
+
+/* A UD datagram from the wire: the device judges the QP and the Q_Key; what it refuses is lost, as UD may be. */
+static void ud_input(void *ctx, const struct roce_pkt *pkt)
+{
+	struct roce_glue *g = ctx;
+	struct ionic_rdma_wire_ud ud;
+	int rc;
+
+	if (g->dev == NULL || pkt->deth == NULL)
+		return;
+	ud = (struct ionic_rdma_wire_ud){
+		.src_qpn = be32_get(pkt->deth->sqp) & ROCE_QPN_MASK, .dest_qpn = roce_bth_dqpn(pkt->bth),
+		.qkey = be32_get(pkt->deth->qkey), .has_imm = pkt->imm != NULL, .solicited = roce_bth_se(pkt->bth),
+		.imm = pkt->imm != NULL ? be32_get(pkt->imm->imm) : 0,
+	};
+	rc = ionic_rdma_wire_ud_recv(g->dev, &ud, (const uint8_t *)pkt->ip, pkt->eth->src, pkt->payload,
+				     pkt->payload_len);
+	if (rc != 0)
+		LOG_DEBUG("roce: UD to QP %u dropped (%d)", ud.dest_qpn, rc);
+}
+
+static void w_ud_send(void *ctx, const struct ionic_rdma_wire_path *p, const struct ionic_rdma_wire_ud *ud,
+		      const void *payload, uint32_t len)
+{
+	struct roce_glue *g = ctx;
+	struct roce_port_ud d = {
+		.src_ip = p->sip, .dst_ip = p->dip, .tos = p->tos, .ttl = p->ttl, .sport = p->sport,
+		.src_qpn = ud->src_qpn, .dst_qpn = ud->dest_qpn, .qkey = ud->qkey, .has_imm = ud->has_imm,
+		.solicited = ud->solicited, .imm = ud->imm,
+	};
+
+	if (g->port == NULL && port_make(g, p->smac) != 0)
+		return;
+	memcpy(d.src_mac, p->smac, sizeof(d.src_mac));
+	memcpy(d.dst_mac, p->dmac, sizeof(d.dst_mac));
+	if (roce_port_ud_send(g->port, &d, payload, len) != 0)
+		LOG_DEBUG("roce: UD from QP %u not sent (bad address or length)", ud->src_qpn);
+}
+
+/*
+ * The guest node, with the NIC's MAC when the device is attached (so that
+ * RoCEv2 to the guest never reaches its Ethernet queue, even before its
+ * first QP), or else the first QP's.
+ */
+static int port_make(struct roce_glue *g, const uint8_t mac[6])
+{
+	struct roce_port_cfg pc = { .name = "roce", .guest = true };
+
+	memcpy(pc.mac, mac, sizeof(pc.mac));
+	g->port = roce_port_new(&pc, g->sw);
+	if (g->port == NULL)
+		return -ENOMEM;
+	roce_port_set_ud_handler(g->port, ud_input, g);
+	return 0;
+}
+
+static int w_qp_attach(void *ctx, uint32_t qpn, const struct ionic_rdma_wire_path *p)
+{
+	struct roce_glue *g = ctx;
+	struct glue_qp *q = gq_find(g, qpn);
+	struct roce_port_qp_cfg qc;
+	uint8_t timeout = p->timeout, retry = p->retry_cnt;
+	int rc;
+
+	/* The device itself (or no address at all): the loopback fabric's. */
+	if (p->dip == p->sip || p->dip == 0 || p->sip == 0)
+		return 0;
+	if (timeout < g->cfg.timeout)
+		timeout = (uint8_t)g->cfg.timeout;
+	if (retry == 0)
+		retry = (uint8_t)g->cfg.retry;
+	if (q != NULL && !q->detach_pending) {
+		/* Again at RTS: the send parameters now apply (an RTS-to-RTS change finds WRs queued: kept). */
+		if (p->rts) {
+			rc = roce_port_qp_set_requester(g->port, qpn, p->sq_psn, timeout, retry, p->rnr_retry,
+							p->max_rd_atomic);
+			if (rc != 0 && rc != -EBUSY)
+				return rc;
+		}
+		return 1;
+	}
+	if (q != NULL)
+		gq_destroy(g, q);
+	if (g->port == NULL && port_make(g, p->smac) != 0)
+		return -ENOMEM;
+	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS && q == NULL; i++)
+		if (!g->qp[i].used)
+			q = &g->qp[i];
+	if (q == NULL)
+		return -ENOSPC;
+	qc = (struct roce_port_qp_cfg){
+		.remote_ip = p->dip, .remote_qpn = p->dest_qpn, .sq_psn = p->sq_psn, .rq_psn = p->rq_psn,
+		.pkey = 0xffff, .pmtu = p->pmtu < g->cfg.mtu ? p->pmtu : g->cfg.mtu, .timeout = timeout,
+		.retry_cnt = retry, .rnr_retry = p->rnr_retry, .max_rd_atomic = p->max_rd_atomic,
+		.min_rnr_timer = p->min_rnr_timer, .tos = p->tos, .ttl = p->ttl,
+		.ackreq_every = ROCE_GLUE_ACKREQ_EVERY, .local_ip = p->sip, .sport = p->sport,
+		.resp_fatal = c_resp_fatal, .resp_ops = &resp_ops, .resp_ctx = q, .req_ops = &req_ops, .req_ctx = q,
+	};
+	memcpy(qc.local_mac, p->smac, sizeof(qc.local_mac));
+	memcpy(qc.remote_mac, p->dmac, sizeof(qc.remote_mac));
+	rc = roce_port_qp_create(g->port, qpn, &qc, now_us());
+	if (rc != 0)
+		return rc;
+	*q = (struct glue_qp){ .used = true, .qpn = qpn, .g = g };
+	LOG_DEBUG("roce: QP %u on the wire to QP %u, pmtu %u", qpn, p->dest_qpn, qc.pmtu);
+	return 1;
+}
+
+static int w_post(void *ctx, uint32_t qpn, const struct ionic_rdma_wire_wr *w)
+{
+	static const enum roce_rc_req_op ops[] = {
+		[IONIC_WIRE_SEND] = ROCE_RC_REQ_SEND, [IONIC_WIRE_SEND_IMM] = ROCE_RC_REQ_SEND_IMM,
+		[IONIC_WIRE_SEND_INV] = ROCE_RC_REQ_SEND_INV, [IONIC_WIRE_WRITE] = ROCE_RC_REQ_WRITE,
+		[IONIC_WIRE_WRITE_IMM] = ROCE_RC_REQ_WRITE_IMM, [IONIC_WIRE_READ] = ROCE_RC_REQ_READ,
+		[IONIC_WIRE_CMP_SWAP] = ROCE_RC_REQ_CMP_SWAP, [IONIC_WIRE_FETCH_ADD] = ROCE_RC_REQ_FETCH_ADD,
+	};
+	struct roce_glue *g = ctx;
+	struct glue_qp *q = gq_find(g, qpn);
+	struct roce_rc_req_wr wr;
+
+	if (q == NULL || q->detach_pending || (unsigned)w->op >= sizeof(ops) / sizeof(ops[0]))
+		return -ENOTCONN;
+	/* Every WR is signaled: the device writes a completion for each, as its driver expects. */
+	wr = (struct roce_rc_req_wr){
+		.wr_id = w->wr_id, .op = ops[w->op], .signaled = true, .solicited = w->solicited, .len = w->len,
+		.va = w->va, .rkey = w->rkey, .imm = w->imm, .inv_rkey = w->inv_rkey, .swap_add = w->swap_add,
+		.compare = w->compare,
+	};
+	return roce_port_qp_post(g->port, qpn, &wr);
+}
+
+static void w_qp_detach(void *ctx, uint32_t qpn)
+{
+	struct roce_glue *g = ctx;
+	struct glue_qp *q = gq_find(g, qpn);
+
+	if (q == NULL)
+		return;
+	if (g->in_pump)
+		q->detach_pending = true; /* the port is in the middle of this QP's callback */
+	else
+		gq_destroy(g, q);
+}
+
+static void w_reset(void *ctx)
+{
+	struct roce_glue *g = ctx;
+
+	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++)
+		if (g->qp[i].used)
+			w_qp_detach(g, g->qp[i].qpn);
+}
+
+/* ---- the work -------------------------------------------------------------------------------- */
+
+static enum ev_poll_result glue_work(void *arg)
+{
+	struct roce_glue *g = arg;
+	uint64_t now;
+	unsigned n;
+
+	if (g->port == NULL || g->dev == NULL)
+		return EV_POLL_ASLEEP;
+	now = now_us();
+	g->in_pump = true;
+	if (now >= roce_port_next_deadline(g->port))
+		roce_port_tick(g->port, now);
+	n = roce_port_pump(g->port, ROCE_GLUE_BUDGET, now);
+	g->in_pump = false;
+	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++)
+		if (g->qp[i].used && g->qp[i].detach_pending)
+			gq_destroy(g, &g->qp[i]);
+	if (n >= ROCE_GLUE_BUDGET)
+		return EV_POLL_MORE;
+	if (n > 0)
+		return EV_POLL_WORK;
+	/* A timer waiting needs the loop's idle wake-ups; otherwise only an fd brings work. */
+	return roce_port_next_deadline(g->port) != UINT64_MAX ? EV_POLL_EMPTY : EV_POLL_ASLEEP;
+}
+
+struct roce_glue *roce_glue_new(const struct roce_config *cfg, struct evloop *loop, struct net_switch *sw,
+				char *err, size_t errlen)
+{
+	struct roce_glue *g = calloc(1, sizeof(*g));
+
+	if (g == NULL) {
+		snprintf(err, errlen, "roce backend: out of memory");
+		return NULL;
+	}
+	g->cfg = *cfg;
+	g->loop = loop;
+	g->sw = sw;
+	if (loop != NULL) {
+		g->poller = evloop_add_poller(loop, glue_work, g);
+		if (g->poller == NULL) {
+			snprintf(err, errlen, "roce backend: cannot schedule its work");
+			free(g);
+			return NULL;
+		}
+	}
+	return g;
+}
+
+void roce_glue_attach(struct roce_glue *g, struct ionic_dev *dev)
+{
+	struct ionic_rdma_wire_ops ops = {
+		.ctx = g, .qp_attach = w_qp_attach, .post = w_post, .qp_detach = w_qp_detach, .reset = w_reset,
+		.ud_send = w_ud_send,
+	};
+
+	if (g == NULL)
+		return;
+	if (g->dev != NULL && dev == NULL) {
+		ionic_dev_set_rdma_wire(g->dev, NULL);
+		w_reset(g);
+	}
+	g->dev = dev;
+	if (dev == NULL)
+		return;
+	ionic_dev_set_rdma_wire(dev, &ops);
+	if (g->port == NULL && g->sw != NULL) {
+		uint8_t mac[6];
+
+		ionic_dev_mac(dev, mac);
+		if (port_make(g, mac) != 0)
+			LOG_WARN("roce: cannot join the segment yet (tried again at the first QP)");
+	}
+}
+
+void roce_glue_free(struct roce_glue *g)
+{
+	if (g == NULL)
+		return;
+	if (g->poller != NULL)
+		evloop_del_poller(g->loop, g->poller);
+	roce_port_free(g->port);
+	free(g);
+}
+
+const struct roce_port *roce_glue_port(const struct roce_glue *g)
+{
+	return g->port;
+}

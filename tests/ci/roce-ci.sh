@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# roce-ci: two servers with --backend roce on one Linux bridge, inside a network namespace this
+# test creates: server A on TAP ernicA (guest 192.168.200.10), server B on TAP ernicB (guest
+# 192.168.200.11). The client program (tests/ci/roce_test.c) drives both devices over vfio-user,
+# connects an RC QP of each to the other and checks every operation byte for byte in guest memory
+# and frame by frame on ernicA; then again, in rounds, with the bridge dropping a tenth of the
+# RoCEv2 frames (nftables). Nothing leaves the namespace.
+# Usage: roce-ci.sh path/to/rocm-ernic path/to/roce-ci-client
+. "$(dirname "$0")/lib.sh"
+CLIENT=${2:?usage: $0 path/to/rocm-ernic path/to/roce-ci-client}
+NS=ernic-roceci-$$
+PID_A= PID_B=
+nsx() { ip netns exec "$NS" "$@"; }
+
+cleanup_ns() {
+	[ -n "$PID_A" ] && kill -KILL "$PID_A" 2>/dev/null
+	[ -n "$PID_B" ] && kill -KILL "$PID_B" 2>/dev/null
+	ip netns del "$NS" 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup_ns EXIT
+
+if [ "$(id -u)" != 0 ] || ! ip netns add "$NS" 2>/dev/null; then
+	fail roce-setup "needs root and network namespaces"
+	finish
+fi
+nsx sysctl -q -w net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 >/dev/null 2>&1
+nsx ip link set lo up
+nsx ip link add br0 type bridge
+for t in ernicA ernicB; do
+	nsx ip tuntap add dev $t mode tap
+	nsx ip link set $t master br0
+	nsx ip link set $t up
+done
+nsx ip link set br0 up
+
+# Not through nsx: a function in the background is a subshell, and its pid is not the server's.
+ip netns exec "$NS" "$BIN" --socket "$TMP/a.sock" --backend roce:mtu=4096,timeout=14,retry=7 --tap ernicA \
+	--mac 02:00:00:00:00:0a 2>"$TMP/a.log" &
+PID_A=$!
+ip netns exec "$NS" "$BIN" --socket "$TMP/b.sock" --backend roce --tap ernicB --mac 02:00:00:00:00:0b \
+	2>"$TMP/b.log" &
+PID_B=$!
+for _ in $(seq 300); do
+	has_line "$TMP/a.log" "vfio-user: listening on $TMP/a.sock" &&
+		has_line "$TMP/b.log" "vfio-user: listening on $TMP/b.sock" && break
+	sleep 0.1
+done
+if has_line "$TMP/a.log" "tap ernicA: joined to the segment" &&
+	has_line "$TMP/b.log" "tap ernicB: joined to the segment"; then
+	pass roce-servers-up
+else
+	fail roce-servers-up "$(cat "$TMP/a.log" "$TMP/b.log")"
+	finish
+fi
+
+if nsx "$CLIENT" "$TMP/a.sock" "$TMP/b.sock" ernicA ernicB >"$TMP/client.log" 2>&1; then
+	pass roce-client
+else
+	fail roce-client "$(grep -E 'FAILED|ERROR|Failure|error' "$TMP/client.log" | head -8 | tr '\n' '|')"
+fi
+sed 's/^/# /' "$TMP/client.log"
+
+# The same servers (the client's departure reset both devices) with the bridge dropping one RoCEv2
+# frame in ten, both ways: go-back-N, timeouts and duplicates through the whole engine.
+if nsx nft -f - <<'NFT'
+table bridge ernicloss {
+	chain forward_drop {
+		type filter hook forward priority 0;
+		udp dport 4791 numgen random mod 10 == 0 counter drop
+	}
+}
+NFT
+then
+	if nsx "$CLIENT" "$TMP/a.sock" "$TMP/b.sock" ernicA ernicB lossy >"$TMP/lossy.log" 2>&1; then
+		pass roce-lossy
+	else
+		fail roce-lossy "$(grep -E 'FAILED|ERROR|Failure|error' "$TMP/lossy.log" | head -8 | tr '\n' '|')"
+	fi
+	sed 's/^/# /' "$TMP/lossy.log"
+	dropped=$(nsx nft list ruleset | sed -n 's/.*counter packets \([0-9]*\).*/\1/p')
+	[ "${dropped:-0}" -gt 0 ] && pass "roce-lossy-dropped-$dropped" || fail roce-lossy-dropped "nothing dropped"
+else
+	fail roce-lossy "nftables cannot filter the bridge here"
+fi
+
+for s in A B; do
+	pid=PID_$s
+	kill -TERM "${!pid}" 2>/dev/null
+	wait "${!pid}" && pass "roce-server-$s-exit" || fail "roce-server-$s-exit" "$(tail -3 "$TMP/${s,,}.log")"
+	eval "PID_$s="
+done
+finish

@@ -1,0 +1,905 @@
+/*
+ * roce-ci: two servers, each with --backend roce and its own TAP, joined by
+ * a Linux bridge inside a network namespace that tests/ci/roce-ci.sh makes.
+ * This program drives both devices over vfio-user as the ionic_rdma driver
+ * would (tests/lib/ionic_rdma_guest), connects an RC QP on server A to one
+ * on server B with header templates naming each other's MAC and IPv4
+ * address, and checks, byte for byte in guest memory, every operation over
+ * the wire: SEND across several MTUs, SEND with immediate, RDMA WRITE and
+ * WRITE with immediate, RDMA READ, compare-and-swap and fetch-and-add, a
+ * SEND that meets no receive (RNR), both directions, a local error behind
+ * work on the wire (completed in order), a reconnection through RESET, and a
+ * bad R_Key (remote access error at the requester, the responder's QP in
+ * error). A packet
+ * socket on server A's TAP sees every frame between the two and checks the
+ * RoCEv2 headers the operations put on the wire (opcodes, QPNs, addresses,
+ * consecutive PSNs, AETH syndromes). B's Ethernet receive queue, receiving
+ * everything, must get none of the RoCEv2 frames, and a frame to another UDP
+ * port sent to B's MAC from the bridge.
+ *
+ * With "lossy" as the fourth argument it runs rounds of every kind of
+ * transfer while the bridge drops a tenth of the RoCEv2 frames (the wrapper
+ * sets that up with nftables), checking that everything still completes,
+ * once and byte for byte, and that retransmissions were seen.
+ *
+ * Usage: roce-ci-client SOCK_A SOCK_B TAP_A TAP_B [lossy] (run inside the namespace).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../lib/ionic_rdma_guest.h"
+#include "../lib/vfu_client.h"
+
+#define QPN      5
+#define PD       1
+#define SCQ      10
+#define RCQ      11
+#define ACCESS   (RG_QPF_REMOTE_WRITE | RG_QPF_REMOTE_READ | RG_QPF_REMOTE_ATOMIC)
+#define PMTU     1024
+#define TMPL     (RG_SCRATCH + 0x4000)
+#define MR_IDX   3
+#define MR_KEY   0x5a
+#define LKEY     RG_KEY(MR_IDX, MR_KEY)
+#define MR_BASE  (RG_SCRATCH + 0x10000)
+#define MR_LEN   0x100000u
+#define SRC      (MR_BASE + 0x00000) /* what a side sends or writes */
+#define RECV     (MR_BASE + 0x20000) /* receive buffers */
+#define TARGET   (MR_BASE + 0x40000) /* RDMA WRITE target / READ source */
+#define READ_TO  (MR_BASE + 0x60000) /* RDMA READ destination */
+#define ATOMIC   (MR_BASE + 0x80000) /* the remote 8 bytes */
+#define RESULT   (MR_BASE + 0x80100) /* the original value comes back here */
+#define CQE_MS   5000
+
+/* RoCEv2 on the wire, from IBA Vol 1 ch. 9 (opcodes) and the RoCEv2 annex (UDP 4791). */
+#define UDP_ROCE 4791
+enum {
+	OP_SEND_FIRST = 0x00, OP_SEND_MIDDLE = 0x01, OP_SEND_LAST = 0x02, OP_SEND_LAST_IMM = 0x03,
+	OP_SEND_ONLY = 0x04, OP_SEND_ONLY_IMM = 0x05, OP_WRITE_FIRST = 0x06, OP_WRITE_MIDDLE = 0x07,
+	OP_WRITE_LAST = 0x08, OP_WRITE_LAST_IMM = 0x09, OP_WRITE_ONLY = 0x0a, OP_READ_REQ = 0x0c,
+	OP_READ_RESP_FIRST = 0x0d, OP_READ_RESP_MIDDLE = 0x0e, OP_READ_RESP_LAST = 0x0f, OP_READ_RESP_ONLY = 0x10,
+	OP_ACK = 0x11, OP_ATOMIC_ACK = 0x12, OP_CMP_SWAP = 0x13, OP_FETCH_ADD = 0x14,
+};
+
+struct side {
+	const char *sock;
+	struct vfc c;
+	struct ionic_guest g;
+	struct rg_eq eq;
+	struct rg_cq acq, scq, rcq;
+	struct rg_aq aq;
+	struct rg_qp qp;
+	uint8_t mac[6];
+	uint32_t ip;
+	uint32_t sq_psn;
+	uint64_t wqe_id;
+};
+
+static struct side A = { .mac = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x0a }, .ip = 0xc0a8c80a, .sq_psn = 0x100 };
+/* B's first PSN is near the 24-bit wrap: the PSNs of the long messages cross it. */
+static struct side B = { .mac = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x0b }, .ip = 0xc0a8c80b, .sq_psn = 0xfffff0 };
+static const char *tap_name, *tap_b_name;
+static int cap_fd = -1;
+
+/* ---- frames on the wire -------------------------------------------------------------------- */
+
+struct frame {
+	uint8_t dmac[6], smac[6];
+	uint32_t sip, dip;
+	uint16_t dport;
+	uint8_t opcode;
+	uint32_t dqpn, psn;
+	uint8_t syndrome;   /* AETH, when the opcode carries one */
+	uint32_t payload;   /* bytes between the headers and the ICRC, pad included */
+};
+
+#define FRAMES_MAX 512
+static struct frame frames[FRAMES_MAX];
+static unsigned nframes;
+
+static bool has_aeth(uint8_t op)
+{
+	return op == OP_ACK || op == OP_ATOMIC_ACK || op == OP_READ_RESP_FIRST || op == OP_READ_RESP_LAST ||
+	       op == OP_READ_RESP_ONLY;
+}
+
+/* Extension header bytes after the BTH (RETH 16, AtomicETH 28, AETH 4, AtomicAckETH 8, ImmDt 4). */
+static uint32_t ext_len(uint8_t op)
+{
+	switch (op) {
+	case OP_WRITE_FIRST: case OP_WRITE_ONLY: case OP_READ_REQ: return 16;
+	case 0x0b: return 20; /* WRITE ONLY with immediate */
+	case OP_CMP_SWAP: case OP_FETCH_ADD: return 28;
+	case OP_ATOMIC_ACK: return 12;
+	case OP_READ_RESP_FIRST: case OP_READ_RESP_LAST: case OP_READ_RESP_ONLY: case OP_ACK: return 4;
+	case OP_SEND_LAST_IMM: case OP_SEND_ONLY_IMM: case OP_WRITE_LAST_IMM: return 4;
+	case 0x64: return 8;  /* UD SEND ONLY: DETH */
+	case 0x65: return 12; /* and ImmDt */
+	default: return 0;
+	}
+}
+
+/* Everything the packet socket holds now: the RoCEv2 frames into frames[] (nframes reset first). */
+static void capture(void)
+{
+	uint8_t b[9000];
+	ssize_t n;
+
+	struct tpacket_stats st;
+	socklen_t sl = sizeof(st);
+
+	nframes = 0;
+	usleep(20000); /* the last ACKs are on their way */
+	while ((n = recv(cap_fd, b, sizeof(b), MSG_DONTWAIT)) > 0) {
+		struct frame *f = &frames[nframes];
+		const uint8_t *ip = b + 14, *udp = b + 34, *bth = b + 42;
+
+		if (n < 42 + 12 + 4 || b[12] != 0x08 || b[13] != 0x00 || ip[9] != 17 || (ip[0] & 0xf) != 5 ||
+		    rg_get_be16(udp + 2) != UDP_ROCE || nframes == FRAMES_MAX)
+			continue;
+		memcpy(f->dmac, b, 6);
+		memcpy(f->smac, b + 6, 6);
+		f->sip = rg_get_be32(ip + 12);
+		f->dip = rg_get_be32(ip + 16);
+		f->dport = rg_get_be16(udp + 2);
+		f->opcode = bth[0];
+		f->dqpn = rg_get_be32(bth + 4) & 0xffffff;
+		f->psn = rg_get_be32(bth + 8) & 0xffffff;
+		f->syndrome = has_aeth(f->opcode) && n >= 42 + 12 + 4 + 4 ? bth[12] : 0;
+		f->payload = (uint32_t)n - 42 - 12 - ext_len(f->opcode) - 4;
+		nframes++;
+	}
+	/* Every frame was seen (the counters reset on reading): otherwise no check of the wire holds. */
+	assert_int_equal(getsockopt(cap_fd, SOL_PACKET, PACKET_STATISTICS, &st, &sl), 0);
+	assert_int_equal(st.tp_drops, 0);
+}
+
+/* The frames from `from` to `to`, in order, into out[] (at most max); how many. */
+static unsigned frames_between(const struct side *from, const struct side *to, struct frame *out, unsigned max)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < nframes && k < max; i++)
+		if (frames[i].sip == from->ip && frames[i].dip == to->ip)
+			out[k++] = frames[i];
+	return k;
+}
+
+/* Every frame of a message from `from` carries its addressing; PSNs consecutive from psn0. */
+static void check_request(const struct frame *f, unsigned n, const struct side *from, const struct side *to,
+			  uint32_t psn0)
+{
+	for (unsigned i = 0; i < n; i++) {
+		assert_memory_equal(f[i].smac, from->mac, 6);
+		assert_memory_equal(f[i].dmac, to->mac, 6);
+		assert_int_equal(f[i].dport, UDP_ROCE);
+		assert_int_equal(f[i].dqpn, to->qp.id);
+		assert_int_equal(f[i].psn, (psn0 + i) & 0xffffff);
+	}
+}
+
+/* ---- the two guests -------------------------------------------------------------------------- */
+
+static void fill(uint8_t *p, size_t len, uint32_t seed)
+{
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (uint8_t)(x >> 16);
+	}
+}
+
+static uint8_t *gp(struct side *s, uint64_t bus)
+{
+	return guest_ptr(&s->g, bus);
+}
+
+static void side_up(struct side *s, struct side *peer)
+{
+	uint8_t t[RG_ROCE4_HDR_LEN];
+	struct rg_qp_path path;
+
+	assert_int_equal(vfc_connect(&s->c, s->sock, 20000), 0);
+	assert_int_equal(vfc_negotiate(&s->c), 0);
+	assert_int_equal(ionic_guest_setup(&s->g, &s->c), 0);
+	assert_int_equal(rg_probe(&s->g, &s->eq, &s->acq, &s->aq, 8, 4), 0);
+	memset(gp(s, RG_SCRATCH), 0, RG_SCRATCH_SIZE);
+	assert_int_equal(rg_cq_create_aq(&s->g, &s->aq, &s->scq, SCQ, 0, 8, RG_CQ_RING(1)), RG_ASTS_OK);
+	assert_int_equal(rg_cq_create_aq(&s->g, &s->aq, &s->rcq, RCQ, 0, 8, RG_CQ_RING(2)), RG_ASTS_OK);
+	assert_int_equal(rg_mr_create(&s->g, &s->aq, MR_IDX, MR_KEY, PD, MR_BASE, MR_LEN, 1, MR_BASE,
+				      RG_MRF_LOCAL_WRITE | RG_MRF_REMOTE_WRITE | RG_MRF_REMOTE_READ |
+				      RG_MRF_REMOTE_ATOMIC, 12), RG_ASTS_OK);
+	memset(&s->qp, 0, sizeof(s->qp));
+	s->qp.id = QPN;
+	s->qp.type = RG_QPT_RC;
+	s->qp.pd = PD;
+	s->qp.sq_cq = SCQ;
+	s->qp.rq_cq = RCQ;
+	s->qp.sq = RG_SCRATCH;
+	s->qp.rq = RG_SCRATCH + 0x2000;
+	s->qp.sq_depth_log2 = s->qp.rq_depth_log2 = 6;
+	s->qp.sq_stride_log2 = s->qp.rq_stride_log2 = 7;
+	assert_int_equal(rg_qp_create(&s->g, &s->aq, &s->qp), 0);
+	rg_roce4_template(t, peer->mac, s->mac, s->ip, peer->ip, 0, 64);
+	path = (struct rg_qp_path){ .tmpl = t, .len = sizeof(t), .at = TMPL, .sq_psn = s->sq_psn,
+				    .rq_psn = peer->sq_psn, .pmtu_log2 = 10 };
+	assert_int_equal(rg_qp_to_rts_path(&s->g, &s->aq, &s->qp, QPN, ACCESS, &path), 0);
+}
+
+static int group_setup(void **state)
+{
+	struct ifreq ifr;
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL) };
+
+	(void)state;
+	ionic_guest_seal_memory(true);
+	cap_fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+	if (cap_fd < 0)
+		return -1;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", tap_name);
+	sll.sll_ifindex = (int)if_nametoindex(tap_name);
+	if (sll.sll_ifindex == 0 || bind(cap_fd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
+		return -1;
+	/* Room for every frame between two looks (the RNR test makes a storm of them); root may force it. */
+	if (setsockopt(cap_fd, SOL_SOCKET, SO_RCVBUFFORCE, &(int){ 64 << 20 }, sizeof(int)) < 0)
+		return -1;
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	if (cap_fd >= 0)
+		close(cap_fd);
+	return 0;
+}
+
+/* ---- work requests and completions --------------------------------------------------------------- */
+
+static void recv_post(struct side *s, uint64_t id, uint64_t va, uint32_t len)
+{
+	struct rg_sge sge = { va, len, LKEY };
+
+	rg_post_recv(&s->g, &s->qp, id, 0, &sge, 1);
+	rg_rq_ring(&s->g, &s->qp);
+}
+
+static uint64_t send_post(struct side *s, uint8_t op, uint32_t imm, uint64_t va, uint32_t len)
+{
+	struct rg_sge sge = { va, len, LKEY };
+	uint64_t id = ++s->wqe_id;
+
+	rg_post_send(&s->g, &s->qp, id, op, RG_WQE_SIG, imm, 0, 0, 0, &sge, 1);
+	rg_sq_ring(&s->g, &s->qp);
+	return id;
+}
+
+static uint64_t rdma_post(struct side *s, uint8_t op, uint32_t imm, uint64_t remote, uint32_t rkey, uint64_t va,
+			  uint32_t len)
+{
+	struct rg_sge sge = { va, len, LKEY };
+	uint64_t id = ++s->wqe_id;
+
+	rg_post_rdma(&s->g, &s->qp, id, op, RG_WQE_SIG, imm, remote, rkey, &sge, 1);
+	rg_sq_ring(&s->g, &s->qp);
+	return id;
+}
+
+/* The next CQE of cq: it must come within CQE_MS. */
+static void cqe_get(struct side *s, struct rg_cq *cq, uint8_t cqe[RG_CQE_SIZE])
+{
+	assert_true(rg_cq_wait(&s->g, cq, cqe, CQE_MS));
+	rg_cq_ack(&s->g, cq);
+}
+
+/* A successful send completion of s's QP. */
+static void send_ok(struct side *s)
+{
+	uint8_t cqe[RG_CQE_SIZE];
+
+	cqe_get(s, &s->scq, cqe);
+	assert_int_equal(rg_cqe_type(cqe), RG_CQE_SEND_MSN);
+	assert_int_equal(rg_cqe_qid(cqe), s->qp.id);
+	assert_false(rg_cqe_error(cqe));
+}
+
+/* A successful receive completion: its wqe_id, op and length (and imm when has_imm). */
+static void recv_ok(struct side *s, uint64_t id, uint32_t op, uint32_t len, const struct side *from,
+		    uint32_t imm)
+{
+	uint8_t cqe[RG_CQE_SIZE];
+
+	cqe_get(s, &s->rcq, cqe);
+	assert_int_equal(rg_cqe_type(cqe), RG_CQE_RECV);
+	assert_false(rg_cqe_error(cqe));
+	assert_int_equal(rg_cqe_wqe_id(cqe), id);
+	assert_int_equal(rg_cqe_src_qpn_op(cqe) & 0xffffff, from->qp.id);
+	assert_int_equal(rg_cqe_src_qpn_op(cqe) >> 24 & 0xf, op);
+	assert_int_equal(rg_cqe_status(cqe), len);
+	if (op == RG_RECV_SEND_IMM || op == RG_RECV_RDMA_IMM)
+		assert_int_equal(rg_cqe_imm(cqe), imm);
+}
+
+/* No completion on cq for ms. */
+static void no_cqe(struct side *s, struct rg_cq *cq, int ms)
+{
+	uint8_t cqe[RG_CQE_SIZE];
+
+	assert_false(rg_cq_wait(&s->g, cq, cqe, ms));
+}
+
+/* ---- the tests ------------------------------------------------------------------------------------ */
+
+static void test_connect(void **state)
+{
+	(void)state;
+	side_up(&A, &B);
+	side_up(&B, &A);
+	assert_int_equal(rg_qp_state(&A.g, &A.aq, QPN, RG_SCRATCH + 0x8000), RG_QPS_RTS);
+	assert_int_equal(rg_qp_state(&B.g, &B.aq, QPN, RG_SCRATCH + 0x8000), RG_QPS_RTS);
+	/* B's Ethernet queues too, receiving everything: what reaches them is checked below */
+	assert_int_equal(ionic_guest_queues_up(&B.g), 0);
+	capture(); /* nothing of interest yet; empties the socket */
+}
+
+/* An IPv4/UDP frame to B's MAC and address, from a host on the bridge, to UDP port dport. */
+static size_t udp_frame(uint8_t *f, uint16_t dport)
+{
+	static const uint8_t smac[6] = { 0x02, 0, 0, 0, 0, 0x99 };
+	uint8_t *ip = f + 14, *udp = f + 34;
+	uint16_t sum;
+
+	memset(f, 0, 100);
+	memcpy(f, B.mac, 6);
+	memcpy(f + 6, smac, 6);
+	rg_be16(f + 12, 0x0800);
+	ip[0] = 0x45;
+	rg_be16(ip + 2, 20 + 8 + 44);
+	ip[8] = 64;
+	ip[9] = 17;
+	rg_be32(ip + 12, 0xc0a8c863);
+	rg_be32(ip + 16, B.ip);
+	sum = (uint16_t)~rg_csum_fold(ip, 20);
+	rg_be16(ip + 10, sum);
+	rg_be16(udp + 0, 0xc000);
+	rg_be16(udp + 2, dport);
+	rg_be16(udp + 4, 8 + 44);
+	udp[8] = OP_SEND_ONLY;      /* a BTH, for the RoCEv2 one: to a QPN B does not have */
+	udp[15] = 0x99;
+	return 14 + 20 + 8 + 44;
+}
+
+/*
+ * B's Ethernet receive queue (receiving everything) got none of the RoCEv2 frames so far, nor a
+ * RoCEv2 frame sent to B's MAC from the bridge; a frame to another UDP port does reach it.
+ */
+static void test_eth_untouched(void **state)
+{
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_halen = 6 };
+	uint8_t f[2048];
+	int fd, n, other = 0;
+	size_t len;
+
+	(void)state;
+	fd = socket(AF_PACKET, SOCK_RAW, 0);
+	assert_true(fd >= 0);
+	sll.sll_ifindex = (int)if_nametoindex(tap_b_name);
+	assert_true(sll.sll_ifindex > 0);
+	memcpy(sll.sll_addr, B.mac, 6);
+	len = udp_frame(f, UDP_ROCE);
+	assert_int_equal(sendto(fd, f, len, 0, (struct sockaddr *)&sll, sizeof(sll)), (ssize_t)len);
+	len = udp_frame(f, 5000);
+	assert_int_equal(sendto(fd, f, len, 0, (struct sockaddr *)&sll, sizeof(sll)), (ssize_t)len);
+	close(fd);
+	while ((n = ionic_guest_rx(&B.g, f, sizeof(f), 500)) > 0) {
+		bool udp4 = n >= 42 && f[12] == 0x08 && f[13] == 0x00 && f[23] == 17;
+
+		assert_false(udp4 && rg_get_be16(f + 36) == UDP_ROCE);
+		other += udp4 && rg_get_be16(f + 36) == 5000;
+	}
+	assert_int_equal(other, 1);
+}
+
+/* SEND of 5000 bytes at a 1024-byte MTU: FIRST, three MIDDLEs, LAST; one ACK back. */
+static void test_send_multi_mtu(void **state)
+{
+	struct frame f[16];
+	unsigned n;
+
+	(void)state;
+	fill(gp(&A, SRC), 5000, 1);
+	memset(gp(&B, RECV), 0, 8192);
+	recv_post(&B, 0x51, RECV, 8192);
+	send_post(&A, RG_WR_SEND, 0, SRC, 5000);
+	send_ok(&A);
+	recv_ok(&B, 0x51, RG_RECV_SEND, 5000, &A, 0);
+	assert_memory_equal(gp(&B, RECV), gp(&A, SRC), 5000);
+	assert_int_equal(gp(&B, RECV)[5000], 0);
+	capture();
+	n = frames_between(&A, &B, f, 16);
+	assert_int_equal(n, 5);
+	check_request(f, n, &A, &B, A.sq_psn);
+	assert_int_equal(f[0].opcode, OP_SEND_FIRST);
+	assert_int_equal(f[1].opcode, OP_SEND_MIDDLE);
+	assert_int_equal(f[3].opcode, OP_SEND_MIDDLE);
+	assert_int_equal(f[4].opcode, OP_SEND_LAST);
+	assert_int_equal(f[0].payload, PMTU);
+	assert_int_equal(f[4].payload, 5000 - 4 * PMTU);
+	n = frames_between(&B, &A, f, 16);
+	assert_true(n >= 1);
+	assert_int_equal(f[n - 1].opcode, OP_ACK);
+	assert_int_equal(f[n - 1].syndrome >> 5, 0); /* an ACK */
+	assert_int_equal(f[n - 1].psn, (A.sq_psn + 4) & 0xffffff);
+	A.sq_psn += 5;
+}
+
+static void test_send_imm(void **state)
+{
+	struct frame f[4];
+
+	(void)state;
+	fill(gp(&A, SRC), 100, 2);
+	recv_post(&B, 0x52, RECV, 4096);
+	send_post(&A, RG_WR_SEND_IMM, 0x12345678, SRC, 100);
+	send_ok(&A);
+	recv_ok(&B, 0x52, RG_RECV_SEND_IMM, 100, &A, 0x12345678);
+	assert_memory_equal(gp(&B, RECV), gp(&A, SRC), 100);
+	capture();
+	assert_int_equal(frames_between(&A, &B, f, 4), 1);
+	assert_int_equal(f[0].opcode, OP_SEND_ONLY_IMM);
+	A.sq_psn += 1;
+}
+
+/* RDMA WRITE of 3000 bytes, then WRITE with immediate of 2500: bytes in B's memory, B's receive for the immediate. */
+static void test_write(void **state)
+{
+	struct frame f[16];
+	unsigned n;
+
+	(void)state;
+	fill(gp(&A, SRC), 5500, 3);
+	memset(gp(&B, TARGET), 0, 8192);
+	rdma_post(&A, RG_WR_RDMA_WRITE, 0, TARGET, LKEY, SRC, 3000);
+	send_ok(&A);
+	assert_memory_equal(gp(&B, TARGET), gp(&A, SRC), 3000);
+	assert_int_equal(gp(&B, TARGET)[3000], 0);
+	no_cqe(&B, &B.rcq, 50); /* a plain WRITE takes no receive */
+	recv_post(&B, 0x53, RECV, 16);
+	rdma_post(&A, RG_WR_RDMA_WRITE_IMM, 0xcafe0001, TARGET + 3000, LKEY, SRC + 3000, 2500);
+	send_ok(&A);
+	recv_ok(&B, 0x53, RG_RECV_RDMA_IMM, 2500, &A, 0xcafe0001);
+	assert_memory_equal(gp(&B, TARGET), gp(&A, SRC), 5500);
+	capture();
+	n = frames_between(&A, &B, f, 16);
+	assert_int_equal(n, 6);
+	check_request(f, n, &A, &B, A.sq_psn);
+	assert_int_equal(f[0].opcode, OP_WRITE_FIRST);
+	assert_int_equal(f[1].opcode, OP_WRITE_MIDDLE);
+	assert_int_equal(f[2].opcode, OP_WRITE_LAST);
+	assert_int_equal(f[3].opcode, OP_WRITE_FIRST);
+	assert_int_equal(f[5].opcode, OP_WRITE_LAST_IMM);
+	A.sq_psn += 6;
+}
+
+/* RDMA READ of 3500 bytes from B: one request, four responses FIRST, MIDDLE, MIDDLE, LAST. */
+static void test_read(void **state)
+{
+	struct frame f[16];
+	unsigned n;
+
+	(void)state;
+	fill(gp(&B, TARGET), 3500, 4);
+	memset(gp(&A, READ_TO), 0, 8192);
+	rdma_post(&A, RG_WR_RDMA_READ, 0, TARGET, LKEY, READ_TO, 3500);
+	send_ok(&A);
+	assert_memory_equal(gp(&A, READ_TO), gp(&B, TARGET), 3500);
+	assert_int_equal(gp(&A, READ_TO)[3500], 0);
+	capture();
+	n = frames_between(&A, &B, f, 16);
+	assert_int_equal(n, 1);
+	check_request(f, 1, &A, &B, A.sq_psn);
+	assert_int_equal(f[0].opcode, OP_READ_REQ);
+	n = frames_between(&B, &A, f, 16);
+	assert_int_equal(n, 4);
+	assert_int_equal(f[0].opcode, OP_READ_RESP_FIRST);
+	assert_int_equal(f[1].opcode, OP_READ_RESP_MIDDLE);
+	assert_int_equal(f[3].opcode, OP_READ_RESP_LAST);
+	for (unsigned i = 0; i < 4; i++) {
+		assert_int_equal(f[i].psn, (A.sq_psn + i) & 0xffffff);
+		assert_int_equal(f[i].dqpn, A.qp.id);
+	}
+	A.sq_psn += 4;
+}
+
+static void test_atomics(void **state)
+{
+	struct rg_sge res = { RESULT, 8, LKEY };
+	struct frame f[8];
+	uint64_t v0 = 0x1122334455667788ull;
+
+	(void)state;
+	rg_le64(gp(&B, ATOMIC), v0);
+	memset(gp(&A, RESULT), 0xee, 8);
+	/* compare-and-swap that hits */
+	rg_post_atomic(&A.g, &A.qp, ++A.wqe_id, RG_WR_ATOMIC_CS, RG_WQE_SIG, ATOMIC, LKEY, 0xabcdef, v0, &res);
+	rg_sq_ring(&A.g, &A.qp);
+	send_ok(&A);
+	assert_int_equal(rg_get_le64(gp(&A, RESULT)), v0);
+	assert_int_equal(rg_get_le64(gp(&B, ATOMIC)), 0xabcdef);
+	/* compare-and-swap that misses: the value stays, the original comes back */
+	rg_post_atomic(&A.g, &A.qp, ++A.wqe_id, RG_WR_ATOMIC_CS, RG_WQE_SIG, ATOMIC, LKEY, 1, 2, &res);
+	rg_sq_ring(&A.g, &A.qp);
+	send_ok(&A);
+	assert_int_equal(rg_get_le64(gp(&A, RESULT)), 0xabcdef);
+	assert_int_equal(rg_get_le64(gp(&B, ATOMIC)), 0xabcdef);
+	/* fetch-and-add */
+	rg_post_atomic(&A.g, &A.qp, ++A.wqe_id, RG_WR_ATOMIC_FA, RG_WQE_SIG, ATOMIC, LKEY, 0x1000, 0, &res);
+	rg_sq_ring(&A.g, &A.qp);
+	send_ok(&A);
+	assert_int_equal(rg_get_le64(gp(&A, RESULT)), 0xabcdef);
+	assert_int_equal(rg_get_le64(gp(&B, ATOMIC)), 0xabcdef + 0x1000);
+	capture();
+	assert_int_equal(frames_between(&A, &B, f, 8), 3);
+	check_request(f, 3, &A, &B, A.sq_psn);
+	assert_int_equal(f[0].opcode, OP_CMP_SWAP);
+	assert_int_equal(f[2].opcode, OP_FETCH_ADD);
+	assert_int_equal(frames_between(&B, &A, f, 8), 3);
+	assert_int_equal(f[0].opcode, OP_ATOMIC_ACK);
+	A.sq_psn += 3;
+}
+
+/* A SEND that finds no receive: RNR NAKs, no completion, until B posts one; then it lands whole. */
+static void test_rnr(void **state)
+{
+	struct frame f[64];
+	unsigned n, rnr = 0;
+
+	(void)state;
+	fill(gp(&A, SRC), 1500, 5);
+	send_post(&A, RG_WR_SEND, 0, SRC, 1500);
+	no_cqe(&A, &A.scq, 200);
+	capture();
+	n = frames_between(&B, &A, f, 64);
+	for (unsigned i = 0; i < n; i++)
+		if (f[i].opcode == OP_ACK && f[i].syndrome >> 5 == 1) /* RNR NAK */
+			rnr++;
+	assert_true(rnr >= 1);
+	recv_post(&B, 0x55, RECV, 4096);
+	send_ok(&A);
+	recv_ok(&B, 0x55, RG_RECV_SEND, 1500, &A, 0);
+	assert_memory_equal(gp(&B, RECV), gp(&A, SRC), 1500);
+	/* The SEND went again from its first PSN, and B acknowledged its last. */
+	capture();
+	n = frames_between(&A, &B, f, 64);
+	assert_true(n >= 2);
+	assert_int_equal(f[n - 2].opcode, OP_SEND_FIRST);
+	assert_int_equal(f[n - 1].opcode, OP_SEND_LAST);
+	check_request(&f[n - 2], 2, &A, &B, A.sq_psn);
+	n = frames_between(&B, &A, f, 64);
+	assert_true(n >= 1);
+	assert_int_equal(f[n - 1].opcode, OP_ACK);
+	assert_int_equal(f[n - 1].syndrome >> 5, 0);
+	assert_int_equal(f[n - 1].psn, (A.sq_psn + 1) & 0xffffff);
+	A.sq_psn += 2;
+}
+
+/* B to A: a SEND of 2100 bytes and a READ of A's memory; B's PSNs cross the 24-bit wrap. */
+static void test_other_direction(void **state)
+{
+	struct frame f[16];
+	unsigned n;
+
+	(void)state;
+	fill(gp(&B, SRC), 2100, 6);
+	recv_post(&A, 0x61, RECV, 4096);
+	send_post(&B, RG_WR_SEND, 0, SRC, 2100);
+	send_ok(&B);
+	recv_ok(&A, 0x61, RG_RECV_SEND, 2100, &B, 0);
+	assert_memory_equal(gp(&A, RECV), gp(&B, SRC), 2100);
+	fill(gp(&A, TARGET), 5000, 7);
+	memset(gp(&B, READ_TO), 0, 8192);
+	rdma_post(&B, RG_WR_RDMA_READ, 0, TARGET, LKEY, READ_TO, 5000);
+	send_ok(&B);
+	assert_memory_equal(gp(&B, READ_TO), gp(&A, TARGET), 5000);
+	capture();
+	n = frames_between(&B, &A, f, 16);
+	assert_int_equal(n, 4); /* SEND FIRST, MIDDLE, LAST; READ request */
+	check_request(f, n, &B, &A, B.sq_psn);
+	n = frames_between(&A, &B, f, 16);
+	assert_true(n >= 5); /* the SEND's ACK, five READ responses */
+	B.sq_psn += 3 + 5;
+}
+
+/* Both QPs through RESET to RTS again with fresh PSNs (what a reconnection does). */
+static void reconnect(uint32_t psn_a, uint32_t psn_b)
+{
+	uint8_t t[RG_ROCE4_HDR_LEN];
+	struct rg_qp_path path;
+	struct side *s[2] = { &A, &B };
+
+	A.sq_psn = psn_a;
+	B.sq_psn = psn_b;
+	for (int k = 0; k < 2; k++) {
+		struct side *me = s[k], *peer = s[k ^ 1];
+		uint8_t cqe[RG_CQE_SIZE];
+
+		rg_roce4_template(t, peer->mac, me->mac, me->ip, peer->ip, 0, 64);
+		path = (struct rg_qp_path){ .tmpl = t, .len = sizeof(t), .at = TMPL, .sq_psn = me->sq_psn,
+					    .rq_psn = peer->sq_psn, .pmtu_log2 = 10 };
+		assert_int_equal(rg_qp_to_rts_path(&me->g, &me->aq, &me->qp, QPN, ACCESS, &path), 0);
+		/* what the error left in the CQs (flush notices) is not this test's */
+		while (rg_cq_poll(&me->g, &me->scq, cqe) || rg_cq_poll(&me->g, &me->rcq, cqe))
+			;
+		rg_cq_ack(&me->g, &me->scq);
+		rg_cq_ack(&me->g, &me->rcq);
+	}
+}
+
+/*
+ * A SEND with a bad lkey behind two good ones: the device refuses it itself, but its error
+ * completion comes only after the two before it have completed over the wire, in order. Then the
+ * QPs are connected again (through RESET) and work.
+ */
+static void test_local_error_in_order(void **state)
+{
+	struct rg_sge sge = { SRC, 64, RG_KEY(MR_IDX + 2, 0x11) };
+	uint8_t cqe[RG_CQE_SIZE];
+
+	(void)state;
+	fill(gp(&A, SRC), 4000, 9);
+	recv_post(&B, 0x71, RECV, 4096);
+	recv_post(&B, 0x72, RECV + 4096, 4096);
+	send_post(&A, RG_WR_SEND, 0, SRC, 3000);
+	send_post(&A, RG_WR_SEND, 0, SRC + 3000, 1000);
+	rg_post_send(&A.g, &A.qp, ++A.wqe_id, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, &sge, 1);
+	rg_sq_ring(&A.g, &A.qp);
+	send_ok(&A);
+	send_ok(&A);
+	cqe_get(&A, &A.scq, cqe);
+	assert_true(rg_cqe_error(cqe));
+	assert_int_equal(rg_cqe_status(cqe), RG_STS_LOCAL_PROT);
+	recv_ok(&B, 0x71, RG_RECV_SEND, 3000, &A, 0);
+	recv_ok(&B, 0x72, RG_RECV_SEND, 1000, &A, 0);
+	assert_memory_equal(gp(&B, RECV), gp(&A, SRC), 3000);
+	assert_memory_equal(gp(&B, RECV + 4096), gp(&A, SRC + 3000), 1000);
+	assert_int_equal(rg_qp_state(&A.g, &A.aq, QPN, RG_SCRATCH + 0x8000), RG_QPS_ERR);
+	assert_int_equal(rg_qp_state(&B.g, &B.aq, QPN, RG_SCRATCH + 0x8000), RG_QPS_RTS);
+
+	reconnect(0x777000, 0x10);
+	fill(gp(&A, SRC), 2000, 10);
+	recv_post(&B, 0x73, RECV, 4096);
+	send_post(&A, RG_WR_SEND, 0, SRC, 2000);
+	send_ok(&A);
+	recv_ok(&B, 0x73, RG_RECV_SEND, 2000, &A, 0);
+	assert_memory_equal(gp(&B, RECV), gp(&A, SRC), 2000);
+	A.sq_psn += 2;
+	capture();
+}
+
+#define UD_QPN  7
+#define UD_CQ   12
+#define UD_QKEY 0x1234u
+#define UD_AH   2
+#define OP_UD_SEND_ONLY     0x64
+#define OP_UD_SEND_ONLY_IMM 0x65
+
+static struct rg_qp ud_qp[2];
+static struct rg_cq ud_cq[2];
+
+static void ud_up(struct side *s, int k)
+{
+	struct rg_qp *q = &ud_qp[k];
+
+	assert_int_equal(rg_cq_create_aq(&s->g, &s->aq, &ud_cq[k], UD_CQ, 0, 8, RG_CQ_RING(3)), RG_ASTS_OK);
+	memset(q, 0, sizeof(*q));
+	q->id = UD_QPN;
+	q->type = RG_QPT_UD;
+	q->pd = PD;
+	q->sq_cq = q->rq_cq = UD_CQ;
+	q->sq = RG_SCRATCH + 0xa000;
+	q->rq = RG_SCRATCH + 0xc000;
+	q->sq_depth_log2 = q->rq_depth_log2 = 6;
+	q->sq_stride_log2 = q->rq_stride_log2 = 7;
+	assert_int_equal(rg_qp_create(&s->g, &s->aq, q), 0);
+	assert_int_equal(rg_qp_to_rts(&s->g, &s->aq, q, UD_QKEY, 0), 0);
+}
+
+/*
+ * UD from A to B through an address handle naming B: SEND with immediate and plain SEND as UD
+ * SEND ONLY datagrams with a DETH; B's receive gets the 40-byte GRH area (the datagram's IPv4
+ * header in its last 20 bytes), the payload, A's QPN and MAC. A datagram with the wrong Q_Key is
+ * dropped and leaves B's receive for the next one.
+ */
+static void test_ud(void **state)
+{
+	uint8_t t[RG_ROCE4_HDR_LEN], cqe[RG_CQE_SIZE], *grh;
+	struct rg_sge sge = { SRC, 600, LKEY }, rsge = { RECV, 40 + 600, LKEY };
+	struct frame f[8];
+	unsigned n;
+
+	(void)state;
+	ud_up(&A, 0);
+	ud_up(&B, 1);
+	rg_roce4_template(t, B.mac, A.mac, A.ip, B.ip, 0, 64);
+	assert_int_equal(rg_ah_create(&A.g, &A.aq, UD_AH, PD, RG_SCRATCH + 0x9000, t, sizeof(t)), RG_ASTS_OK);
+	fill(gp(&A, SRC), 600, 11);
+	memset(gp(&B, RECV), 0, 1024);
+	rg_post_recv(&B.g, &ud_qp[1], 0x81, 0, &rsge, 1);
+	rg_rq_ring(&B.g, &ud_qp[1]);
+
+	/* the wrong Q_Key: dropped at B, A's send completes all the same (UD is unreliable) */
+	rg_post_ud(&A.g, &ud_qp[0], 0x90, RG_WR_SEND, RG_WQE_SIG, 0, UD_AH, UD_QPN, 0x9999, &sge, 1);
+	rg_sq_ring(&A.g, &ud_qp[0]);
+	cqe_get(&A, &ud_cq[0], cqe);
+	assert_int_equal(rg_cqe_type(cqe), RG_CQE_SEND_NPG);
+	assert_false(rg_cqe_error(cqe));
+	assert_false(rg_cq_wait(&B.g, &ud_cq[1], cqe, 200));
+
+	rg_post_ud(&A.g, &ud_qp[0], 0x91, RG_WR_SEND_IMM, RG_WQE_SIG, 0xfeed0001, UD_AH, UD_QPN, UD_QKEY, &sge, 1);
+	rg_sq_ring(&A.g, &ud_qp[0]);
+	cqe_get(&A, &ud_cq[0], cqe);
+	assert_int_equal(rg_cqe_type(cqe), RG_CQE_SEND_NPG);
+	assert_false(rg_cqe_error(cqe));
+	assert_int_equal(rg_cqe_npg_id(cqe), 0x91);
+	cqe_get(&B, &ud_cq[1], cqe);
+	assert_int_equal(rg_cqe_type(cqe), RG_CQE_RECV);
+	assert_false(rg_cqe_error(cqe));
+	assert_int_equal(rg_cqe_wqe_id(cqe), 0x81);
+	assert_int_equal(rg_cqe_src_qpn_op(cqe) & 0xffffff, UD_QPN);
+	assert_int_equal(rg_cqe_src_qpn_op(cqe) >> 24 & 0xf, RG_RECV_SEND_IMM);
+	assert_true(rg_cqe_src_qpn_op(cqe) & RG_RECV_IPV4);
+	assert_int_equal(rg_cqe_imm(cqe), 0xfeed0001);
+	assert_int_equal(rg_cqe_status(cqe), 40 + 600);
+	assert_memory_equal(cqe + 12, A.mac, 6);
+	grh = gp(&B, RECV);
+	assert_int_equal(grh[20], 0x45);
+	assert_int_equal(grh[29], 17);
+	assert_int_equal(rg_get_be32(grh + 32), A.ip);
+	assert_int_equal(rg_get_be32(grh + 36), B.ip);
+	assert_int_equal(rg_csum_fold(grh + 20, 20), 0xffff);
+	assert_memory_equal(grh + 40, gp(&A, SRC), 600);
+	capture();
+	n = frames_between(&A, &B, f, 8);
+	assert_int_equal(n, 2);
+	assert_int_equal(f[0].opcode, OP_UD_SEND_ONLY);
+	assert_int_equal(f[1].opcode, OP_UD_SEND_ONLY_IMM);
+	assert_int_equal(f[1].dqpn, UD_QPN);
+	assert_memory_equal(f[1].dmac, B.mac, 6);
+	assert_int_equal(frames_between(&B, &A, f, 8), 0); /* no acknowledgement on UD */
+}
+
+/* A WRITE with an R_Key B never gave: remote access error at A, B's QP in error, and the NAK on the wire. */
+static void test_bad_rkey(void **state)
+{
+	uint8_t cqe[RG_CQE_SIZE];
+	struct frame f[8];
+	unsigned n;
+
+	(void)state;
+	fill(gp(&A, SRC), 64, 8);
+	memset(gp(&B, TARGET), 0, 64);
+	rdma_post(&A, RG_WR_RDMA_WRITE, 0, TARGET, RG_KEY(MR_IDX + 1, 0x77), SRC, 64);
+	cqe_get(&A, &A.scq, cqe);
+	assert_true(rg_cqe_error(cqe));
+	assert_int_equal(rg_cqe_status(cqe), RG_STS_REMOTE_ACC);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(gp(&B, TARGET)[i], 0);
+	assert_int_equal(rg_qp_state(&B.g, &B.aq, QPN, RG_SCRATCH + 0x8000), RG_QPS_ERR);
+	assert_int_equal(rg_qp_state(&A.g, &A.aq, QPN, RG_SCRATCH + 0x8000), RG_QPS_ERR);
+	capture();
+	n = frames_between(&B, &A, f, 8);
+	assert_true(n >= 1);
+	assert_int_equal(f[n - 1].opcode, OP_ACK);
+	assert_int_equal(f[n - 1].syndrome, 0x60 | 2); /* NAK: remote access error */
+}
+
+/* A->B frames of the last capture that carry a PSN an earlier one carried: retransmissions seen. */
+static unsigned resent_seen(void)
+{
+	static struct frame f[FRAMES_MAX];
+	unsigned n = frames_between(&A, &B, f, FRAMES_MAX), dup = 0;
+
+	for (unsigned i = 1; i < n; i++)
+		for (unsigned k = 0; k < i; k++)
+			if (f[k].psn == f[i].psn) {
+				dup++;
+				break;
+			}
+	return dup;
+}
+
+/*
+ * Lossy mode (the bridge drops a tenth of the RoCEv2 frames it forwards, both ways): rounds of a
+ * SEND of 20000 bytes, a WRITE and a READ of 30000 and a fetch-and-add from A, and a SEND from B,
+ * every one complete, successful and byte-exact; retransmissions must have been seen on the wire.
+ */
+static void test_lossy(void **state)
+{
+	struct rg_sge res = { RESULT, 8, LKEY };
+	uint64_t sum = 0;
+	unsigned resent = 0;
+
+	(void)state;
+	rg_le64(gp(&B, ATOMIC), 0);
+	for (uint32_t r = 0; r < 12; r++) {
+		fill(gp(&A, SRC), 20000, 100 + r);
+		fill(gp(&A, SRC + 0x8000), 30000, 200 + r);
+		fill(gp(&B, TARGET + 0x10000), 30000, 300 + r);
+		fill(gp(&B, SRC), 5000, 400 + r);
+		recv_post(&B, 0x1000 + r, RECV, 0x8000);
+		recv_post(&A, 0x2000 + r, RECV, 0x8000);
+		send_post(&A, RG_WR_SEND, 0, SRC, 20000);
+		rdma_post(&A, RG_WR_RDMA_WRITE, 0, TARGET, LKEY, SRC + 0x8000, 30000);
+		rdma_post(&A, RG_WR_RDMA_READ, 0, TARGET + 0x10000, LKEY, READ_TO, 30000);
+		rg_post_atomic(&A.g, &A.qp, ++A.wqe_id, RG_WR_ATOMIC_FA, RG_WQE_SIG, ATOMIC, LKEY, r + 1, 0, &res);
+		rg_sq_ring(&A.g, &A.qp);
+		send_post(&B, RG_WR_SEND, 0, SRC, 5000);
+		for (int i = 0; i < 4; i++)
+			send_ok(&A);
+		send_ok(&B);
+		recv_ok(&B, 0x1000 + r, RG_RECV_SEND, 20000, &A, 0);
+		recv_ok(&A, 0x2000 + r, RG_RECV_SEND, 5000, &B, 0);
+		assert_memory_equal(gp(&B, RECV), gp(&A, SRC), 20000);
+		assert_memory_equal(gp(&B, TARGET), gp(&A, SRC + 0x8000), 30000);
+		assert_memory_equal(gp(&A, READ_TO), gp(&B, TARGET + 0x10000), 30000);
+		assert_memory_equal(gp(&A, RECV), gp(&B, SRC), 5000);
+		assert_int_equal(rg_get_le64(gp(&A, RESULT)), sum); /* each add executed exactly once */
+		sum += r + 1;
+		assert_int_equal(rg_get_le64(gp(&B, ATOMIC)), sum);
+		capture();
+		resent += resent_seen();
+	}
+	print_message("retransmissions seen on the wire: %u\n", resent);
+	assert_true(resent > 0);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest lossy[] = {
+		cmocka_unit_test(test_connect),
+		cmocka_unit_test(test_lossy),
+	};
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_connect),
+		cmocka_unit_test(test_send_multi_mtu),
+		cmocka_unit_test(test_eth_untouched),
+		cmocka_unit_test(test_send_imm),
+		cmocka_unit_test(test_write),
+		cmocka_unit_test(test_read),
+		cmocka_unit_test(test_atomics),
+		cmocka_unit_test(test_rnr),
+		cmocka_unit_test(test_other_direction),
+		cmocka_unit_test(test_local_error_in_order),
+		cmocka_unit_test(test_ud),
+		cmocka_unit_test(test_bad_rkey),
+	};
+
+	if (argc < 5) {
+		fprintf(stderr, "usage: %s SOCK_A SOCK_B TAP_A TAP_B [lossy]\n", argv[0]);
+		return 2;
+	}
+	A.sock = argv[1];
+	B.sock = argv[2];
+	tap_name = argv[3];
+	tap_b_name = argv[4];
+	if (argc > 5 && strcmp(argv[5], "lossy") == 0)
+		return cmocka_run_group_tests_name("roce-ci-lossy", lossy, group_setup, group_teardown);
+	return cmocka_run_group_tests_name("roce-ci", tests, group_setup, group_teardown);
+}
