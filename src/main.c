@@ -234,6 +234,7 @@ struct signal_ctx {
 	struct evloop *loop;
 	int fd;
 	struct ionic_pci *nic;
+	const struct fabric *dp;
 };
 
 static void on_signal(void *arg, uint32_t events)
@@ -252,6 +253,7 @@ static void on_signal(void *arg, uint32_t events)
 		if (si.ssi_signo == SIGUSR2) {
 			if (s->nic)
 				ionic_pci_log_stats(s->nic);
+			fabric_log_stats(s->dp);
 			continue;
 		}
 		LOG_INFO("received %s, shutting down", strsignal((int)si.ssi_signo));
@@ -320,6 +322,7 @@ int main(int argc, char **argv)
 	memcpy(nic_cfg.mac, opts.mac, sizeof(nic_cfg.mac));
 	nic = ionic_pci_new(&nic_cfg, opts.mmap_doorbells);
 	sig.nic = nic;
+	sig.dp = dp;
 	if (nic == NULL || ionic_pci_attach_segment(nic, sw)) {
 		LOG_ERR("cannot create the device");
 		goto out;
@@ -363,6 +366,7 @@ int main(int argc, char **argv)
 				 (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
 				 (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
 	}
+	fabric_log_stats(dp);
 out:
 	vfu_server_stop(srv);
 	if (sig.loop) {

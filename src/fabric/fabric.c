@@ -150,6 +150,12 @@ void fabric_attach(struct fabric *dp, struct ionic_dev *dev)
 	}
 }
 
+void fabric_log_stats(const struct fabric *dp)
+{
+	if (dp != NULL && dp->roce != NULL)
+		roce_glue_log_stats(dp->roce);
+}
+
 void fabric_destroy(struct fabric *dp)
 {
 	if (dp == NULL)

@@ -40,6 +40,9 @@ struct ionic_dev;
 void fabric_attach(struct fabric *dp, struct ionic_dev *dev);
 
 /* Release the backend; a file-backed namespace is written back first. NULL is ignored. */
+/* Log the backend's own counters, if it keeps any (the roce backend's node and queue pairs). */
+void fabric_log_stats(const struct fabric *dp);
+
 void fabric_destroy(struct fabric *dp);
 
 #endif

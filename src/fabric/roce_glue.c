@@ -33,6 +33,10 @@ struct roce_glue {
 	struct ev_poller *poller;
 	bool in_pump;
 	struct glue_qp qp[ROCE_PORT_MAX_QPS];
+	/* counters of QPs already gone, for roce_glue_log_stats */
+	uint64_t req_in[ROCE_RC_REQ_IN_NUM], resp_in[ROCE_RC_IN_NUM];
+	uint64_t req_frames, req_retransmits, req_timeouts, resp_frames;
+	uint64_t wc_err[ROCE_RC_REQ_WC_NUM];
 };
 
 static uint64_t now_us(void)
@@ -91,6 +95,11 @@ static void c_complete(void *ctx, uint64_t wr_id, enum roce_rc_req_wc status, ui
 	struct glue_qp *q = ctx;
 
 	(void)byte_len;
+	if ((unsigned)status < ROCE_RC_REQ_WC_NUM && status != ROCE_RC_REQ_WC_SUCCESS) {
+		q->g->wc_err[status]++;
+		if (status != ROCE_RC_REQ_WC_FLUSH_ERR)
+			LOG_INFO("roce: QP %u: a send work request failed: %s", q->qpn, roce_rc_req_wc_name(status));
+	}
 	ionic_rdma_wire_send_done(q->g->dev, q->qpn, wr_id, req_status(status), atomic_orig);
 }
 
@@ -184,8 +193,29 @@ static const struct roce_rc_ops resp_ops = {
 
 /* ---- the device's wire ops ------------------------------------------------------------------ */
 
+/* Add a QP's requester and responder counters to tot (a glue's, or a sum being made). */
+static void gq_count(const struct roce_glue *g, uint32_t qpn, struct roce_glue *tot)
+{
+	const struct roce_rc_req *rq = g->port ? roce_port_qp_requester(g->port, qpn) : NULL;
+	const struct roce_rc_resp *rs = g->port ? roce_port_qp_responder(g->port, qpn) : NULL;
+
+	if (rq) {
+		for (unsigned i = 0; i < ROCE_RC_REQ_IN_NUM; i++)
+			tot->req_in[i] += rq->stats[i];
+		tot->req_frames += rq->frames_sent;
+		tot->req_retransmits += rq->retransmits;
+		tot->req_timeouts += rq->timeouts;
+	}
+	if (rs) {
+		for (unsigned i = 0; i < ROCE_RC_IN_NUM; i++)
+			tot->resp_in[i] += rs->stats[i];
+		tot->resp_frames += rs->frames_sent;
+	}
+}
+
 static void gq_destroy(struct roce_glue *g, struct glue_qp *q)
 {
+	gq_count(g, q->qpn, g);
 	q->used = false; /* first: the flushes the port sends on its way out find no QP */
 	q->detach_pending = false;
 	if (g->port)
@@ -290,7 +320,7 @@ static int w_qp_attach(void *ctx, uint32_t qpn, const struct ionic_rdma_wire_pat
 		.pkey = 0xffff, .pmtu = p->pmtu < g->cfg.mtu ? p->pmtu : g->cfg.mtu, .timeout = timeout,
 		.retry_cnt = retry, .rnr_retry = p->rnr_retry, .max_rd_atomic = p->max_rd_atomic,
 		.min_rnr_timer = p->min_rnr_timer, .tos = p->tos, .ttl = p->ttl,
-		.ackreq_every = ROCE_GLUE_ACKREQ_EVERY, .local_ip = p->sip, .sport = p->sport,
+		.ackreq_every = ROCE_GLUE_ACKREQ_EVERY, .max_unacked = ROCE_GLUE_MAX_UNACKED, .local_ip = p->sip, .sport = p->sport,
 		.resp_fatal = c_resp_fatal, .resp_ops = &resp_ops, .resp_ctx = q, .req_ops = &req_ops, .req_ctx = q,
 	};
 	memcpy(qc.local_mac, p->smac, sizeof(qc.local_mac));
@@ -432,6 +462,69 @@ void roce_glue_free(struct roce_glue *g)
 		evloop_del_poller(g->loop, g->poller);
 	roce_port_free(g->port);
 	free(g);
+}
+
+/* Appends " name=N" for each nonzero counter to buf. */
+static void put_counts(char *buf, size_t cap, const uint64_t *v, unsigned n, const char *(*name)(unsigned))
+{
+	size_t len = strlen(buf);
+
+	for (unsigned i = 0; i < n && len < cap; i++)
+		if (v[i]) {
+			int k = snprintf(buf + len, cap - len, " %s=%llu", name(i), (unsigned long long)v[i]);
+
+			if (k < 0)
+				return;
+			len += (size_t)k;
+		}
+}
+
+static const char *req_in_name(unsigned i) { return roce_rc_req_in_name((enum roce_rc_req_in)i); }
+static const char *resp_in_name(unsigned i) { return roce_rc_in_name((enum roce_rc_in)i); }
+static const char *wc_name(unsigned i) { return roce_rc_req_wc_name((enum roce_rc_req_wc)i); }
+static const char *drop_name(unsigned i) { return roce_port_drop_name((enum roce_port_drop)i); }
+static const char *parse_name(unsigned i) { return roce_strerror((enum roce_err)i); }
+
+void roce_glue_log_stats(const struct roce_glue *g)
+{
+	struct roce_glue *tot;
+	const struct roce_port_stats *ps;
+	char line[1024];
+
+	if (g == NULL || g->port == NULL) {
+		LOG_INFO("roce: no queue pair has used the wire");
+		return;
+	}
+	tot = calloc(1, sizeof(*tot));
+	if (tot == NULL)
+		return;
+	memcpy(tot->req_in, g->req_in, sizeof(g->req_in));
+	memcpy(tot->resp_in, g->resp_in, sizeof(g->resp_in));
+	tot->req_frames = g->req_frames;
+	tot->req_retransmits = g->req_retransmits;
+	tot->req_timeouts = g->req_timeouts;
+	tot->resp_frames = g->resp_frames;
+	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++)
+		if (g->qp[i].used)
+			gq_count(g, g->qp[i].qpn, tot);
+	ps = roce_port_stats(g->port);
+	snprintf(line, sizeof(line), "roce: %llu frames in, %llu out; UD %llu in, %llu out; dropped:",
+		 (unsigned long long)ps->frames_in, (unsigned long long)ps->frames_out,
+		 (unsigned long long)ps->ud_in, (unsigned long long)ps->ud_out);
+	put_counts(line, sizeof(line), ps->drops, ROCE_PORT_DROP_NUM, drop_name);
+	put_counts(line, sizeof(line), ps->parse_err, ROCE_ERR_NUM, parse_name);
+	LOG_INFO("%s", line);
+	snprintf(line, sizeof(line), "roce: requesters: %llu packets, %llu resent, %llu timeouts; responses:",
+		 (unsigned long long)tot->req_frames, (unsigned long long)tot->req_retransmits,
+		 (unsigned long long)tot->req_timeouts);
+	put_counts(line, sizeof(line), tot->req_in, ROCE_RC_REQ_IN_NUM, req_in_name);
+	strncat(line, "; failed work requests:", sizeof(line) - strlen(line) - 1);
+	put_counts(line, sizeof(line), g->wc_err, ROCE_RC_REQ_WC_NUM, wc_name);
+	LOG_INFO("%s", line);
+	snprintf(line, sizeof(line), "roce: responders: %llu packets sent; requests:", (unsigned long long)tot->resp_frames);
+	put_counts(line, sizeof(line), tot->resp_in, ROCE_RC_IN_NUM, resp_in_name);
+	LOG_INFO("%s", line);
+	free(tot);
 }
 
 const struct roce_port *roce_glue_port(const struct roce_glue *g)

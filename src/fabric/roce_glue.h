@@ -31,6 +31,12 @@ struct roce_glue;
 #define ROCE_GLUE_BUDGET 64
 /* AckReq on every Nth packet of a long SEND or WRITE, so that the window moves before its end. */
 #define ROCE_GLUE_ACKREQ_EVERY 16
+/*
+ * PSNs a QP sends past its oldest unacknowledged one (as rdma_rxe limits
+ * itself to 128): a software peer in a slow guest drops what it cannot
+ * take, and go-back-N would resend the whole queue after every loss.
+ */
+#define ROCE_GLUE_MAX_UNACKED 128
 
 /* NULL with a one-line reason in err. cfg, loop and sw must outlive it. */
 struct roce_glue *roce_glue_new(const struct roce_config *cfg, struct evloop *loop, struct net_switch *sw,
@@ -39,6 +45,9 @@ struct roce_glue *roce_glue_new(const struct roce_config *cfg, struct evloop *lo
 void roce_glue_attach(struct roce_glue *g, struct ionic_dev *dev);
 /* NULL is ignored. */
 void roce_glue_free(struct roce_glue *g);
+
+/* Log the node's counters: frames, drops by cause, and the RC requesters' and responders' totals. */
+void roce_glue_log_stats(const struct roce_glue *g);
 
 /* The node, for counters and tests (NULL before a device was attached). */
 struct roce_port;

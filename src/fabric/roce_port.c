@@ -352,6 +352,7 @@ int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_
 		.tos = cfg->tos, .ttl = cfg->ttl, .dqpn = cfg->remote_qpn, .pkey = cfg->pkey, .pmtu = cfg->pmtu,
 		.sq_psn = cfg->sq_psn, .max_rd_atomic = cfg->max_rd_atomic, .timeout = cfg->timeout,
 		.retry_cnt = cfg->retry_cnt, .rnr_retry = cfg->rnr_retry, .ackreq_every = cfg->ackreq_every,
+		.max_unacked = cfg->max_unacked,
 	};
 	/* The destination MAC is the neighbour's, written by qp_send() into every frame. */
 	memcpy(qc.src_mac, qp->local_mac, NET_ETH_ALEN);

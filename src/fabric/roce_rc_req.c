@@ -635,6 +635,10 @@ unsigned roce_rc_req_pump(struct roce_rc_req *q, unsigned budget, uint64_t now_u
 				break;
 			q->rnr_wait = false;
 		}
+		if (q->cfg.max_unacked && ((q->send_psn - q->una) & ROCE_PSN_MASK) >= q->cfg.max_unacked) {
+			q->window_blocked++;
+			break;
+		}
 		w = wqe_of_psn(q, q->send_psn);
 		if (w == NULL)
 			break;  /* not reachable: send_psn lies in [una, next_psn), all of it queued */

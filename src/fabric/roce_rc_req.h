@@ -24,6 +24,11 @@
  *    of a SEND or WRITE (packet index k with (k + 1) % N == 0).
  *  - At most max_rd_atomic READs/atomics are on the wire (sent and not
  *    complete); the send stream waits behind the next one until one ends.
+ *  - With cfg.max_unacked N > 0, no packet is sent (new or resent) whose PSN
+ *    is N or more past the oldest unacknowledged one (a READ request counts
+ *    by its first PSN): a responder slower than the link, such as a software
+ *    RoCE stack, is never buried under a whole queue of messages that it
+ *    would drop and that go-back-N would then send again in full.
  *  - An ACK with PSN p acknowledges every PSN up to p; READ responses and
  *    ATOMIC ACKNOWLEDGEs acknowledge every PSN before their own. WRs
  *    complete in posting order once all their PSNs are acknowledged (a
@@ -142,6 +147,7 @@ struct roce_rc_req_cfg {
 	uint8_t retry_cnt;      /* 0..7 */
 	uint8_t rnr_retry;      /* 0..7, 7 = retry forever */
 	uint32_t ackreq_every;  /* AckReq also on every Nth packet of a SEND/WRITE; 0 = message ends only */
+	uint32_t max_unacked;   /* at most this many PSNs past the oldest unacknowledged are sent; 0 = no limit */
 };
 
 /* What one response did (one table: roce_rc_req_in_name()); counted in stats[]. */
@@ -195,7 +201,7 @@ struct roce_rc_req {
 	uint16_t ip_id;
 	/* counters */
 	uint64_t stats[ROCE_RC_REQ_IN_NUM];
-	uint64_t frames_sent, retransmits, timeouts, rd_blocked, build_errors;
+	uint64_t frames_sent, retransmits, timeouts, rd_blocked, window_blocked, build_errors;
 };
 
 /* 0, or -EINVAL for a NULL ops member or a config field out of range. */

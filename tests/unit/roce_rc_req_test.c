@@ -241,6 +241,8 @@ static void run_until(uint64_t tmax)
 		bool busy = roce_rc_req_pump(&L->req, 8, L->now) > 0;
 
 		assert_true(L->req.rd_out <= L->req.cfg.max_rd_atomic);
+		if (L->req.cfg.max_unacked)
+			assert_true(((L->req.sent_max - L->req.una) & ROCE_PSN_MASK) <= L->req.cfg.max_unacked);
 		if (L->lazy && L->posted < L->rq_ready && rnd(8) == 0)
 			L->posted++;
 		while (L->q[1].n > 0) {
@@ -858,6 +860,37 @@ static void test_max_rd_atomic(void **state)
 	assert_int_equal(L->rd_wire, 0);
 }
 
+/*
+ * max_unacked: of a 15-packet SEND and a 5-packet WRITE only 8 PSNs past the
+ * oldest unacknowledged go out; each ACK lets as many more go as it
+ * acknowledged, a timeout resends only the window, and everything arrives.
+ */
+static void test_max_unacked(void **state)
+{
+	struct roce_rc_req_cfg rc = req_cfg(0xfffffa);
+
+	(void)state;
+	rc.max_unacked = 8;
+	setup_with(&rc);
+	fill(0, 15 * MTU, 1);
+	fill(1, 5 * MTU, 2);
+	post_recv(RQ_BUF);
+	assert_int_equal(post(0, ROCE_RC_REQ_SEND, 15 * MTU, 0), 0);
+	assert_int_equal(post(1, ROCE_RC_REQ_WRITE, 5 * MTU, 4096), 0);
+	assert_int_equal(roce_rc_req_pump(&L->req, 100, 0), 8);
+	assert_int_equal(roce_rc_req_pump(&L->req, 100, 0), 0);
+	assert_true(L->req.window_blocked > 0);
+	/* Nothing acknowledged: the timeout resends the same 8, not more. */
+	roce_rc_req_tick(&L->req, roce_rc_req_next_deadline(&L->req));
+	assert_int_equal(roce_rc_req_pump(&L->req, 100, 0), 8);
+	assert_int_equal(L->req.retransmits, 8);
+	run();
+	assert_int_equal(L->ncomp, 2);
+	expect_comp(0, 0, ROCE_RC_REQ_WC_SUCCESS, 15 * MTU);
+	expect_comp(1, 1, ROCE_RC_REQ_WC_SUCCESS, 5 * MTU);
+	assert_memory_equal(L->mr + 4096, L->lbuf[1], 5 * MTU);
+}
+
 static void test_post_limits_init_names(void **state)
 {
 	struct roce_rc_req_cfg rc;
@@ -1306,6 +1339,7 @@ int main(void)
 		cmocka_unit_test(test_remote_access_error),
 		cmocka_unit_test(test_local_errors),
 		cmocka_unit_test(test_max_rd_atomic),
+		cmocka_unit_test(test_max_unacked),
 		cmocka_unit_test(test_post_limits_init_names),
 		cmocka_unit_test(test_odd_responses),
 		cmocka_unit_test(test_send_inv_and_inv_req),
