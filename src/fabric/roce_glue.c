@@ -97,8 +97,23 @@ static void c_complete(void *ctx, uint64_t wr_id, enum roce_rc_req_wc status, ui
 	(void)byte_len;
 	if ((unsigned)status < ROCE_RC_REQ_WC_NUM && status != ROCE_RC_REQ_WC_SUCCESS) {
 		q->g->wc_err[status]++;
-		if (status != ROCE_RC_REQ_WC_FLUSH_ERR)
+		if (status != ROCE_RC_REQ_WC_FLUSH_ERR) {
+			const struct roce_rc_req *rq = roce_port_qp_requester(q->g->port, q->qpn);
+
 			LOG_INFO("roce: QP %u: a send work request failed: %s", q->qpn, roce_rc_req_wc_name(status));
+			if (rq)
+				LOG_INFO("roce: QP %u requester: una %#x send %#x sent_max %#x next %#x, %u queued, "
+					 "%llu packets, %llu resent, %llu timeouts, %llu sequence NAKs, %llu implied, "
+					 "%llu echoes, %llu stale, %llu ACKs",
+					 q->qpn, rq->una, rq->send_psn, rq->sent_max, rq->next_psn, rq->count,
+					 (unsigned long long)rq->frames_sent, (unsigned long long)rq->retransmits,
+					 (unsigned long long)rq->timeouts,
+					 (unsigned long long)rq->stats[ROCE_RC_REQ_IN_SEQ_NAK],
+					 (unsigned long long)rq->stats[ROCE_RC_REQ_IN_IMPLIED_NAK],
+					 (unsigned long long)rq->stats[ROCE_RC_REQ_IN_ECHO],
+					 (unsigned long long)rq->stats[ROCE_RC_REQ_IN_STALE],
+					 (unsigned long long)rq->stats[ROCE_RC_REQ_IN_ACK]);
+		}
 	}
 	ionic_rdma_wire_send_done(q->g->dev, q->qpn, wr_id, req_status(status), atomic_orig);
 }
