@@ -350,15 +350,12 @@ static void w_reset(void *ctx)
 
 /* ---- the work -------------------------------------------------------------------------------- */
 
-static enum ev_poll_result glue_work(void *arg)
+unsigned roce_glue_run(struct roce_glue *g, uint64_t now)
 {
-	struct roce_glue *g = arg;
-	uint64_t now;
 	unsigned n;
 
 	if (g->port == NULL || g->dev == NULL)
-		return EV_POLL_ASLEEP;
-	now = now_us();
+		return 0;
 	g->in_pump = true;
 	if (now >= roce_port_next_deadline(g->port))
 		roce_port_tick(g->port, now);
@@ -367,6 +364,17 @@ static enum ev_poll_result glue_work(void *arg)
 	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++)
 		if (g->qp[i].used && g->qp[i].detach_pending)
 			gq_destroy(g, &g->qp[i]);
+	return n;
+}
+
+static enum ev_poll_result glue_work(void *arg)
+{
+	struct roce_glue *g = arg;
+	unsigned n;
+
+	if (g->port == NULL || g->dev == NULL)
+		return EV_POLL_ASLEEP;
+	n = roce_glue_run(g, now_us());
 	if (n >= ROCE_GLUE_BUDGET)
 		return EV_POLL_MORE;
 	if (n > 0)
