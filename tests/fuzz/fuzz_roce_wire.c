@@ -37,8 +37,8 @@
  *            MR's base + off - 64; flags & 1 AckReq, & 2 SE; & 0x40 the
  *            ICRC broken; & 0x80 the frame cut short by (delta % 64) + 1.
  *            UD opcodes go to QP 23 or QP 1 (Q_Key right, or imm when
- *            delta & 1); for ACK/AETH responses imm's low byte is the
- *            syndrome and MSN the QP requester's
+ *            delta & 1, to QP 1 when delta & 2); for responses imm's
+ *            low byte is the AETH syndrome and the rest its MSN
  *   2 SEND   qp:u8 op:u8 len:u16 key:u8 off:u16: the guest posts a SEND,
  *            SEND_IMM, WRITE, READ, CMP_SWAP or FETCH_ADD (op % 6) of len
  *            % 8193 bytes from/to M3 with remote key like FRAME's, and rings
@@ -52,9 +52,12 @@
  * Invariants (abort() on violation): guest memory outside the windows the
  * device may write (rings, CQs, M1, M3, M4) never changes: the guard pages
  * around every MR, the rest of the scratch area and all of M2 (nobody may
- * write it) keep their pattern; no QP has more receive completions than
- * receives posted; a receive CQE names the QP it is on; and the server
- * neither crashes nor leaks (ASan/UBSan, libFuzzer's leak check).
+ * write it) keep their pattern; every receive CQE names the QP whose CQ it
+ * is on and one of that QP's outstanding receives, each completing once (so
+ * no QP completes more receives than were posted; the device's flush
+ * marker, FLUSHED with wqe_id 0, is not a receive); and the server neither
+ * crashes nor leaks (ASan/UBSan, libFuzzer's leak check).
+ * FUZZ_ROCE_WIRE_STATS in the environment prints what an input reached.
  */
 #include <inttypes.h>
 #include <stdio.h>
