@@ -1020,9 +1020,9 @@ static struct {
 	uint8_t payload[64];
 } ud_got;
 
-static void ud_handler(void *ctx, const struct roce_pkt *p)
+/* Takes every datagram, or (ctx non-NULL) refuses every one, as the device does one it has no QP for. */
+static bool ud_handler(void *ctx, const struct roce_pkt *p)
 {
-	(void)ctx;
 	assert_non_null(p->deth);
 	ud_got.n++;
 	ud_got.sqp = be32_get(p->deth->sqp) & ROCE_QPN_MASK;
@@ -1033,6 +1033,7 @@ static void ud_handler(void *ctx, const struct roce_pkt *p)
 	ud_got.se = roce_bth_se(p->bth);
 	ud_got.len = p->payload_len;
 	memcpy(ud_got.payload, p->payload, p->payload_len < 64 ? p->payload_len : 64);
+	return ctx == NULL;
 }
 
 static void test_ud(void **state)
@@ -1069,6 +1070,15 @@ static void test_ud(void **state)
 	assert_int_equal(roce_port_stats(A->port)->ud_out, 3);
 	assert_int_equal(A->tx_arp, 0); /* no ARP: the MAC was given */
 	assert_int_equal(W->w_roce, 0);
+	assert_int_equal(drops(B, ROCE_PORT_DROP_UD_REFUSED), 0);
+	/* a datagram the handler refuses (no such QP, a wrong Q_Key) is counted as dropped */
+	roce_port_set_ud_handler(B->port, ud_handler, B);
+	assert_int_equal(roce_port_ud_send(A->port, &d, msg, 4), 0);
+	settle();
+	assert_int_equal(ud_got.n, 3);
+	assert_int_equal(roce_port_stats(B->port)->ud_in, 3);
+	assert_int_equal(drops(B, ROCE_PORT_DROP_UD_REFUSED), 1);
+	roce_port_set_ud_handler(B->port, ud_handler, NULL);
 	/* refusals */
 	assert_int_equal(roce_port_ud_send(A->port, &d, msg, 4097), -EINVAL);
 	d.dst_qpn = 1u << 24;
