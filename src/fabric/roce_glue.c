@@ -241,15 +241,18 @@ static void gq_destroy(struct roce_glue *g, struct glue_qp *q)
 
 static int port_make(struct roce_glue *g, const uint8_t mac[6]);
 
-/* A UD datagram from the wire: the device judges the QP and the Q_Key; what it refuses is lost, as UD may be. */
-static void ud_input(void *ctx, const struct roce_pkt *pkt)
+/*
+ * A UD datagram from the wire: the device judges the QP and the Q_Key; what
+ * it refuses is lost, as UD may be, and counted by the node (ud_refused).
+ */
+static bool ud_input(void *ctx, const struct roce_pkt *pkt)
 {
 	struct roce_glue *g = ctx;
 	struct ionic_rdma_wire_ud ud;
 	int rc;
 
 	if (g->dev == NULL || pkt->deth == NULL)
-		return;
+		return false;
 	ud = (struct ionic_rdma_wire_ud){
 		.src_qpn = be32_get(pkt->deth->sqp) & ROCE_QPN_MASK, .dest_qpn = roce_bth_dqpn(pkt->bth),
 		.qkey = be32_get(pkt->deth->qkey), .has_imm = pkt->imm != NULL, .solicited = roce_bth_se(pkt->bth),
@@ -259,6 +262,7 @@ static void ud_input(void *ctx, const struct roce_pkt *pkt)
 				     pkt->payload_len);
 	if (rc != 0)
 		LOG_DEBUG("roce: UD to QP %u dropped (%d)", ud.dest_qpn, rc);
+	return rc == 0;
 }
 
 static void w_ud_send(void *ctx, const struct ionic_rdma_wire_path *p, const struct ionic_rdma_wire_ud *ud,
@@ -395,15 +399,12 @@ static void w_reset(void *ctx)
 
 /* ---- the work -------------------------------------------------------------------------------- */
 
-static enum ev_poll_result glue_work(void *arg)
+unsigned roce_glue_run(struct roce_glue *g, uint64_t now)
 {
-	struct roce_glue *g = arg;
-	uint64_t now;
 	unsigned n;
 
 	if (g->port == NULL || g->dev == NULL)
-		return EV_POLL_ASLEEP;
-	now = now_us();
+		return 0;
 	g->in_pump = true;
 	if (now >= roce_port_next_deadline(g->port))
 		roce_port_tick(g->port, now);
@@ -412,6 +413,17 @@ static enum ev_poll_result glue_work(void *arg)
 	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++)
 		if (g->qp[i].used && g->qp[i].detach_pending)
 			gq_destroy(g, &g->qp[i]);
+	return n;
+}
+
+static enum ev_poll_result glue_work(void *arg)
+{
+	struct roce_glue *g = arg;
+	unsigned n;
+
+	if (g->port == NULL || g->dev == NULL)
+		return EV_POLL_ASLEEP;
+	n = roce_glue_run(g, now_us());
 	if (n >= ROCE_GLUE_BUDGET)
 		return EV_POLL_MORE;
 	if (n > 0)

@@ -49,6 +49,14 @@ void roce_glue_free(struct roce_glue *g);
 /* Log the node's counters: frames, drops by cause, and the RC requesters' and responders' totals. */
 void roce_glue_log_stats(const struct roce_glue *g);
 
+/*
+ * One turn of the work the poller does, at time now (microseconds, the
+ * clock the node's timers run on): the timers when due, then the node pumped
+ * with ROCE_GLUE_BUDGET. Returns the frames and packets handled. For owners
+ * without an event loop (loop NULL: tests and fuzz-roce-wire, on a fake clock).
+ */
+unsigned roce_glue_run(struct roce_glue *g, uint64_t now);
+
 /* The node, for counters and tests (NULL before a device was attached). */
 struct roce_port;
 const struct roce_port *roce_glue_port(const struct roce_glue *g);

@@ -70,7 +70,7 @@ struct roce_port {
 	uint8_t tx[ROCE_PORT_FRAME_MAX];
 	bool (*tx_hook)(void *ctx, const uint8_t *frame, size_t len);
 	void *tx_hook_ctx;
-	void (*ud_recv)(void *ctx, const struct roce_pkt *pkt);
+	bool (*ud_recv)(void *ctx, const struct roce_pkt *pkt);
 	void *ud_ctx;
 	uint32_t ud_psn;        /* UD packets carry a PSN the receiver ignores: a counter */
 	struct roce_port_stats stats;
@@ -85,6 +85,7 @@ static const char *const drop_names[ROCE_PORT_DROP_NUM] = {
 	[ROCE_PORT_DROP_IP_DST] = "ip_dst",
 	[ROCE_PORT_DROP_IP_SRC] = "ip_src",
 	[ROCE_PORT_DROP_UD] = "ud",
+	[ROCE_PORT_DROP_UD_REFUSED] = "ud_refused",
 	[ROCE_PORT_DROP_TX_UNRESOLVED] = "tx_unresolved",
 	[ROCE_PORT_DROP_TX_HOOK] = "tx_hook",
 };
@@ -551,7 +552,8 @@ static void roce_input(struct roce_port *port, const uint8_t *frame, size_t len,
 			return;
 		}
 		port->stats.ud_in++;
-		port->ud_recv(port->ud_ctx, &pkt);
+		if (!port->ud_recv(port->ud_ctx, &pkt))
+			drop(port, ROCE_PORT_DROP_UD_REFUSED);
 		return;
 	}
 	if (qp == NULL) {
@@ -672,7 +674,7 @@ void roce_port_free(struct roce_port *port)
 	free(port);
 }
 
-void roce_port_set_ud_handler(struct roce_port *port, void (*recv)(void *ctx, const struct roce_pkt *pkt), void *ctx)
+void roce_port_set_ud_handler(struct roce_port *port, bool (*recv)(void *ctx, const struct roce_pkt *pkt), void *ctx)
 {
 	port->ud_recv = recv;
 	port->ud_ctx = ctx;

@@ -65,6 +65,7 @@ enum roce_port_drop {
 	ROCE_PORT_DROP_IP_DST,          /* IPv4 destination is not the node's address */
 	ROCE_PORT_DROP_IP_SRC,          /* IPv4 source is not the QP's remote address */
 	ROCE_PORT_DROP_UD,              /* a UD opcode, and no UD handler is set */
+	ROCE_PORT_DROP_UD_REFUSED,      /* a UD datagram the handler refused (no such QP, Q_Key, no receive) */
 	ROCE_PORT_DROP_TX_UNRESOLVED,   /* sending: the neighbour's MAC is not known yet (ARP sent) */
 	ROCE_PORT_DROP_TX_HOOK,         /* sending: the test hook dropped it */
 	ROCE_PORT_DROP_NUM,
@@ -75,7 +76,7 @@ struct roce_port_stats {
 	uint64_t frames_out;            /* given to the switch (ARP included) */
 	uint64_t to_requester, to_responder;
 	uint64_t arp_requests, arp_replies;     /* sent */
-	uint64_t ud_in, ud_out;                 /* UD datagrams handed to the handler, sent */
+	uint64_t ud_in, ud_out;                 /* UD datagrams handed to the handler (refused ones too), sent */
 	uint64_t neigh_learned;         /* entries made or changed */
 	uint64_t drops[ROCE_PORT_DROP_NUM];
 	uint64_t parse_err[ROCE_ERR_NUM];
@@ -197,9 +198,10 @@ bool roce_port_neigh_lookup(const struct roce_port *port, uint32_t ip, uint8_t m
  * handler a UD packet is dropped (ROCE_PORT_DROP_UD); with one, every UD
  * packet that parses and is addressed to the node's MAC is handed to it as
  * it is (the handler judges the destination QP, its Q_Key and address).
- * Called from inside roce_port_pump().
+ * The handler returns false for a datagram it refused, which is counted as
+ * dropped (ROCE_PORT_DROP_UD_REFUSED). Called from inside roce_port_pump().
  */
-void roce_port_set_ud_handler(struct roce_port *port, void (*recv)(void *ctx, const struct roce_pkt *pkt), void *ctx);
+void roce_port_set_ud_handler(struct roce_port *port, bool (*recv)(void *ctx, const struct roce_pkt *pkt), void *ctx);
 
 /* One UD SEND ONLY (with immediate when has_imm) datagram. */
 struct roce_port_ud {

@@ -23,6 +23,7 @@
 #include "fabric/roce_wire.h"
 #include "fuzz_guest.h"
 #include "fuzz_roce_rc.h"
+#include "fuzz_roce_wire.h"
 #include "ionic/ionic_if.h"
 #include "nvmeof/nvme_spec.h"
 #include "s3/s3_token.h"
@@ -1433,6 +1434,196 @@ static void gen_roce_rc(void)
 	emit(t, "raw-invalidate-mtu4096", &s);
 }
 
+/* ---- fuzz-roce-wire: frames from the remote host into the device's wire QPs (layout: fuzz_roce_wire.c) ---- */
+
+#define FW_ACKREQ 0x01
+#define FW_BEHIND 0x04          /* PSN expected - 1 - delta */
+#define FW_AHEAD 0x08           /* PSN expected + 1 + delta */
+#define FW_ANY 0x0c             /* PSN delta << 8 */
+#define FW_FULL 0x10            /* payload of the path MTU */
+#define FW_OVER 0x20            /* payload of the path MTU + 4 */
+#define FW_BADICRC 0x40
+#define FW_CUT 0x80             /* cut short by delta % 64 + 1 */
+enum { FW_K1 = 0, FW_K2, FW_K3, FW_K4, FW_KIMM, FW_KBADBYTE };
+enum { FW_SEND_SEND = 0, FW_SEND_IMM, FW_SEND_WRITE, FW_SEND_READ, FW_SEND_CS, FW_SEND_FA };
+
+static void fw_frame(struct seed *s, uint8_t qp, uint8_t opcode, uint8_t flags, uint16_t delta, uint16_t len,
+		     uint8_t key, uint16_t off, uint32_t imm)
+{
+	uint8_t sel = 0;
+
+	while (sel < FW_NOPCODES && fw_opcodes[sel] != opcode)
+		sel++;
+	if (sel == FW_NOPCODES)
+		abort(); /* a seed with an opcode the target cannot select */
+	p8(s, FW_FRAME);
+	p8(s, qp);
+	p8(s, sel);
+	p8(s, flags);
+	p16(s, delta);
+	p16(s, len);
+	p8(s, key);
+	p16(s, off);
+	p32(s, imm);
+}
+
+static void fw_send(struct seed *s, uint8_t qp, uint8_t op, uint16_t len, uint8_t key, uint16_t off)
+{
+	p8(s, FW_SEND);
+	p8(s, qp);
+	p8(s, op);
+	p16(s, len);
+	p8(s, key);
+	p16(s, off);
+}
+
+static void fw_recv(struct seed *s, uint8_t qp, uint16_t len) { p8(s, FW_RECV); p8(s, qp); p16(s, len); }
+static void fw_clock(struct seed *s, uint16_t ms) { p8(s, FW_CLOCK); p16(s, ms); }
+static void fw_error(struct seed *s, uint8_t qp) { p8(s, FW_ERROR); p8(s, qp); }
+
+/* A raw frame from the remote host (fix 1: the target corrects addresses, lengths and checksums). */
+static void fw_raw(struct seed *s, uint8_t fix, uint32_t dqpn, uint8_t opcode, uint32_t psn, uint32_t len)
+{
+	static uint8_t payload[4096];
+	struct roce_frame_desc d = {
+		.dst_mac = { 0x02, 0x45, 0x52, 0x4e, 0x49, 0x43 }, .src_mac = { 0x02, 0, 0, 0, 0, 0x09 },
+		.src_ip = 0x0a000009, .dst_ip = 0x0a000003, .ttl = 64, .df = true, .sport = 0xc000,
+		.opcode = opcode, .pkey = 0xffff, .dqpn = dqpn, .psn = psn, .payload = payload, .payload_len = len,
+		.deth = { 0x11110023, 0x200 }, .reth = { 0x0a000000ull, 0x101, len },
+	};
+	uint8_t f[8192];
+	size_t n;
+
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 3 + 1);
+	d.pad = (uint8_t)((4 - len % 4) % 4);
+	if (roce_build(&d, f, sizeof(f), &n) != ROCE_OK)
+		abort();
+	p8(s, FW_RAW);
+	p8(s, fix);
+	p16(s, (uint16_t)n);
+	put(s, f, n);
+}
+
+static void gen_roce_wire(void)
+{
+	const char *t = "fuzz-roce-wire";
+	struct seed s;
+
+	/* SENDs into the posted receives: ONLY on each RC QP, FIRST/MIDDLE/LAST at 1024, with immediate, with invalidate */
+	s.n = 0;
+	fw_frame(&s, 0, ROCE_RC_SEND_ONLY, FW_ACKREQ, 0, 60, FW_K1, 0, 1);
+	fw_frame(&s, 1, ROCE_RC_SEND_ONLY_WITH_IMMEDIATE, 0, 0, 200, FW_K1, 0, 0x1234);
+	fw_frame(&s, 2, ROCE_RC_SEND_ONLY, FW_ACKREQ, 0, 4, FW_K1, 0, 2);
+	fw_frame(&s, 0, ROCE_RC_SEND_FIRST, 0, 0, 0, FW_K1, 0, 3);
+	fw_frame(&s, 0, ROCE_RC_SEND_MIDDLE, 0, 0, 0, FW_K1, 0, 4);
+	fw_frame(&s, 0, ROCE_RC_SEND_LAST_WITH_IMMEDIATE, FW_ACKREQ, 0, 100, FW_K1, 0, 5);
+	fw_frame(&s, 0, ROCE_RC_SEND_ONLY_WITH_INVALIDATE, 0, 0, 16, FW_K4, 0, 6);
+	emit(t, "send", &s);
+
+	/* WRITEs: ONLY into M1, FIRST/MIDDLE/LAST of 2500 bytes, with immediate, into read-only M2, on the QP without rights */
+	s.n = 0;
+	fw_frame(&s, 0, ROCE_RC_RDMA_WRITE_ONLY, FW_ACKREQ, 0, 100, FW_K1, 64, 0);
+	fw_frame(&s, 0, ROCE_RC_RDMA_WRITE_FIRST, 0, 0, 2500, FW_K1, 64 + 4096, 0);
+	fw_frame(&s, 0, ROCE_RC_RDMA_WRITE_MIDDLE, 0, 0, 0, FW_K1, 0, 0);
+	fw_frame(&s, 0, ROCE_RC_RDMA_WRITE_LAST, FW_ACKREQ, 0, 452, FW_K1, 0, 0);
+	fw_frame(&s, 0, ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, 0, 0, 8, FW_K4, 64, 0x77);
+	fw_frame(&s, 0, ROCE_RC_RDMA_WRITE_ONLY, 0, 0, 32, FW_K2, 64, 0);
+	fw_frame(&s, 1, ROCE_RC_RDMA_WRITE_ONLY, 0, 0, 32, FW_K1, 64, 0);
+	emit(t, "write", &s);
+
+	/* WRITE at the edges of M1 (32 KiB): ending at its last byte, 4 past it, starting 32 before it */
+	s.n = 0;
+	fw_frame(&s, 0, ROCE_RC_RDMA_WRITE_ONLY, 0, 0, 64, FW_K1, 64 + 0x8000 - 64, 0);
+	fw_frame(&s, 0, ROCE_RC_RDMA_WRITE_ONLY, 0, 0, 64, FW_K1, 64 + 0x8000 - 60, 0);
+	fw_frame(&s, 0, ROCE_RC_RDMA_WRITE_ONLY, 0, 0, 64, FW_K1, 32, 0);
+	emit(t, "write-edges", &s);
+
+	/* READs: 3000 bytes of M1 at 1024, of read-only M2 at 256, of M3 (no remote rights), a bad key byte */
+	s.n = 0;
+	fw_frame(&s, 0, ROCE_RC_RDMA_READ_REQUEST, 0, 0, 3000, FW_K1, 64, 0);
+	fw_frame(&s, 1, ROCE_RC_RDMA_READ_REQUEST, 0, 0, 600, FW_K2, 64, 0);
+	fw_frame(&s, 1, ROCE_RC_RDMA_READ_REQUEST, FW_BEHIND, 2, 600, FW_K2, 64, 0);
+	fw_frame(&s, 0, ROCE_RC_RDMA_READ_REQUEST, 0, 0, 100, FW_K3, 64, 0);
+	fw_frame(&s, 0, ROCE_RC_RDMA_READ_REQUEST, 0, 0, 100, FW_KBADBYTE, 64, 0);
+	emit(t, "read", &s);
+
+	/* atomics: CMP_SWAP and FETCH_ADD on M1, the FETCH_ADD again (duplicate), misaligned, on read-only M2 */
+	s.n = 0;
+	fw_frame(&s, 0, ROCE_RC_COMPARE_SWAP, 0, 0, 0, FW_K1, 64, 0x1111);
+	fw_frame(&s, 0, ROCE_RC_FETCH_ADD, 0, 0, 0, FW_K1, 72, 5);
+	fw_frame(&s, 0, ROCE_RC_FETCH_ADD, FW_BEHIND, 0, 0, FW_K1, 72, 5);
+	fw_frame(&s, 0, ROCE_RC_FETCH_ADD, 0, 0, 0, FW_K1, 67, 5);
+	fw_frame(&s, 0, ROCE_RC_FETCH_ADD, 0, 0, 0, FW_K2, 64, 5);
+	emit(t, "atomic", &s);
+
+	/* PSNs: ahead (a NAK, then silence), behind (duplicate), anywhere, across the wrap on QP 22 */
+	s.n = 0;
+	fw_frame(&s, 0, ROCE_RC_SEND_ONLY, FW_AHEAD, 2, 16, FW_K1, 0, 0);
+	fw_frame(&s, 0, ROCE_RC_SEND_ONLY, FW_AHEAD, 3, 16, FW_K1, 0, 0);
+	fw_frame(&s, 0, ROCE_RC_SEND_ONLY, 0, 0, 16, FW_K1, 0, 0);
+	fw_frame(&s, 0, ROCE_RC_SEND_ONLY, FW_BEHIND, 0, 16, FW_K1, 0, 0);
+	fw_frame(&s, 0, ROCE_RC_RDMA_WRITE_ONLY, FW_ANY, 0x1234, 16, FW_K1, 64, 0);
+	for (int i = 0; i < 10; i++)
+		fw_frame(&s, 2, ROCE_RC_RDMA_WRITE_ONLY, FW_ACKREQ, 0, 8, FW_K1, (uint16_t)(64 + 8 * i), 0);
+	emit(t, "psn", &s);
+
+	/* hostile: a bad ICRC, truncated headers, an oversized payload, a FIRST that is not full, an unknown QPN */
+	s.n = 0;
+	fw_frame(&s, 0, ROCE_RC_SEND_ONLY, FW_BADICRC, 0, 16, FW_K1, 0, 0);
+	fw_frame(&s, 0, ROCE_RC_RDMA_WRITE_ONLY, FW_CUT, 20, 0, FW_K1, 64, 0);
+	fw_frame(&s, 0, ROCE_RC_RDMA_READ_REQUEST, FW_CUT, 5, 0, FW_K1, 64, 0);
+	fw_frame(&s, 1, ROCE_RC_RDMA_WRITE_ONLY, FW_OVER, 0, 0, FW_K1, 64, 0);
+	fw_frame(&s, 0, ROCE_RC_SEND_ONLY, FW_OVER, 0, 0, FW_K1, 0, 0);
+	fw_raw(&s, 1, 0x77, ROCE_RC_SEND_ONLY, 0x2000, 16);
+	fw_raw(&s, 0, 20, ROCE_RC_SEND_ONLY, 0x2000, 16);
+	emit(t, "hostile", &s);
+
+	/* UD: to QP 23 with its Q_Key, with immediate, a wrong Q_Key, to QP 1 (GSI), larger than the receive */
+	s.n = 0;
+	fw_frame(&s, 3, ROCE_UD_SEND_ONLY, 0, 0, 100, FW_K1, 0, 0);
+	fw_frame(&s, 3, ROCE_UD_SEND_ONLY_WITH_IMMEDIATE, 0, 0, 64, FW_K1, 0, 0xfeed);
+	fw_frame(&s, 3, ROCE_UD_SEND_ONLY, 0, 1, 64, FW_K1, 0, 0x99);
+	fw_frame(&s, 3, ROCE_UD_SEND_ONLY, 0, 2, 256, FW_K1, 0, 0);
+	fw_frame(&s, 3, ROCE_UD_SEND_ONLY, 0, 0, 4000, FW_K1, 0, 0);
+	fw_raw(&s, 1, 23, ROCE_UD_SEND_ONLY, 0, 32);
+	emit(t, "ud", &s);
+
+	/* the requester: a SEND ACKed, a READ answered, an atomic acknowledged, NAKs, RNR NAK, then timeouts */
+	s.n = 0;
+	fw_send(&s, 0, FW_SEND_SEND, 100, FW_K1, 0);
+	fw_frame(&s, 0, ROCE_RC_ACKNOWLEDGE, 0, 0, 0, FW_K1, 0, 0x00);
+	fw_send(&s, 0, FW_SEND_READ, 1500, FW_K1, 64);
+	fw_frame(&s, 0, ROCE_RC_RDMA_READ_RESPONSE_FIRST, 0, 0, 0, FW_K1, 0, 0);
+	fw_frame(&s, 0, ROCE_RC_RDMA_READ_RESPONSE_LAST, 0, 0, 476, FW_K1, 0, 0);
+	fw_send(&s, 0, FW_SEND_FA, 0, FW_K1, 64);
+	fw_frame(&s, 0, ROCE_RC_ATOMIC_ACKNOWLEDGE, 0, 0, 0, FW_K1, 0, 0x100);
+	fw_send(&s, 1, FW_SEND_WRITE, 300, FW_K1, 64);
+	fw_frame(&s, 1, ROCE_RC_ACKNOWLEDGE, 0, 0, 0, FW_K1, 0, 0x60);
+	fw_frame(&s, 1, ROCE_RC_ACKNOWLEDGE, 0, 0, 0, FW_K1, 0, 0x2e);
+	fw_clock(&s, 50);
+	fw_send(&s, 2, FW_SEND_IMM, 5000, FW_K1, 0);
+	fw_frame(&s, 2, ROCE_RC_ACKNOWLEDGE, 0, 0, 0, FW_K1, 0, 0x63);
+	fw_send(&s, 2, FW_SEND_CS, 0, FW_K2, 64);
+	fw_clock(&s, 900);
+	fw_clock(&s, 900);
+	emit(t, "requester", &s);
+
+	/* receives: more SENDs than receives (RNR), receives posted, the QP in error (flushed), SENDs to it */
+	s.n = 0;
+	for (int i = 0; i < 8; i++)
+		fw_frame(&s, 1, ROCE_RC_SEND_ONLY, 0, 0, 32, FW_K1, 0, (uint32_t)i);
+	fw_recv(&s, 1, 256);
+	fw_recv(&s, 1, 16);
+	fw_frame(&s, 1, ROCE_RC_SEND_ONLY, 0, 0, 32, FW_K1, 0, 9);
+	fw_recv(&s, 3, 40 + 64);
+	fw_error(&s, 0);
+	fw_frame(&s, 0, ROCE_RC_SEND_ONLY, 0, 0, 32, FW_K1, 0, 10);
+	fw_error(&s, 3);
+	fw_frame(&s, 3, ROCE_UD_SEND_ONLY, 0, 0, 16, FW_K1, 0, 0);
+	emit(t, "recv-error", &s);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -1457,6 +1648,7 @@ int main(int argc, char **argv)
 	gen_nvmeof_cm();
 	gen_roce();
 	gen_roce_rc();
+	gen_roce_wire();
 	printf("%u seeds in %s\n", nfiles, outdir);
 	return 0;
 }

@@ -25,6 +25,7 @@
 #include "net/net_arp.h"
 #include "net/net_switch.h"
 #include "roce_fake.h"
+#include "util/inet_csum.h"
 
 #define IP_A 0xc0a8c80bu        /* 192.168.200.11 */
 #define IP_B 0xc0a8c80cu        /* 192.168.200.12 */
@@ -737,6 +738,145 @@ static void test_drops(void **state)
 	teardown_world();
 }
 
+/* A request from A's address to B's QP (B expects PSN 100 from A): WRITE ONLY of len bytes at MR_VA + off. */
+static size_t write_frame(uint8_t *buf, size_t cap, uint32_t psn, uint32_t rkey, uint64_t off, const void *pl,
+			  uint32_t len)
+{
+	struct roce_frame_desc d = {
+		.src_ip = IP_A, .dst_ip = IP_B, .ttl = 64, .sport = 0xc123, .opcode = ROCE_RC_RDMA_WRITE_ONLY,
+		.ackreq = true, .pkey = PKEY, .dqpn = QPN_B, .psn = psn & ROCE_PSN_MASK,
+		.reth = { .va = MR_VA + off, .rkey = rkey, .len = len }, .payload = pl, .payload_len = len,
+		.pad = (uint8_t)((4 - len % 4) % 4),
+	};
+	size_t n = 0;
+
+	memcpy(d.dst_mac, MAC_B, 6);
+	memcpy(d.src_mac, MAC_A, 6);
+	assert_int_equal(roce_build(&d, buf, cap, &n), ROCE_OK);
+	return n;
+}
+
+/* Cut a frame to len bytes and make IPv4/UDP lengths, the IPv4 checksum and the ICRC agree with the cut. */
+static void refit(uint8_t *f, size_t len)
+{
+	struct net_ip_hdr *ip = (struct net_ip_hdr *)(f + sizeof(struct net_eth_hdr));
+	struct net_udp_hdr *udp = (struct net_udp_hdr *)(ip + 1);
+
+	ip->tot_len = be16_set((uint16_t)(len - sizeof(struct net_eth_hdr)));
+	ip->csum = be16_set(0);
+	ip->csum = be16_set(inet_csum_fold(inet_csum_add(0, ip, sizeof(*ip))));
+	udp->len = be16_set((uint16_t)(len - sizeof(struct net_eth_hdr) - sizeof(*ip)));
+	roce_icrc_put(f + len - ROCE_ICRC_LEN,
+		      roce_icrc(f + sizeof(struct net_eth_hdr), len - sizeof(struct net_eth_hdr) - ROCE_ICRC_LEN));
+}
+
+/*
+ * Hostile frames at the port, to a live QP (docs/roce.md, "Hostile input"):
+ * each is dropped and counted under its cause, or NAKed by the responder,
+ * and none reaches B's memory, moves its ePSN or takes a receive. A payload
+ * beyond the QP's path MTU; FIRST not full; longer than the node takes;
+ * every truncation of a WRITE (plain, then with lengths and ICRC fixed so
+ * that only a header is short); a PSN far ahead and one behind; an unknown
+ * R_Key (the fatal NAK). The QP's ePSN is checked after each.
+ */
+static void test_hostile(void **state)
+{
+	static uint8_t pl[MTU + 64], f[ROCE_PORT_FRAME_MAX + 64], mr0[MR_LEN];
+	const struct roce_port_stats *sb;
+	const struct roce_rc_resp *rb;
+	struct roce_pkt p;
+	uint64_t parse0, in0;
+	size_t len, full;
+
+	(void)state;
+	setup(true);
+	sb = roce_port_stats(B->port);
+	rb = roce_port_qp_responder(B->port, QPN_B);
+	memcpy(mr0, B->mr, MR_LEN);
+	for (size_t i = 0; i < sizeof(pl); i++)
+		pl[i] = (uint8_t)(i ^ 0xa5);
+	assert_int_equal(rb->epsn, 100);
+
+	/* oversized: a WRITE ONLY of MTU + 4 bytes; then MTU + 1 .. 3 (with pad) */
+	len = write_frame(f, sizeof(f), 100, RKEY, 0, pl, MTU + 4);
+	net_switch_input(W->sw, W->wire, f, len);
+	len = write_frame(f, sizeof(f), 100, RKEY, 0, pl, MTU + 1);
+	net_switch_input(W->sw, W->wire, f, len);
+	settle();
+	assert_int_equal(sb->parse_err[ROCE_ERR_PAYLOAD_MTU], 2);
+	assert_int_equal(drops(B, ROCE_PORT_DROP_PARSE), 2);
+	/* a WRITE FIRST whose payload is short of the path MTU */
+	{
+		struct roce_frame_desc d = {
+			.src_ip = IP_A, .dst_ip = IP_B, .ttl = 64, .sport = 0xc123, .opcode = ROCE_RC_RDMA_WRITE_FIRST,
+			.pkey = PKEY, .dqpn = QPN_B, .psn = 100, .reth = { .va = MR_VA, .rkey = RKEY, .len = 2 * MTU },
+			.payload = pl, .payload_len = MTU - 4,
+		};
+
+		memcpy(d.dst_mac, MAC_B, 6);
+		memcpy(d.src_mac, MAC_A, 6);
+		assert_int_equal(roce_build(&d, f, sizeof(f), &len), ROCE_OK);
+		net_switch_input(W->sw, W->wire, f, len);
+		settle();
+		assert_int_equal(sb->parse_err[ROCE_ERR_PAYLOAD_NOT_FULL], 1);
+	}
+	/* longer than any frame a node takes: dropped before it is queued */
+	len = write_frame(f, sizeof(f), 100, RKEY, 0, pl, 64);
+	memset(f + len, 0, sizeof(f) - len);
+	net_switch_input(W->sw, W->wire, f, ROCE_PORT_FRAME_MAX + 1);
+	settle();
+	assert_int_equal(drops(B, ROCE_PORT_DROP_RX_LONG), 1);
+	assert_int_equal(sb->to_responder, 0);
+
+	/* truncated: every prefix of a WRITE ONLY of 16 bytes; what B takes is a parse drop, nothing else */
+	full = write_frame(f, sizeof(f), 100, RKEY, 0, pl, 16);
+	parse0 = drops(B, ROCE_PORT_DROP_PARSE);
+	in0 = sb->frames_in;
+	for (size_t cut = 0; cut < full; cut++)
+		net_switch_input(W->sw, W->wire, f, cut);
+	settle();
+	assert_true(sb->frames_in - in0 > 0);
+	assert_int_equal(drops(B, ROCE_PORT_DROP_PARSE) - parse0, sb->frames_in - in0);
+	/* ... and with the lengths and ICRC made to agree: the RETH cut short (or the BTH) is a header error */
+	for (size_t cut = ROCE_L2L4_LEN + ROCE_ICRC_LEN; cut < ROCE_MIN_FRAME + 16; cut += 4) {
+		enum roce_err want = cut < ROCE_MIN_FRAME ? ROCE_ERR_BTH_SHORT : ROCE_ERR_HDR_SHORT;
+
+		full = write_frame(f, sizeof(f), 100, RKEY, 0, pl, 16);
+		refit(f, cut);
+		assert_int_equal(roce_parse(f, cut, MTU, &p), want);
+		net_switch_input(W->sw, W->wire, f, cut);
+	}
+	settle();
+	assert_true(sb->parse_err[ROCE_ERR_HDR_SHORT] >= 4);
+	assert_true(sb->parse_err[ROCE_ERR_BTH_SHORT] >= 3);
+	assert_int_equal(sb->to_responder, 0);
+	assert_int_equal(rb->epsn, 100);
+	assert_memory_equal(B->mr, mr0, MR_LEN);
+
+	/* out of window: far ahead (a sequence NAK, nothing executed), behind (a duplicate, not executed again) */
+	len = write_frame(f, sizeof(f), 100 + 0x10000, RKEY, 0, pl, 16);
+	net_switch_input(W->sw, W->wire, f, len);
+	len = write_frame(f, sizeof(f), 100 - 0x10000, RKEY, 0, pl, 16);
+	net_switch_input(W->sw, W->wire, f, len);
+	settle();
+	assert_int_equal(sb->to_responder, 2);
+	assert_int_equal(rb->epsn, 100);
+	assert_false(rb->error);
+	assert_memory_equal(B->mr, mr0, MR_LEN);
+
+	/* a bad R_Key at ePSN, and a range past the region's end: the first is NAKed and the QP errs */
+	len = write_frame(f, sizeof(f), 100, RKEY + 1, 0, pl, 16);
+	net_switch_input(W->sw, W->wire, f, len);
+	len = write_frame(f, sizeof(f), 100, RKEY, MR_LEN - 8, pl, 16);
+	net_switch_input(W->sw, W->wire, f, len);
+	settle();
+	assert_true(rb->error);
+	assert_int_equal(rb->epsn, 100);
+	assert_int_equal(B->taken, 0);
+	assert_memory_equal(B->mr, mr0, MR_LEN);
+	teardown_world();
+}
+
 /* The receive ring is bounded: frames beyond it are dropped and counted, then the rest is handled. */
 static void test_rx_full(void **state)
 {
@@ -880,9 +1020,9 @@ static struct {
 	uint8_t payload[64];
 } ud_got;
 
-static void ud_handler(void *ctx, const struct roce_pkt *p)
+/* Takes every datagram, or (ctx non-NULL) refuses every one, as the device does one it has no QP for. */
+static bool ud_handler(void *ctx, const struct roce_pkt *p)
 {
-	(void)ctx;
 	assert_non_null(p->deth);
 	ud_got.n++;
 	ud_got.sqp = be32_get(p->deth->sqp) & ROCE_QPN_MASK;
@@ -893,6 +1033,7 @@ static void ud_handler(void *ctx, const struct roce_pkt *p)
 	ud_got.se = roce_bth_se(p->bth);
 	ud_got.len = p->payload_len;
 	memcpy(ud_got.payload, p->payload, p->payload_len < 64 ? p->payload_len : 64);
+	return ctx == NULL;
 }
 
 static void test_ud(void **state)
@@ -929,6 +1070,15 @@ static void test_ud(void **state)
 	assert_int_equal(roce_port_stats(A->port)->ud_out, 3);
 	assert_int_equal(A->tx_arp, 0); /* no ARP: the MAC was given */
 	assert_int_equal(W->w_roce, 0);
+	assert_int_equal(drops(B, ROCE_PORT_DROP_UD_REFUSED), 0);
+	/* a datagram the handler refuses (no such QP, a wrong Q_Key) is counted as dropped */
+	roce_port_set_ud_handler(B->port, ud_handler, B);
+	assert_int_equal(roce_port_ud_send(A->port, &d, msg, 4), 0);
+	settle();
+	assert_int_equal(ud_got.n, 3);
+	assert_int_equal(roce_port_stats(B->port)->ud_in, 3);
+	assert_int_equal(drops(B, ROCE_PORT_DROP_UD_REFUSED), 1);
+	roce_port_set_ud_handler(B->port, ud_handler, NULL);
 	/* refusals */
 	assert_int_equal(roce_port_ud_send(A->port, &d, msg, 4097), -EINVAL);
 	d.dst_qpn = 1u << 24;
@@ -1050,6 +1200,7 @@ int main(void)
 		cmocka_unit_test(test_lossy_read),
 		cmocka_unit_test(test_unresolved),
 		cmocka_unit_test(test_drops),
+		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_rx_full),
 		cmocka_unit_test(test_guest_node),
 		cmocka_unit_test(test_ud),
