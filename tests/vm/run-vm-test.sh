@@ -42,7 +42,7 @@
 #   directory through which the two checks coordinate, the peer's job directory's sync/ (the
 #   first guest sees the peer's job directory as peer/ in its own). --peer-loss PCT drops PCT
 #   percent of the frames the bridge forwards (nftables, bridge family; check peer-loss reports
-#   how many). Takes --boots 1; not with --shell.
+#   how many; both guests see ERNIC_BRIDGE_LOSS=PCT). Takes --boots 1; not with --shell.
 #   --tour: present the run to a person instead of a test harness: the guest's steps are shown
 #   as they happen ("PASS name  figure", "FAIL name  why", and the text of "CHECK NOTE" lines),
 #   the lane's own checks only when they fail, then one summary line.
@@ -509,6 +509,7 @@ prepare_job() {
 			sh_assign ERNIC_MAIN_IP 192.168.200.2
 			sh_assign ERNIC_PEER_IP 192.168.200.4
 			[ $GUEST_NIC = 1 ] && sh_assign ERNIC_NIC_MAC 52:54:00:c8:00:02
+			[ -n "$PEER_LOSS" ] && sh_assign ERNIC_BRIDGE_LOSS "$PEER_LOSS"
 		fi
 	} >"$job/env"
 }
@@ -537,6 +538,7 @@ prepare_peer_job() {
 		sh_assign ERNIC_MAIN_IP 192.168.200.2
 		sh_assign ERNIC_PEER_IP 192.168.200.4
 		sh_assign ERNIC_NIC_MAC 52:54:00:c8:00:04
+		[ -n "$PEER_LOSS" ] && sh_assign ERNIC_BRIDGE_LOSS "$PEER_LOSS"
 		for e in "${PEER_ENV[@]}"; do sh_assign "${e%%=*}" "${e#*=}"; done
 	} >"$job/env"
 }

@@ -197,7 +197,21 @@ for srv in peer main; do
 	step write-lat $srv tcp ib_write_lat -d "$IB" -x "$GID" -n "$N" -s 64 -F
 done
 
+# rdma_rxe's counters of recovery: sequence errors seen by the responder, NAKs and timeouts the
+# requester retried on. With frames dropped on the bridge (ERNIC_BRIDGE_LOSS, from the runner's
+# --peer-loss) some must have been needed, or the loss did not reach RDMA.
 echo "--- $IB: counters and kernel log"
-rdma statistic show link "$IB/1" 2>/dev/null
+rdma statistic show link "$IB/1" 2>/dev/null | tee /tmp/counters.txt
+if [ "$DEV" = rxe ]; then
+	ctr() { tr -s ' \n' '\n' </tmp/counters.txt | awk -v k="$1" 'p { print; exit } $0 == k { p = 1 }'; }
+	c_oos=$(ctr out_of_seq_request) c_seq=$(ctr rcvd_seq_err) c_retry=$(ctr completer_retry_err)
+	c_dup=$(ctr duplicate_request) c_exc=$(ctr retry_exceeded_err)
+	fig="out_of_seq_request=${c_oos:-?} rcvd_seq_err=${c_seq:-?} completer_retry_err=${c_retry:-?} duplicate_request=${c_dup:-?} retry_exceeded_err=${c_exc:-?}"
+	if [ -n "${ERNIC_BRIDGE_LOSS:-}" ] && [ $((${c_oos:-0} + ${c_seq:-0} + ${c_retry:-0})) = 0 ]; then
+		fail pair-recovery "${ERNIC_BRIDGE_LOSS}% loss on the bridge but no recovery counted: $fig"
+	else
+		pass pair-recovery "$fig"
+	fi
+fi
 dmesg | grep -i -e rxe -e ionic -e infiniband | tail -15
 finish
