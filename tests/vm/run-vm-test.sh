@@ -121,8 +121,11 @@ for n in boots:BOOTS runs:RUNS timeout:TIMEOUT check-timeout:CHECK_TIMEOUT; do
 	v=${n#*:}
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "--${n%%:*} must be a positive number" >&2; exit 2; }
 done
-for e in "${EXTRA_ENV[@]}" "${PEER_ENV[@]}"; do
+for e in "${EXTRA_ENV[@]}"; do
 	[[ $e =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || { echo "--env wants NAME=VALUE, not '$e'" >&2; exit 2; }
+done
+for e in "${PEER_ENV[@]}"; do
+	[[ $e =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || { echo "--peer-env wants NAME=VALUE, not '$e'" >&2; exit 2; }
 done
 for f in "${DISKS[@]}"; do
 	[ -f "$f" ] && [ -w "$f" ] || { echo "--disk: no writable file '$f'" >&2; exit 2; }
