@@ -675,8 +675,9 @@ pair_progress() {
 	done
 }
 
-# peer_wait JOB SECONDS: after the first guest's QEMU ended, the peer's gets SECONDS to end by
-# itself (it is killed then); PEER_RC its status, PEER_KILLED 1 when it had to be killed.
+# peer_wait JOB SECONDS [restart]: after the first guest's QEMU ended, the peer's gets SECONDS
+# to end by itself (it is killed then, where its vCPUs were recorded unless the run is being
+# restarted); PEER_RC its status, PEER_KILLED 1 when it had to be killed.
 peer_wait() {
 	local deadline=$(($(date +%s) + $2))
 	PEER_KILLED=0
@@ -684,7 +685,8 @@ peer_wait() {
 		pair_progress "$1"
 		if [ "$(date +%s)" -ge $deadline ]; then
 			PEER_KILLED=1
-			hang_report "$1/peer" "peer QEMU still running ${2}s after the first guest's ended"
+			[ "${3:-}" = restart ] ||
+				hang_report "$1/peer" "peer QEMU still running ${2}s after the first guest's ended"
 			stop_pid "$PEER_QEMU_PID" 5
 			break
 		fi
@@ -816,7 +818,13 @@ for ((run = 1; run <= RUNS; run++)); do
 		if [ $PEER_GUEST = 1 ]; then
 			# The peer ends its checks about when the first guest does; a killed or restarted
 			# first guest takes the peer with it.
-			if [ $silent = 1 ] || [ $timed_out = 1 ]; then peer_wait "$JOB" 0; else peer_wait "$JOB" 180; fi
+			if [ $silent = 1 ]; then
+				peer_wait "$JOB" 0 restart
+			elif [ $timed_out = 1 ]; then
+				peer_wait "$JOB" 0
+			else
+				peer_wait "$JOB" 180
+			fi
 		fi
 		[ $silent = 1 ] || break
 		echo "# run $run: a console was silent for ${SILENT_LIMIT}s outside its checks (a TCG hang in firmware or early boot); starting the run again"
