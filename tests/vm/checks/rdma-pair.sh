@@ -117,12 +117,16 @@ step() {
 	case $SKIP in *" $st_tool "*) echo "--- $ST left out (ERNIC_PAIR_SKIP)"; return 0 ;; esac
 	sf=$K-$ST
 	log=/tmp/$sf.out
+	# Shortly before the tool's time is up, what its queue pairs are doing (state, PSNs), for a
+	# step that hangs; the tools' output is line-buffered so that a killed one leaves its lines.
+	( sleep $((T - 5)); { echo "--- $SIDE: still running after $((T - 5)) s"; rdma resource show qp; } >"$log.late" 2>&1 ) &
+	st_wd=$!
 	if [ "$st_srv" = "$SIDE" ]; then
 		note "$ST: serving"
 		if [ "$st_kind" = cm ]; then
-			timeout "$T" "$@" -s -a "$ME" >"$log" 2>&1 &
+			timeout "$T" stdbuf -oL "$@" -s -a "$ME" >"$log" 2>&1 &
 		else
-			timeout "$T" "$@" >"$log" 2>&1 &
+			timeout "$T" stdbuf -oL "$@" >"$log" 2>&1 &
 		fi
 		st_pid=$!
 		if wait_for 30 listening "$st_kind"; then
@@ -156,9 +160,9 @@ step() {
 		if [ "$st_ready" = ok ]; then
 			note "$ST: client"
 			if [ "$st_kind" = cm ]; then
-				timeout "$T" "$@" -c -a "$OTHER" -V -v >"$log" 2>&1
+				timeout "$T" stdbuf -oL "$@" -c -a "$OTHER" -V -v >"$log" 2>&1
 			else
-				timeout "$T" "$@" "$OTHER" >"$log" 2>&1
+				timeout "$T" stdbuf -oL "$@" "$OTHER" >"$log" 2>&1
 			fi
 			st_crc=$?
 			[ "$st_tool" = rping ] && [ $st_crc = 0 ] && [ "$(grep -c 'ping data' "$log")" != 20 ] && st_crc=verify
@@ -174,8 +178,11 @@ step() {
 			fail "$ST" "client ($SIDE) rc $st_crc, server ($THEM) rc $st_src: $(tail -2 "$log" | tr '\n' ';')"
 		fi
 	fi
+	kill $st_wd 2>/dev/null
+	wait $st_wd 2>/dev/null
 	echo "--- $ST ($SIDE's end)"
 	tail -4 "$log"
+	[ -s "$log.late" ] && cat "$log.late"
 }
 
 # The peer serves first (the main guest is the client), then the other way round.
