@@ -19,7 +19,7 @@
 #   write-lat     perftest ib_write_lat
 # Both sides report each step under the same name (the host shows them as runR.bootB.NAME and
 # runR.peer.NAME); the client's figure is parsable: key=value pairs, also printed on a line
-#   PAIR-FIGURE name=NAME client=DEV server=DEV bytes=B iters=N bw_MBps=X msg_Mpps=Y
+#   PAIR-FIGURE name=NAME client=DEV server=DEV bytes=B iters=N bw_MiBps=X msg_Mpps=Y
 #   PAIR-FIGURE name=NAME client=DEV server=DEV bytes=B iters=N lat_avg_us=X lat_typical_us=Y ...
 # in its boot-1.out.
 #
@@ -32,6 +32,9 @@
 # guest fails the steps instead of hanging them.
 #
 # Settings (--env / --peer-env): ERNIC_PAIR_ITERS (perftest iterations, 300),
+# ERNIC_PAIR_QP_TIMEOUT (perftest's -u, the local ACK timeout exponent: 19, about 2 s; at
+# perftest's default of 14, 67 ms, a loaded TCG host makes the requester retransmit spuriously,
+# and rdma_rxe once failed ib_send_bw at both ends that way with remote invalid request),
 # ERNIC_PAIR_TOOL_TIMEOUT (seconds per tool end, 180), ERNIC_PAIR_SKIP (names of tools to leave
 # out, e.g. "ud-pingpong" under frame loss, where UD has nothing to recover with; give both
 # guests the same list), ERNIC_IONIC_MAC (the ionic netdev's MAC when there are several).
@@ -46,6 +49,7 @@ peer) ME=${ERNIC_PEER_IP:-} OTHER=${ERNIC_MAIN_IP:-} THEM=main DEV=rxe ;;
 esac
 T=${ERNIC_PAIR_TOOL_TIMEOUT:-180}
 N=${ERNIC_PAIR_ITERS:-300}
+QPT=${ERNIC_PAIR_QP_TIMEOUT:-19}
 SKIP=" ${ERNIC_PAIR_SKIP:-} "
 PORT=18515
 
@@ -95,7 +99,7 @@ listening() {
 figure() {
 	f_tool=$1 f_out=$2
 	case $f_tool in
-	*-bw) FIG=$(awk '$1 ~ /^[0-9]+$/ && NF >= 5 { printf "bytes=%s iters=%s bw_MBps=%s msg_Mpps=%s", $1, $2, $4, $5; exit }' "$f_out") ;;
+	*-bw) FIG=$(awk '$1 ~ /^[0-9]+$/ && NF >= 5 { printf "bytes=%s iters=%s bw_MiBps=%s msg_Mpps=%s", $1, $2, $4, $5; exit }' "$f_out") ;;
 	*-lat) FIG=$(awk '$1 ~ /^[0-9]+$/ && NF >= 7 { printf "bytes=%s iters=%s lat_avg_us=%s lat_typical_us=%s lat_min_us=%s lat_max_us=%s", $1, $2, $6, $5, $3, $4; exit }' "$f_out") ;;
 	*-pingpong) FIG=$(awk '/bytes in .* seconds =/ { b = $7 } /iters in .* seconds =/ { i = $1; u = $7 }
 		END { printf "iters=%s Mbit_s=%s usec_per_iter=%s", i, b, u }' "$f_out") ;;
@@ -124,9 +128,9 @@ step() {
 	if [ "$st_srv" = "$SIDE" ]; then
 		note "$ST: serving"
 		if [ "$st_kind" = cm ]; then
-			timeout "$T" stdbuf -oL "$@" -s -a "$ME" >"$log" 2>&1 &
+			timeout -k 10 "$T" stdbuf -oL "$@" -s -a "$ME" >"$log" 2>&1 &
 		else
-			timeout "$T" stdbuf -oL "$@" >"$log" 2>&1 &
+			timeout -k 10 "$T" stdbuf -oL "$@" >"$log" 2>&1 &
 		fi
 		st_pid=$!
 		if wait_for 30 listening "$st_kind"; then
@@ -137,6 +141,8 @@ step() {
 			sync_post "$sf.ready" "fail: the server end does not listen: $(tail -2 "$log" | tr '\n' ' ')"
 		fi
 		# The server end ends by itself after the client's; a client that failed ends it sooner.
+		# (-k: a tool that ignores SIGTERM is killed 10 s later; perftest once sat in its wait
+		# for ever after its client failed, and with it this side's protocol.)
 		while kill -0 $st_pid 2>/dev/null; do
 			st_crc=$(cat "$ERNIC_SYNC/$sf.client" 2>/dev/null)
 			if [ -n "$st_crc" ] && [ "$st_crc" != 0 ]; then
@@ -160,9 +166,9 @@ step() {
 		if [ "$st_ready" = ok ]; then
 			note "$ST: client"
 			if [ "$st_kind" = cm ]; then
-				timeout "$T" stdbuf -oL "$@" -c -a "$OTHER" -V -v >"$log" 2>&1
+				timeout -k 10 "$T" stdbuf -oL "$@" -c -a "$OTHER" -V -v >"$log" 2>&1
 			else
-				timeout "$T" stdbuf -oL "$@" "$OTHER" >"$log" 2>&1
+				timeout -k 10 "$T" stdbuf -oL "$@" "$OTHER" >"$log" 2>&1
 			fi
 			st_crc=$?
 			[ "$st_tool" = rping ] && [ $st_crc = 0 ] && [ "$(grep -c 'ping data' "$log")" != 20 ] && st_crc=verify
@@ -197,11 +203,11 @@ for srv in peer main; do
 done
 for t in write read send atomic; do
 	for srv in peer main; do
-		step "$t-bw" $srv tcp "ib_${t}_bw" -d "$IB" -x "$GID" -n "$N" -F
+		step "$t-bw" $srv tcp "ib_${t}_bw" -d "$IB" -x "$GID" -n "$N" -u "$QPT" -F
 	done
 done
 for srv in peer main; do
-	step write-lat $srv tcp ib_write_lat -d "$IB" -x "$GID" -n "$N" -s 64 -F
+	step write-lat $srv tcp ib_write_lat -d "$IB" -x "$GID" -n "$N" -u "$QPT" -s 64 -F
 done
 
 # rdma_rxe's counters of recovery: sequence errors seen by the responder, NAKs and timeouts the
