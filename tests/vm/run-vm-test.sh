@@ -28,6 +28,21 @@
 #   host-peer-ping) and serves /blob (16 MiB) and /blob.sha256 at ERNIC_TAP_PEER_HTTP.
 #   --netns: run the servers and QEMU in a private network namespace without any link (nothing
 #   they do can reach the host's network); --netns-tap implies it.
+#   --peer-guest --peer-check PATH [--peer-env NAME=VALUE]... [--guest-nic] [--peer-loss PCT]:
+#   a second guest in every run, booted from the same image next to the first: no vfio-user
+#   device, 2 vCPUs and 1536M (ERNIC_VM_PEER_SMP/ERNIC_VM_PEER_MEM), a virtio-net NIC
+#   (52:54:00:c8:00:04) on the TAP ernic-peer0 of a bridge, ernic-br0 (192.168.200.3/24), in the
+#   run's network namespace (--peer-guest implies --netns; with --netns-tap the server's TAP
+#   ernic0 is a port of the bridge and the address is the bridge's). It runs PATH once per run;
+#   its checks are named runR.peer.CHECK (plus runR.peer.booted and runR.peer.qemu), and the
+#   --file files are copied into its job directory too. --guest-nic gives the first guest a
+#   virtio-net NIC on the same bridge (52:54:00:c8:00:02, TAP ernic-vm0). Both env files get
+#   ERNIC_SIDE (main or peer), ERNIC_MAIN_IP=192.168.200.2, ERNIC_PEER_IP=192.168.200.4,
+#   ERNIC_NIC_MAC (the guest's own virtio-net MAC, when it has one) and ERNIC_SYNC: the
+#   directory through which the two checks coordinate, the peer's job directory's sync/ (the
+#   first guest sees the peer's job directory as peer/ in its own). --peer-loss PCT drops PCT
+#   percent of the frames the bridge forwards (nftables, bridge family; check peer-loss reports
+#   how many; both guests see ERNIC_BRIDGE_LOSS=PCT). Takes --boots 1; not with --shell.
 #   --tour: present the run to a person instead of a test harness: the guest's steps are shown
 #   as they happen ("PASS name  figure", "FAIL name  why", and the text of "CHECK NOTE" lines),
 #   the lane's own checks only when they fail, then one summary line.
@@ -66,6 +81,7 @@ usage() {
 }
 
 BINARY="" CHECK="" BOOTS=1 RUNS=1 NO_DEVICE=0 SHELL_MODE=0 BUILD_ONLY=0 KEEP=0 NETNS_TAP=0 NETNS_ONLY=0 TOUR=0 QEMU_EXTRA=""
+PEER_GUEST=0 PEER_CHECK="" PEER_ENV=() GUEST_NIC=0 PEER_LOSS=""
 SERVER_ARGS_LIST=() SERVER_LOG_RE=""
 FW_VERSION=${ERNIC_FW_VERSION:-1.0.0-ernic}
 TIMEOUT=300 CHECK_TIMEOUT=180 SILENT_LIMIT=${ERNIC_VM_SILENT_LIMIT:-90}
@@ -92,6 +108,11 @@ while [ $# -gt 0 ]; do
 	--netns) NETNS_ONLY=1; shift ;;
 	--tour) TOUR=1; shift ;;
 	--qemu-args) QEMU_EXTRA=${2?}; shift 2 ;;
+	--peer-guest) PEER_GUEST=1; shift ;;
+	--peer-check) PEER_CHECK=${2:?}; shift 2 ;;
+	--peer-env) PEER_ENV+=("${2:?}"); shift 2 ;;
+	--guest-nic) GUEST_NIC=1; shift ;;
+	--peer-loss) PEER_LOSS=${2:?}; shift 2 ;;
 	-h | --help) usage ;;
 	*) echo "unknown argument '$1'" >&2; usage ;;
 	esac
@@ -102,6 +123,9 @@ for n in boots:BOOTS runs:RUNS timeout:TIMEOUT check-timeout:CHECK_TIMEOUT; do
 done
 for e in "${EXTRA_ENV[@]}"; do
 	[[ $e =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || { echo "--env wants NAME=VALUE, not '$e'" >&2; exit 2; }
+done
+for e in "${PEER_ENV[@]}"; do
+	[[ $e =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || { echo "--peer-env wants NAME=VALUE, not '$e'" >&2; exit 2; }
 done
 for f in "${DISKS[@]}"; do
 	[ -f "$f" ] && [ -w "$f" ] || { echo "--disk: no writable file '$f'" >&2; exit 2; }
@@ -120,6 +144,21 @@ if [ $BUILD_ONLY = 0 ]; then
 	[ -z "$CHECK" ] || [ -r "$CHECK" ] || { echo "no check script '$CHECK'" >&2; exit 2; }
 	[ -z "$BINARY" ] || [ -x "$BINARY" ] || { echo "no executable '$BINARY'" >&2; exit 2; }
 	[ -z "$BINARY" ] || BINARY=$(readlink -f "$BINARY")
+	if [ $PEER_GUEST = 1 ]; then
+		if [ -z "$PEER_CHECK" ] || [ ! -r "$PEER_CHECK" ]; then echo "--peer-guest wants a readable --peer-check" >&2; exit 2; fi
+		[ "$BOOTS" = 1 ] || { echo "--peer-guest takes --boots 1" >&2; exit 2; }
+		[ $SHELL_MODE = 0 ] || { echo "--peer-guest does not go with --shell" >&2; exit 2; }
+		[ -z "$PEER_LOSS" ] || [[ $PEER_LOSS =~ ^([1-9]|[1-9][0-9])$ ]] ||
+			{ echo "--peer-loss wants a percentage from 1 to 99" >&2; exit 2; }
+		[ -z "$PEER_LOSS" ] || command -v nft >/dev/null || { echo "--peer-loss needs nft on the host" >&2; exit 2; }
+		NETNS_ONLY=1
+		# Two TCG guests share the host: give a slow boot more time before calling it a hang.
+		[ -n "${ERNIC_VM_SILENT_LIMIT:-}" ] || SILENT_LIMIT=180
+	else
+		if [ -n "$PEER_CHECK$PEER_LOSS" ] || [ ${#PEER_ENV[@]} != 0 ] || [ $GUEST_NIC = 1 ]; then
+			echo "--peer-check, --peer-env, --guest-nic and --peer-loss go with --peer-guest" >&2; exit 2
+		fi
+	fi
 fi
 [ -z "$BINARY" ] || [ ${#SERVER_ARGS_LIST[@]} -gt 0 ] || SERVER_ARGS_LIST=("")
 
@@ -164,7 +203,7 @@ finish() {
 # ---------------------------------------------------------------------------------------------
 # Processes this script starts, and their cleanup on every way out. SERVER_PIDS[i] is the server
 # of device i ("" once it is gone); server i logs to SERVER_LOGS[i] and listens on SOCKS[i].
-WORK="" QEMU_PID="" NETNS="" PEER_PID="" HTTP_PID="" WATCH_PID=""
+WORK="" QEMU_PID="" NETNS="" PEER_PID="" HTTP_PID="" WATCH_PID="" PEER_QEMU_PID=""
 SERVER_PIDS=() SERVER_LOGS=() SOCKS=()
 
 # stop_pid PID SECONDS: SIGTERM, then SIGKILL after SECONDS; returns the exit status.
@@ -182,6 +221,7 @@ stop_pid() {
 cleanup() {
 	local i
 	[ -n "$QEMU_PID" ] && stop_pid "$QEMU_PID" 5
+	[ -n "$PEER_QEMU_PID" ] && stop_pid "$PEER_QEMU_PID" 5
 	for i in "${!SERVER_PIDS[@]}"; do
 		[ -n "${SERVER_PIDS[i]}" ] && stop_pid "${SERVER_PIDS[i]}" 5
 		SERVER_PIDS[i]=""
@@ -190,7 +230,7 @@ cleanup() {
 	[ -n "$HTTP_PID" ] && stop_pid "$HTTP_PID" 1
 	[ -n "$WATCH_PID" ] && stop_pid "$WATCH_PID" 1
 	[ -n "$NETNS" ] && ip netns del "$NETNS" 2>/dev/null
-	QEMU_PID="" PEER_PID="" HTTP_PID="" WATCH_PID="" NETNS=""
+	QEMU_PID="" PEER_PID="" HTTP_PID="" WATCH_PID="" NETNS="" PEER_QEMU_PID=""
 	if [ -n "$WORK" ] && [ -d "$WORK" ]; then
 		if [ "$KEEP" = 1 ] || [ "$FAILED" -gt 0 ]; then
 			echo "# job files kept in $WORK"
@@ -254,9 +294,47 @@ if [ $NETNS_TAP = 1 ] || [ $NETNS_ONLY = 1 ]; then
 	fi
 	NS_PREFIX=(ip netns exec "$NETNS")
 fi
+# --peer-guest: a bridge in the namespace with the host side's address, and a TAP for each
+# guest's virtio-net NIC on it (QEMU opens them by name).
+PEER_TAPS=(ernic-peer0)
+[ $GUEST_NIC = 1 ] && PEER_TAPS+=(ernic-vm0)
+if [ $PEER_GUEST = 1 ]; then
+	if ! { ip -n "$NETNS" link add ernic-br0 type bridge stp_state 0 forward_delay 0 &&
+	       ip -n "$NETNS" addr add 192.168.200.3/24 dev ernic-br0 && ip -n "$NETNS" link set ernic-br0 up; }; then
+		fail peer-bridge "cannot create the bridge in the namespace"
+		finish
+	fi
+	for tap in "${PEER_TAPS[@]}"; do
+		if ! { ip netns exec "$NETNS" ip tuntap add dev "$tap" mode tap &&
+		       ip -n "$NETNS" link set "$tap" master ernic-br0 && ip -n "$NETNS" link set "$tap" up; }; then
+			fail peer-bridge "cannot put the TAP $tap on the bridge"
+			finish
+		fi
+	done
+	if [ -n "$PEER_LOSS" ] && ! ip netns exec "$NETNS" nft -f - <<-EOF
+		table bridge ernic_loss {
+			chain forward {
+				type filter hook forward priority 0; policy accept;
+				numgen random mod 100 < $PEER_LOSS counter drop
+			}
+		}
+	EOF
+	then
+		fail peer-loss "cannot install the nftables rule dropping $PEER_LOSS% on the bridge"
+		finish
+	fi
+	echo "# peer guest: bridge ernic-br0 (192.168.200.3/24) with ${PEER_TAPS[*]}${PEER_LOSS:+, $PEER_LOSS% of forwarded frames dropped}"
+fi
 if [ -n "$BINARY" ] && [ $NETNS_TAP = 1 ]; then
-	if ! { ip netns exec "$NETNS" ip tuntap add dev ernic0 mode tap &&
-	       ip -n "$NETNS" addr add 192.168.200.3/24 dev ernic0 && ip -n "$NETNS" link set ernic0 up; }; then
+	if [ $PEER_GUEST = 1 ]; then
+		# The server's TAP is a port of the bridge, which holds the host side's address.
+		tap_ok() { ip netns exec "$NETNS" ip tuntap add dev ernic0 mode tap &&
+			ip -n "$NETNS" link set ernic0 master ernic-br0 && ip -n "$NETNS" link set ernic0 up; }
+	else
+		tap_ok() { ip netns exec "$NETNS" ip tuntap add dev ernic0 mode tap &&
+			ip -n "$NETNS" addr add 192.168.200.3/24 dev ernic0 && ip -n "$NETNS" link set ernic0 up; }
+	fi
+	if ! tap_ok; then
 		fail netns-tap "cannot create the TAP in the namespace"
 		finish
 	fi
@@ -398,6 +476,9 @@ qemu_args() {
 		QEMU+=(-drive "file=/disk$i/$(basename "${DISKS[i]}"),if=none,id=disk$i,format=raw,cache=writeback,aio=threads"
 			-device "virtio-blk-pci,drive=disk$i,serial=${serial:0:20}")
 	done
+	# shellcheck disable=SC2054 # the commas belong to QEMU option values
+	[ $GUEST_NIC = 1 ] && QEMU+=(-netdev tap,id=gnic,ifname=ernic-vm0,script=no,downscript=no
+		-device virtio-net-pci,netdev=gnic,mac=52:54:00:c8:00:02)
 	if [ $NO_DEVICE = 0 ]; then
 		local sock
 		for sock in "${SOCKS[@]}"; do
@@ -425,7 +506,66 @@ prepare_job() {
 		sh_assign ERNIC_DEVICE "$((1 - NO_DEVICE))"
 		sh_assign ERNIC_FW_VERSION "$FW_VERSION"
 		for e in "${EXTRA_ENV[@]}"; do sh_assign "${e%%=*}" "${e#*=}"; done
+		if [ $PEER_GUEST = 1 ]; then
+			sh_assign ERNIC_SIDE main
+			sh_assign ERNIC_SYNC /mnt/job/peer/sync
+			sh_assign ERNIC_MAIN_IP 192.168.200.2
+			sh_assign ERNIC_PEER_IP 192.168.200.4
+			[ $GUEST_NIC = 1 ] && sh_assign ERNIC_NIC_MAC 52:54:00:c8:00:02
+			[ -n "$PEER_LOSS" ] && sh_assign ERNIC_BRIDGE_LOSS "$PEER_LOSS"
+		fi
 	} >"$job/env"
+}
+
+# ---------------------------------------------------------------------------------------------
+# The peer guest (--peer-guest): its job directory is JOB/peer (the first guest sees it at
+# /mnt/job/peer), its coordination directory JOB/peer/sync.
+# prepare_peer_job DIR RUN: a fresh job directory for the peer.
+prepare_peer_job() {
+	local job=$1 f e
+	rm -rf "$job"
+	mkdir -p "$job/sync"
+	chmod 777 "$job/sync"
+	install -m 755 "$PEER_CHECK" "$job/check.sh"
+	install -m 644 "$VM_DIR/guest/check-lib.sh" "$job/check-lib.sh"
+	for f in "${FILES[@]}"; do install -m 644 "$f" "$job/$(basename "$f")"; done
+	{
+		sh_assign ERNIC_BOOTS 1
+		sh_assign ERNIC_RUN "$2"
+		sh_assign ERNIC_RUNS "$RUNS"
+		sh_assign ERNIC_CHECK_TIMEOUT "$CHECK_TIMEOUT"
+		sh_assign ERNIC_DEVICE 0
+		sh_assign ERNIC_FW_VERSION "$FW_VERSION"
+		sh_assign ERNIC_SIDE peer
+		sh_assign ERNIC_SYNC /mnt/job/sync
+		sh_assign ERNIC_MAIN_IP 192.168.200.2
+		sh_assign ERNIC_PEER_IP 192.168.200.4
+		sh_assign ERNIC_NIC_MAC 52:54:00:c8:00:04
+		[ -n "$PEER_LOSS" ] && sh_assign ERNIC_BRIDGE_LOSS "$PEER_LOSS"
+		for e in "${PEER_ENV[@]}"; do sh_assign "${e%%=*}" "${e#*=}"; done
+	} >"$job/env"
+}
+# start_peer JOB: boots the peer guest of the run whose job directory is JOB (PEER_QEMU_PID).
+start_peer() {
+	local pjob=$1/peer append="console=ttyS0 quiet panic=-1" mem=${ERNIC_VM_PEER_MEM:-1536M}
+	[ "${ERNIC_VM_VERBOSE:-0}" = 1 ] && append="console=ttyS0 earlyprintk=serial,ttyS0 panic=-1"
+	prepare_peer_job "$pjob" "$run"
+	# shellcheck disable=SC2054 # the commas belong to QEMU option values
+	local q=(qemu-system-x86_64 -name ernic-peer
+		-accel "${ERNIC_VM_ACCEL:-tcg,thread=multi}" -cpu "${ERNIC_VM_CPU:-max}"
+		-smp "${ERNIC_VM_PEER_SMP:-2}" -m "$mem" -machine q35
+		-nodefaults -display none -no-reboot
+		-kernel /img/vmlinux -initrd /img/initrd.cpio
+		-drive file=/img/rootfs.ext4,if=virtio,format=raw,snapshot=on
+		-virtfs local,path=/job,mount_tag=ernicjob,security_model=none,id=job
+		-netdev tap,id=pnic,ifname=ernic-peer0,script=no,downscript=no
+		-device virtio-net-pci,netdev=pnic,mac=52:54:00:c8:00:04
+		-serial file:/job/serial.log -monitor unix:/job/monitor.sock,server=on,wait=off
+		-append "$append")
+	printf '%q ' "${q[@]}" >"$pjob/qemu-cmdline.txt"
+	CHROOT_NETNS=$NETNS chroot_exec "$HOSTROOT" -b "$IMGDIR:/img:ro" -b "$pjob:/job" -- "${q[@]}" \
+		>"$pjob/qemu.log" 2>&1 8>&- &
+	PEER_QEMU_PID=$!
 }
 
 # stop_servers: SIGTERM to every server; each must exit 0 (server-stop, server-stop-2, ...).
@@ -510,6 +650,93 @@ live_print() {
 	done
 }
 
+# pair_progress JOB: with --peer-guest, one "#" line when a guest reaches its checks and one per
+# "CHECK NOTE" either guest's check prints (in --tour mode the first guest's are shown already).
+declare -A NOTES_SEEN=()
+pair_progress() {
+	local who f have n rest
+	[ $PEER_GUEST = 1 ] || return 0
+	for who in main peer; do
+		f=$1/boot-1.out
+		[ $who = peer ] && f=$1/peer/boot-1.out
+		if [ -z "${NOTES_SEEN[$who.up]:-}" ] && [ -e "${f%.out}.started" ]; then
+			NOTES_SEEN[$who.up]=1
+			echo "# run $run: $who guest up after $(($(date +%s) - t0))s, running its checks"
+		fi
+		[ $TOUR = 1 ] && [ $who = main ] && continue
+		[ -f "$f" ] || continue
+		have=$(wc -l <"$f")
+		n=${NOTES_SEEN[$who]:-0}
+		[ "$have" -gt "$n" ] || continue
+		NOTES_SEEN[$who]=$have
+		while read -r rest; do
+			echo "# $who: $rest"
+		done < <(sed -n "$((n + 1)),${have}p" "$f" | tr -d '\r' | sed -n 's/^CHECK NOTE //p')
+	done
+}
+
+# peer_wait JOB SECONDS [restart]: after the first guest's QEMU ended, the peer's gets SECONDS
+# to end by itself (it is killed then, where its vCPUs were recorded unless the run is being
+# restarted); PEER_RC its status, PEER_KILLED 1 when it had to be killed.
+peer_wait() {
+	local deadline=$(($(date +%s) + $2))
+	PEER_KILLED=0
+	while kill -0 "$PEER_QEMU_PID" 2>/dev/null; do
+		pair_progress "$1"
+		if [ "$(date +%s)" -ge $deadline ]; then
+			PEER_KILLED=1
+			[ "${3:-}" = restart ] ||
+				hang_report "$1/peer" "peer QEMU still running ${2}s after the first guest's ended"
+			stop_pid "$PEER_QEMU_PID" 5
+			break
+		fi
+		sleep 0.5
+	done
+	wait "$PEER_QEMU_PID" 2>/dev/null
+	PEER_RC=$?
+	PEER_QEMU_PID=""
+	pair_progress "$1"
+}
+
+# peer_results JOB: the peer guest's checks (runR.peer.CHECK), runR.peer.booted, .checks, .qemu.
+peer_results() {
+	local pjob=$1/peer name=run$run.peer seen=0 failed_here=0 rc verdict check detail
+	if [ ! -e "$pjob/boot-1.done" ]; then
+		if [ -e "$pjob/boot-1.started" ]; then
+			fail "$name.booted" "the peer's checks never finished (QEMU exit status $PEER_RC)"
+		else
+			fail "$name.booted" "the peer guest never got to its checks (QEMU exit status $PEER_RC)"
+		fi
+		[ -s "$pjob/boot-1.out" ] && tail_file "peer check output" "$pjob/boot-1.out" 15
+	else
+		pass "$name.booted"
+		rc=$(cat "$pjob/boot-1.done")
+		while read -r verdict check detail; do
+			seen=$((seen + 1))
+			if [ "$verdict" = PASS ]; then
+				pass "$name.$check" "$detail"
+			else
+				failed_here=1
+				fail "$name.$check" "${detail:-failed}"
+			fi
+		done < <(tr -d '\r' <"$pjob/boot-1.out" 2>/dev/null | sed -n 's/^CHECK \(PASS\|FAIL\) /\1 /p')
+		if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+			fail "$name.checks" "the peer's check script timed out after ${CHECK_TIMEOUT}s ($seen CHECK lines before)"
+		elif [ $seen = 0 ]; then
+			fail "$name.checks" "the peer's check script printed no CHECK line (exit status $rc)"
+		elif [ "$rc" != 0 ] && [ $failed_here = 0 ]; then
+			fail "$name.checks" "the peer's check script exited with status $rc"
+		fi
+	fi
+	if [ "$PEER_KILLED" = 1 ]; then
+		fail "$name.qemu" "still running after the first guest's QEMU ended, killed"
+	elif [ "$PEER_RC" != 0 ]; then
+		fail "$name.qemu" "exit status $PEER_RC: $(grep -v '^$' "$pjob/qemu.log" | tail -n 2 | tr '\n' '|')"
+	else
+		pass "$name.qemu"
+	fi
+}
+
 # ---------------------------------------------------------------------------------------------
 # The runs.
 for ((run = 1; run <= RUNS; run++)); do
@@ -527,12 +754,19 @@ for ((run = 1; run <= RUNS; run++)); do
 			accel=${ERNIC_VM_ACCEL:-tcg}
 			echo "guest: booting (QEMU ${accel%%,*}, ${ERNIC_VM_SMP:-4} vCPUs, ${ERNIC_VM_MEM:-2G} of RAM)"
 		fi
+		if [ $PEER_GUEST = 1 ]; then
+			# The peer first (it has less to load), in every attempt: a restarted run restarts both.
+			NOTES_SEEN=()
+			start_peer "$JOB"
+			echo "# run $run: peer guest booting (${ERNIC_VM_PEER_SMP:-2} vCPUs, ${ERNIC_VM_PEER_MEM:-1536M}, virtio-net on ernic-br0), then the guest (${ERNIC_VM_SMP:-4} vCPUs, ${ERNIC_VM_MEM:-2G})"
+		fi
 		CHROOT_NETNS=$NETNS chroot_exec "$HOSTROOT" "${BINDS[@]}" -b "$JOB:/job" -- "${QEMU[@]}" >"$JOB/qemu.log" 2>&1 8>&- &
 		QEMU_PID=$!
-		timed_out=0 silent=0 last_size=-1 last_change=$t0 announced=0
+		timed_out=0 silent=0 last_size=-1 last_change=$t0 announced=0 peer_size=-1 peer_change=$t0
 		while kill -0 "$QEMU_PID" 2>/dev/null; do
 			now=$(date +%s)
 			el=$((now - t0))
+			pair_progress "$JOB"
 			if [ $TOUR = 1 ] && [ $announced = 0 ] && [ -e "$JOB/boot-1.started" ]; then
 				echo "guest: up after ${el}s; the steps follow"
 				announced=1
@@ -561,14 +795,39 @@ for ((run = 1; run <= RUNS; run++)); do
 				stop_pid "$QEMU_PID" 5
 				break
 			fi
+			# The peer guest can hang the same way before its checks.
+			if [ $PEER_GUEST = 1 ]; then
+				size=$(stat -c %s "$JOB/peer/serial.log" 2>/dev/null || echo 0)
+				if [ "$size" != "$peer_size" ]; then
+					peer_size=$size peer_change=$now
+				fi
+				if [ $attempt = 1 ] && [ $((now - peer_change)) -ge "$SILENT_LIMIT" ] &&
+					[ ! -e "$JOB/peer/boot-1.started" ]; then
+					silent=1
+					hang_report "$JOB/peer" "the peer's console silent for ${SILENT_LIMIT}s"
+					stop_pid "$QEMU_PID" 5
+					break
+				fi
+			fi
 			sleep 0.5
 		done
 		wait "$QEMU_PID" 2>/dev/null
 		qrc=$?
 		QEMU_PID=""
 		live_print "$JOB"
+		if [ $PEER_GUEST = 1 ]; then
+			# The peer ends its checks about when the first guest does; a killed or restarted
+			# first guest takes the peer with it.
+			if [ $silent = 1 ]; then
+				peer_wait "$JOB" 0 restart
+			elif [ $timed_out = 1 ]; then
+				peer_wait "$JOB" 0
+			else
+				peer_wait "$JOB" 180
+			fi
+		fi
 		[ $silent = 1 ] || break
-		echo "# run $run: the guest's console was silent for ${SILENT_LIMIT}s outside its checks (a TCG hang in firmware or early boot); starting the run again"
+		echo "# run $run: a console was silent for ${SILENT_LIMIT}s outside its checks (a TCG hang in firmware or early boot); starting the run again"
 	done
 	wall=$(($(date +%s) - t0))
 	if [ $timed_out = 1 ]; then
@@ -628,6 +887,15 @@ for ((run = 1; run <= RUNS; run++)); do
 	else
 		pass "run$run.qemu"
 	fi
+	if [ $PEER_GUEST = 1 ]; then
+		peer_failed_before=$FAILED
+		peer_results "$JOB"
+		if [ "$FAILED" -gt "$peer_failed_before" ]; then
+			tail_file "run $run peer serial console" "$JOB/peer/serial.log" 30
+			tail_file "run $run peer guest kernel log" "$JOB/peer/dmesg-boot-1.txt" 20
+			tail_file "run $run peer QEMU" "$JOB/peer/qemu.log" 10
+		fi
+	fi
 
 	server_gone=0
 	for i in "${!SERVER_PIDS[@]}"; do
@@ -662,6 +930,16 @@ if [ $NETNS_TAP = 1 ]; then
 	grep -qx ok "$WORK/host-peer-ping" && pass host-peer-ping || fail host-peer-ping "the guest never answered the host-side peer"
 	stop_pid "$PEER_PID" 1
 	PEER_PID=""
+fi
+if [ -n "$PEER_LOSS" ]; then
+	# How many frames the loss rule dropped (its counter), and of how many the bridge forwarded.
+	dropped=$(ip netns exec "$NETNS" nft list chain bridge ernic_loss forward 2>/dev/null |
+		sed -n 's/.*counter packets \([0-9]*\) .*/\1/p' | head -n 1)
+	if [ "${dropped:-0}" -gt 0 ]; then
+		pass peer-loss "$dropped frames dropped ($PEER_LOSS%)"
+	else
+		fail peer-loss "the nftables rule dropped nothing"
+	fi
 fi
 stop_servers
 if [ -n "$SERVER_LOG_RE" ] && [ ${#SERVER_LOGS[@]} -gt 0 ]; then

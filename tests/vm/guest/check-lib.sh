@@ -166,5 +166,56 @@ both_ends() {
 	return 1
 }
 
+# mac_if MAC: the netdev with that MAC address (e.g. the virtio-net NIC the runner gave a guest
+# with --guest-nic or --peer-guest, ERNIC_NIC_MAC).
+mac_if() {
+	for n in /sys/class/net/*; do
+		[ "$(cat "$n/address" 2>/dev/null)" = "$1" ] && { basename "$n"; return 0; }
+	done
+	return 1
+}
+
+# rxe_up MAC IPV4/PREFIX: the netdev with MAC (IF) gets the address and is brought up, rdma_rxe
+# (soft-RoCE) is layered on it as rxe0 (IB) and its RoCE v2 GID of the address found (GID);
+# non-zero with the reason in WHY otherwise.
+rxe_up() {
+	if ! wait_for 30 mac_if "$1"; then
+		WHY="no netdev with MAC $1: $(ls /sys/class/net | tr '\n' ' ')"
+		return 1
+	fi
+	IF=$(mac_if "$1")
+	ip link set lo up
+	ip addr add "$2" dev "$IF" 2>/dev/null
+	ip link set "$IF" up
+	if ! { modprobe rdma_rxe && rdma link add rxe0 type rxe netdev "$IF"; } >/tmp/rxe-up.txt 2>&1; then
+		WHY="cannot create rxe0 on $IF: $(tail -2 /tmp/rxe-up.txt | tr '\n' ' ')"
+		return 1
+	fi
+	IB=rxe0
+	if ! wait_for 30 port_active "$IB"; then
+		WHY="$IB port 1 is $(cat "/sys/class/infiniband/$IB/ports/1/state" 2>&1)"
+		return 1
+	fi
+	if ! wait_for 30 gid_index "$IB" "${2%/*}"; then
+		WHY="no RoCE v2 GID for ${2%/*} on $IB"
+		return 1
+	fi
+	GID=$(gid_index "$IB" "${2%/*}")
+}
+
+# Two guests (run-vm-test.sh --peer-guest) coordinate through a directory both see over 9p,
+# ERNIC_SYNC (the peer's job directory's sync/, which the main guest sees under its own job
+# directory): one side posts a file, the other polls for it. Names are single words.
+# sync_post NAME [TEXT]: the file NAME with TEXT (default "ok"), whole once visible (renamed
+# into place).
+sync_post() {
+	printf '%s\n' "${2:-ok}" >"$ERNIC_SYNC/.$1.tmp" && mv "$ERNIC_SYNC/.$1.tmp" "$ERNIC_SYNC/$1"
+}
+# sync_wait NAME SECONDS: wait for NAME and print its text; non-zero when it did not come.
+sync_wait() {
+	wait_for "$2" test -s "$ERNIC_SYNC/$1" || return 1
+	cat "$ERNIC_SYNC/$1"
+}
+
 # finish: exit status of the check script (non-zero when a check failed).
 finish() { [ "$CHECK_FAILED" -eq 0 ]; exit $?; }
