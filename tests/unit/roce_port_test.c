@@ -1036,19 +1036,26 @@ static bool ud_handler(void *ctx, const struct roce_pkt *p)
 	return ctx == NULL;
 }
 
+/* Both nodes up, nothing received yet; d a UD datagram from A's QP to B's with immediate, msg its payload. */
+static void ud_setup(struct roce_port_ud *d, uint8_t *msg, size_t len)
+{
+	*d = (struct roce_port_ud){ .src_ip = IP_A, .dst_ip = IP_B, .src_qpn = QPN_A, .dst_qpn = QPN_B, .qkey = 0x1234,
+				    .has_imm = true, .imm = 0xfeedbeef, .solicited = true };
+	setup(false);
+	memset(&ud_got, 0, sizeof(ud_got));
+	memcpy(d->src_mac, MAC_A, 6);
+	memcpy(d->dst_mac, MAC_B, 6);
+	for (size_t i = 0; i < len; i++)
+		msg[i] = (uint8_t)(i * 3 + 1);
+}
+
 static void test_ud(void **state)
 {
-	struct roce_port_ud d = { .src_ip = IP_A, .dst_ip = IP_B, .src_qpn = QPN_A, .dst_qpn = QPN_B, .qkey = 0x1234,
-				  .has_imm = true, .imm = 0xfeedbeef, .solicited = true };
+	struct roce_port_ud d;
 	uint8_t msg[61];
 
 	(void)state;
-	setup(false);
-	memset(&ud_got, 0, sizeof(ud_got));
-	memcpy(d.src_mac, MAC_A, 6);
-	memcpy(d.dst_mac, MAC_B, 6);
-	for (unsigned i = 0; i < sizeof(msg); i++)
-		msg[i] = (uint8_t)(i * 3 + 1);
+	ud_setup(&d, msg, sizeof(msg));
 	/* B without a handler drops it as UD */
 	assert_int_equal(roce_port_ud_send(A->port, &d, msg, sizeof(msg)), 0);
 	settle();
@@ -1093,17 +1100,11 @@ static void test_ud(void **state)
 
 static void test_ud_imm(void **state)
 {
-	struct roce_port_ud d = { .src_ip = IP_A, .dst_ip = IP_B, .src_qpn = QPN_A, .dst_qpn = QPN_B, .qkey = 0x1234,
-				  .has_imm = true, .imm = 0xfeedbeef, .solicited = true };
+	struct roce_port_ud d;
 	uint8_t msg[61];
 
 	(void)state;
-	setup(false);
-	memset(&ud_got, 0, sizeof(ud_got));
-	memcpy(d.src_mac, MAC_A, 6);
-	memcpy(d.dst_mac, MAC_B, 6);
-	for (unsigned i = 0; i < sizeof(msg); i++)
-		msg[i] = (uint8_t)(i * 3 + 1);
+	ud_setup(&d, msg, sizeof(msg));
 	roce_port_set_ud_handler(B->port, ud_handler, NULL);
 	assert_int_equal(roce_port_ud_send(A->port, &d, msg, sizeof(msg)), 0);
 	settle();

@@ -698,9 +698,24 @@ peer_wait() {
 	pair_progress "$1"
 }
 
+# guest_checks OUT NAME: each "CHECK PASS|FAIL check detail" line of a guest's output OUT as the
+# check NAME.check; counts them in the caller's seen, and sets its failed_here on a failure.
+guest_checks() {
+	local verdict check detail
+	while read -r verdict check detail; do
+		seen=$((seen + 1))
+		if [ "$verdict" = PASS ]; then
+			pass "$2.$check" "$detail"
+		else
+			failed_here=1
+			fail "$2.$check" "${detail:-failed}"
+		fi
+	done < <(tr -d '\r' <"$1" 2>/dev/null | sed -n 's/^CHECK \(PASS\|FAIL\) /\1 /p')
+}
+
 # peer_results JOB: the peer guest's checks (runR.peer.CHECK), runR.peer.booted, .checks, .qemu.
 peer_results() {
-	local pjob=$1/peer name=run$run.peer seen=0 failed_here=0 rc verdict check detail
+	local pjob=$1/peer name=run$run.peer seen=0 failed_here=0 rc
 	if [ ! -e "$pjob/boot-1.done" ]; then
 		if [ -e "$pjob/boot-1.started" ]; then
 			fail "$name.booted" "the peer's checks never finished (QEMU exit status $PEER_RC)"
@@ -711,15 +726,7 @@ peer_results() {
 	else
 		pass "$name.booted"
 		rc=$(cat "$pjob/boot-1.done")
-		while read -r verdict check detail; do
-			seen=$((seen + 1))
-			if [ "$verdict" = PASS ]; then
-				pass "$name.$check" "$detail"
-			else
-				failed_here=1
-				fail "$name.$check" "${detail:-failed}"
-			fi
-		done < <(tr -d '\r' <"$pjob/boot-1.out" 2>/dev/null | sed -n 's/^CHECK \(PASS\|FAIL\) /\1 /p')
+		guest_checks "$pjob/boot-1.out" "$name"
 		if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
 			fail "$name.checks" "the peer's check script timed out after ${CHECK_TIMEOUT}s ($seen CHECK lines before)"
 		elif [ $seen = 0 ]; then
@@ -861,15 +868,7 @@ for ((run = 1; run <= RUNS; run++)); do
 		rc=$(cat "$JOB/boot-$boot.done")
 		seen=0 failed_here=0
 		QUIET=$TOUR # --tour showed them as they came
-		while read -r verdict check detail; do
-			seen=$((seen + 1))
-			if [ "$verdict" = PASS ]; then
-				pass "$name.$check" "$detail"
-			else
-				failed_here=1
-				fail "$name.$check" "${detail:-failed}"
-			fi
-		done < <(tr -d '\r' <"$JOB/boot-$boot.out" 2>/dev/null | sed -n 's/^CHECK \(PASS\|FAIL\) /\1 /p')
+		guest_checks "$JOB/boot-$boot.out" "$name"
 		QUIET=0
 		if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
 			fail "$name.checks" "the check script timed out after ${CHECK_TIMEOUT}s ($seen CHECK lines before)"
