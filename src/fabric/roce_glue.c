@@ -24,6 +24,12 @@ struct glue_qp {
 	struct roce_glue *g;
 };
 
+/* Requester and responder counters summed over QPs, for roce_glue_log_stats. */
+struct glue_counts {
+	uint64_t req_in[ROCE_RC_REQ_IN_NUM], resp_in[ROCE_RC_IN_NUM];
+	uint64_t req_frames, req_retransmits, req_timeouts, resp_frames;
+};
+
 struct roce_glue {
 	struct roce_config cfg;
 	struct evloop *loop;
@@ -33,9 +39,7 @@ struct roce_glue {
 	struct ev_poller *poller;
 	bool in_pump;
 	struct glue_qp qp[ROCE_PORT_MAX_QPS];
-	/* counters of QPs already gone, for roce_glue_log_stats */
-	uint64_t req_in[ROCE_RC_REQ_IN_NUM], resp_in[ROCE_RC_IN_NUM];
-	uint64_t req_frames, req_retransmits, req_timeouts, resp_frames;
+	struct glue_counts gone;        /* the counters of QPs already destroyed */
 	uint64_t wc_err[ROCE_RC_REQ_WC_NUM];
 };
 
@@ -208,8 +212,8 @@ static const struct roce_rc_ops resp_ops = {
 
 /* ---- the device's wire ops ------------------------------------------------------------------ */
 
-/* Add a QP's requester and responder counters to tot (a glue's, or a sum being made). */
-static void gq_count(const struct roce_glue *g, uint32_t qpn, struct roce_glue *tot)
+/* Add a QP's requester and responder counters to tot. */
+static void gq_count(const struct roce_glue *g, uint32_t qpn, struct glue_counts *tot)
 {
 	const struct roce_rc_req *rq = g->port ? roce_port_qp_requester(g->port, qpn) : NULL;
 	const struct roce_rc_resp *rs = g->port ? roce_port_qp_responder(g->port, qpn) : NULL;
@@ -230,7 +234,7 @@ static void gq_count(const struct roce_glue *g, uint32_t qpn, struct roce_glue *
 
 static void gq_destroy(struct roce_glue *g, struct glue_qp *q)
 {
-	gq_count(g, q->qpn, g);
+	gq_count(g, q->qpn, &g->gone);
 	q->used = false; /* first: the flushes the port sends on its way out find no QP */
 	q->detach_pending = false;
 	if (g->port)
@@ -514,7 +518,7 @@ static const char *parse_name(unsigned i) { return roce_strerror((enum roce_err)
 
 void roce_glue_log_stats(const struct roce_glue *g)
 {
-	struct roce_glue *tot;
+	struct glue_counts tot;
 	const struct roce_port_stats *ps;
 	char line[1024];
 
@@ -522,18 +526,10 @@ void roce_glue_log_stats(const struct roce_glue *g)
 		LOG_INFO("roce: no queue pair has used the wire");
 		return;
 	}
-	tot = calloc(1, sizeof(*tot));
-	if (tot == NULL)
-		return;
-	memcpy(tot->req_in, g->req_in, sizeof(g->req_in));
-	memcpy(tot->resp_in, g->resp_in, sizeof(g->resp_in));
-	tot->req_frames = g->req_frames;
-	tot->req_retransmits = g->req_retransmits;
-	tot->req_timeouts = g->req_timeouts;
-	tot->resp_frames = g->resp_frames;
+	tot = g->gone;
 	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++)
 		if (g->qp[i].used)
-			gq_count(g, g->qp[i].qpn, tot);
+			gq_count(g, g->qp[i].qpn, &tot);
 	ps = roce_port_stats(g->port);
 	snprintf(line, sizeof(line), "roce: %llu frames in, %llu out; UD %llu in, %llu out; dropped:",
 		 (unsigned long long)ps->frames_in, (unsigned long long)ps->frames_out,
@@ -542,16 +538,15 @@ void roce_glue_log_stats(const struct roce_glue *g)
 	put_counts(line, sizeof(line), ps->parse_err, ROCE_ERR_NUM, parse_name);
 	LOG_INFO("%s", line);
 	snprintf(line, sizeof(line), "roce: requesters: %llu packets, %llu resent, %llu timeouts; responses:",
-		 (unsigned long long)tot->req_frames, (unsigned long long)tot->req_retransmits,
-		 (unsigned long long)tot->req_timeouts);
-	put_counts(line, sizeof(line), tot->req_in, ROCE_RC_REQ_IN_NUM, req_in_name);
+		 (unsigned long long)tot.req_frames, (unsigned long long)tot.req_retransmits,
+		 (unsigned long long)tot.req_timeouts);
+	put_counts(line, sizeof(line), tot.req_in, ROCE_RC_REQ_IN_NUM, req_in_name);
 	strncat(line, "; failed work requests:", sizeof(line) - strlen(line) - 1);
 	put_counts(line, sizeof(line), g->wc_err, ROCE_RC_REQ_WC_NUM, wc_name);
 	LOG_INFO("%s", line);
-	snprintf(line, sizeof(line), "roce: responders: %llu packets sent; requests:", (unsigned long long)tot->resp_frames);
-	put_counts(line, sizeof(line), tot->resp_in, ROCE_RC_IN_NUM, resp_in_name);
+	snprintf(line, sizeof(line), "roce: responders: %llu packets sent; requests:", (unsigned long long)tot.resp_frames);
+	put_counts(line, sizeof(line), tot.resp_in, ROCE_RC_IN_NUM, resp_in_name);
 	LOG_INFO("%s", line);
-	free(tot);
 }
 
 const struct roce_port *roce_glue_port(const struct roce_glue *g)

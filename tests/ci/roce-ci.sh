@@ -90,4 +90,12 @@ for s in A B; do
 	wait "${!pid}" && pass "roce-server-$s-exit" || fail "roce-server-$s-exit" "$(tail -3 "$TMP/${s,,}.log")"
 	eval "PID_$s="
 done
+# The node's counters at exit: A sent and resent packets (the lossy rounds), and the bad R_Key's
+# failed WRITE was logged with its status.
+if grep -Eq "roce: requesters: [1-9][0-9]* packets, [1-9][0-9]* resent" "$TMP/a.log" &&
+	grep -q "a send work request failed: rem-access-err" "$TMP/a.log"; then
+	pass roce-stats-logged
+else
+	fail roce-stats-logged "$(grep 'roce:' "$TMP/a.log" | tail -4 | tr '\n' '|')"
+fi
 finish

@@ -135,6 +135,12 @@ rdma_up() {
 		return 1
 	fi
 	IB=$(ibdev "$IF")
+	port_gid "$1"
+}
+
+# port_gid IPV4: IB's port 1 becomes active and has the RoCE v2 GID of IPV4 (its index in GID);
+# non-zero with WHY otherwise.
+port_gid() {
 	if ! wait_for 30 port_active "$IB"; then
 		WHY="$IB port 1 is $(cat "/sys/class/infiniband/$IB/ports/1/state" 2>&1)"
 		return 1
@@ -192,15 +198,7 @@ rxe_up() {
 		return 1
 	fi
 	IB=rxe0
-	if ! wait_for 30 port_active "$IB"; then
-		WHY="$IB port 1 is $(cat "/sys/class/infiniband/$IB/ports/1/state" 2>&1)"
-		return 1
-	fi
-	if ! wait_for 30 gid_index "$IB" "${2%/*}"; then
-		WHY="no RoCE v2 GID for ${2%/*} on $IB"
-		return 1
-	fi
-	GID=$(gid_index "$IB" "${2%/*}")
+	port_gid "${2%/*}"
 }
 
 # Two guests (run-vm-test.sh --peer-guest) coordinate through a directory both see over 9p,
