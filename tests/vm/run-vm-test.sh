@@ -43,6 +43,10 @@
 #   first guest sees the peer's job directory as peer/ in its own). --peer-loss PCT drops PCT
 #   percent of the frames the bridge forwards (nftables, bridge family; check peer-loss reports
 #   how many; both guests see ERNIC_BRIDGE_LOSS=PCT). Takes --boots 1; not with --shell.
+#   --peer-server-args "ARGS" (with --peer-guest): the peer guest gets a vfio-user device of its
+#   own, from one more server (same binary, ARGS plus --tap ernic1, a TAP on the bridge; log
+#   server-peer.log; checks server-start-peer, server-peer-alive-after-runR, server-stop-peer),
+#   and shared memory for it. Give that server a MAC other than the first one's (--mac).
 #   --tour: present the run to a person instead of a test harness: the guest's steps are shown
 #   as they happen ("PASS name  figure", "FAIL name  why", and the text of "CHECK NOTE" lines),
 #   the lane's own checks only when they fail, then one summary line.
@@ -81,7 +85,7 @@ usage() {
 }
 
 BINARY="" CHECK="" BOOTS=1 RUNS=1 NO_DEVICE=0 SHELL_MODE=0 BUILD_ONLY=0 KEEP=0 NETNS_TAP=0 NETNS_ONLY=0 TOUR=0 QEMU_EXTRA=""
-PEER_GUEST=0 PEER_CHECK="" PEER_ENV=() GUEST_NIC=0 PEER_LOSS=""
+PEER_GUEST=0 PEER_CHECK="" PEER_ENV=() GUEST_NIC=0 PEER_LOSS="" PEER_SERVER_ARGS="" PEER_SRV=""
 SERVER_ARGS_LIST=() SERVER_LOG_RE=""
 FW_VERSION=${ERNIC_FW_VERSION:-1.0.0-ernic}
 TIMEOUT=300 CHECK_TIMEOUT=180 SILENT_LIMIT=${ERNIC_VM_SILENT_LIMIT:-90}
@@ -113,6 +117,7 @@ while [ $# -gt 0 ]; do
 	--peer-env) PEER_ENV+=("${2:?}"); shift 2 ;;
 	--guest-nic) GUEST_NIC=1; shift ;;
 	--peer-loss) PEER_LOSS=${2:?}; shift 2 ;;
+	--peer-server-args) PEER_SERVER_ARGS=${2:?}; shift 2 ;;
 	-h | --help) usage ;;
 	*) echo "unknown argument '$1'" >&2; usage ;;
 	esac
@@ -151,16 +156,22 @@ if [ $BUILD_ONLY = 0 ]; then
 		[ -z "$PEER_LOSS" ] || [[ $PEER_LOSS =~ ^([1-9]|[1-9][0-9])$ ]] ||
 			{ echo "--peer-loss wants a percentage from 1 to 99" >&2; exit 2; }
 		[ -z "$PEER_LOSS" ] || command -v nft >/dev/null || { echo "--peer-loss needs nft on the host" >&2; exit 2; }
+		[ -z "$PEER_SERVER_ARGS" ] || [ -n "$BINARY" ] || { echo "--peer-server-args wants --binary" >&2; exit 2; }
 		NETNS_ONLY=1
 		# Two TCG guests share the host: give a slow boot more time before calling it a hang.
 		[ -n "${ERNIC_VM_SILENT_LIMIT:-}" ] || SILENT_LIMIT=180
 	else
-		if [ -n "$PEER_CHECK$PEER_LOSS" ] || [ ${#PEER_ENV[@]} != 0 ] || [ $GUEST_NIC = 1 ]; then
-			echo "--peer-check, --peer-env, --guest-nic and --peer-loss go with --peer-guest" >&2; exit 2
+		if [ -n "$PEER_CHECK$PEER_LOSS$PEER_SERVER_ARGS" ] || [ ${#PEER_ENV[@]} != 0 ] || [ $GUEST_NIC = 1 ]; then
+			echo "--peer-check, --peer-env, --guest-nic, --peer-loss and --peer-server-args go with --peer-guest" >&2; exit 2
 		fi
 	fi
 fi
 [ -z "$BINARY" ] || [ ${#SERVER_ARGS_LIST[@]} -gt 0 ] || SERVER_ARGS_LIST=("")
+# The peer guest's server is the last one; PEER_SRV is its index.
+if [ -n "$PEER_SERVER_ARGS" ]; then
+	PEER_SRV=${#SERVER_ARGS_LIST[@]}
+	SERVER_ARGS_LIST+=("$PEER_SERVER_ARGS --tap ernic1")
+fi
 
 if [ "${ERNIC_SKIP_VM:-0}" = 1 ]; then
 	echo "# skipped: ERNIC_SKIP_VM=1 is set, the guest test lane does not run"
@@ -298,6 +309,7 @@ fi
 # guest's virtio-net NIC on it (QEMU opens them by name).
 PEER_TAPS=(ernic-peer0)
 [ $GUEST_NIC = 1 ] && PEER_TAPS+=(ernic-vm0)
+[ -n "$PEER_SRV" ] && PEER_TAPS+=(ernic1)
 if [ $PEER_GUEST = 1 ]; then
 	if ! { ip -n "$NETNS" link add ernic-br0 type bridge stp_state 0 forward_delay 0 &&
 	       ip -n "$NETNS" addr add 192.168.200.3/24 dev ernic-br0 && ip -n "$NETNS" link set ernic-br0 up; }; then
@@ -347,7 +359,9 @@ start_server() {
 	local i=$1 name=server-start sock log argv why n
 	[ "$i" -gt 0 ] && name=server-start-$((i + 1))
 	sock=$SOCK_DIR/ernic.sock log=$WORK/server.log
-	if [ "$i" -gt 0 ]; then
+	if [ "$i" = "$PEER_SRV" ]; then
+		name=server-start-peer sock=$SOCK_DIR/ernic-peer.sock log=$WORK/server-peer.log
+	elif [ "$i" -gt 0 ]; then
 		sock=$SOCK_DIR/ernic$((i + 1)).sock log=$WORK/server$((i + 1)).log
 	fi
 	SOCKS[i]=$sock SERVER_LOGS[i]=$log
@@ -480,13 +494,15 @@ qemu_args() {
 	[ $GUEST_NIC = 1 ] && QEMU+=(-netdev tap,id=gnic,ifname=ernic-vm0,script=no,downscript=no
 		-device virtio-net-pci,netdev=gnic,mac=52:54:00:c8:00:02)
 	if [ $NO_DEVICE = 0 ]; then
-		local sock
-		for sock in "${SOCKS[@]}"; do
-			QEMU+=(-device "{\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\",\"path\":\"/sock/$(basename "$sock")\"}}")
+		local i
+		for i in "${!SOCKS[@]}"; do
+			[ "$i" = "$PEER_SRV" ] || QEMU+=(-device "$(vfio_user_dev "${SOCKS[i]}")")
 		done
 	fi
 }
 
+# vfio_user_dev SOCK: QEMU's -device value for the vfio-user device served on SOCK (under /sock).
+vfio_user_dev() { echo "{\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\",\"path\":\"/sock/$(basename "$1")\"}}"; }
 BINDS=(-b "$IMGDIR:/img:ro" -b "$SOCK_DIR:/sock")
 for i in "${!DISKS[@]}"; do BINDS+=(-b "$(cd "$(dirname "${DISKS[i]}")" && pwd):/disk$i"); done
 
@@ -562,8 +578,12 @@ start_peer() {
 		-device virtio-net-pci,netdev=pnic,mac=52:54:00:c8:00:04
 		-serial file:/job/serial.log -monitor unix:/job/monitor.sock,server=on,wait=off
 		-append "$append")
+	# A device of its own (--peer-server-args): the server reaches guest memory through a memfd.
+	# shellcheck disable=SC2054 # the commas belong to QEMU option values
+	[ -n "$PEER_SRV" ] && q+=(-object "memory-backend-memfd,id=ram,size=$mem,share=on"
+		-machine memory-backend=ram -device "$(vfio_user_dev "${SOCKS[PEER_SRV]}")")
 	printf '%q ' "${q[@]}" >"$pjob/qemu-cmdline.txt"
-	CHROOT_NETNS=$NETNS chroot_exec "$HOSTROOT" -b "$IMGDIR:/img:ro" -b "$pjob:/job" -- "${q[@]}" \
+	CHROOT_NETNS=$NETNS chroot_exec "$HOSTROOT" -b "$IMGDIR:/img:ro" -b "$SOCK_DIR:/sock" -b "$pjob:/job" -- "${q[@]}" \
 		>"$pjob/qemu.log" 2>&1 8>&- &
 	PEER_QEMU_PID=$!
 }
@@ -575,6 +595,7 @@ stop_servers() {
 		[ -n "${SERVER_PIDS[i]}" ] || continue
 		name=server-stop
 		[ "$i" -gt 0 ] && name=server-stop-$((i + 1))
+		[ "$i" = "$PEER_SRV" ] && name=server-stop-peer
 		stop_pid "${SERVER_PIDS[i]}" 15
 		src=$?
 		SERVER_PIDS[i]=""
@@ -765,7 +786,7 @@ for ((run = 1; run <= RUNS; run++)); do
 			# The peer first (it has less to load), in every attempt: a restarted run restarts both.
 			NOTES_SEEN=()
 			start_peer "$JOB"
-			echo "# run $run: peer guest booting (${ERNIC_VM_PEER_SMP:-2} vCPUs, ${ERNIC_VM_PEER_MEM:-1536M}, virtio-net on ernic-br0), then the guest (${ERNIC_VM_SMP:-4} vCPUs, ${ERNIC_VM_MEM:-2G})"
+			echo "# run $run: peer guest booting (${ERNIC_VM_PEER_SMP:-2} vCPUs, ${ERNIC_VM_PEER_MEM:-1536M}, virtio-net on ernic-br0${PEER_SRV:+, a vfio-user device of its own}), then the guest (${ERNIC_VM_SMP:-4} vCPUs, ${ERNIC_VM_MEM:-2G})"
 		fi
 		CHROOT_NETNS=$NETNS chroot_exec "$HOSTROOT" "${BINDS[@]}" -b "$JOB:/job" -- "${QEMU[@]}" >"$JOB/qemu.log" 2>&1 8>&- &
 		QEMU_PID=$!
@@ -901,6 +922,7 @@ for ((run = 1; run <= RUNS; run++)); do
 		[ -n "${SERVER_PIDS[i]}" ] || continue
 		name=server-alive-after-run$run
 		[ "$i" -gt 0 ] && name=server-$((i + 1))-alive-after-run$run
+		[ "$i" = "$PEER_SRV" ] && name=server-peer-alive-after-run$run
 		if kill -0 "${SERVER_PIDS[i]}" 2>/dev/null; then
 			pass "$name"
 		else

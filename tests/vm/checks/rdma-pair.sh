@@ -2,11 +2,15 @@
 # shellcheck disable=SC2317 # the probes below run through wait_for
 # Guest checks for RDMA between two guests on one bridge (run-vm-test.sh --peer-guest): the same
 # script runs in both, as the main guest (ERNIC_SIDE=main) and as the peer (ERNIC_SIDE=peer).
-# The peer always uses rdma_rxe (soft-RoCE) on its virtio-net NIC. The main guest uses
-#   ERNIC_PAIR_DEV=rxe    rdma_rxe on its own virtio-net NIC (--guest-nic): the rxe<->rxe pair,
-#                         the denominator of the interop benchmarks;
-#   ERNIC_PAIR_DEV=ionic  the emulated NIC (ionic_0 through ionic_rdma) whose server's TAP is on
-#                         the bridge (--netns-tap): ionic against the stock rdma_rxe.
+# Each side's RDMA device is chosen by its ERNIC_PAIR_DEV (--env for the main guest, --peer-env
+# for the peer):
+#   rxe    (the default) rdma_rxe (soft-RoCE) on the guest's virtio-net NIC (the peer always has
+#          one; the main guest with --guest-nic): two of them are the rxe<->rxe pair, the
+#          denominator of the interop benchmarks;
+#   ionic  the emulated NIC (ionic_0 through ionic_rdma) whose server (--backend roce) has its
+#          TAP on the bridge: the main guest's with --netns-tap, the peer's with
+#          --peer-server-args. ionic against rxe is the interop test, ionic against ionic two
+#          rocm-ernic hosts.
 # Addresses: main ERNIC_MAIN_IP, peer ERNIC_PEER_IP (/24); each side uses the RoCE v2 GID index of
 # its own address.
 #
@@ -17,6 +21,7 @@
 #   rping         rping over rdma_cm, 20 pings verified (-V): CM MADs, SEND, RDMA READ and WRITE
 #   write-bw, read-bw, send-bw, atomic-bw   perftest ib_*_bw
 #   write-lat     perftest ib_write_lat
+#   nvme          nvme connect -t rdma to the stock nvmet-rdma target on the other side (below)
 # Both sides report each step under the same name (the host shows them as runR.bootB.NAME and
 # runR.peer.NAME); the client's figure is parsable: key=value pairs, also printed on a line
 #   PAIR-FIGURE name=NAME client=DEV server=DEV bytes=B iters=N bw_MiBps=X msg_Mpps=Y
@@ -31,7 +36,8 @@
 # own. A client that failed ends the server's wait early. Every wait is bounded, so a missing
 # guest fails the steps instead of hanging them.
 #
-# Settings (--env / --peer-env): ERNIC_PAIR_ITERS (perftest iterations, 300),
+# Settings (--env / --peer-env): ERNIC_PAIR_MODE (tools, or bench: below), ERNIC_PAIR_ROUNDS
+# (bench rounds, 2), ERNIC_PAIR_ITERS (perftest iterations, 300; 1 MiB runs a quarter of them),
 # ERNIC_PAIR_QP_TIMEOUT (perftest's -u, the local ACK timeout exponent: 19, about 2 s; at
 # perftest's default of 14, 67 ms, a loaded TCG host makes the requester retransmit spuriously,
 # and rdma_rxe once failed ib_send_bw at both ends that way with remote invalid request),
@@ -44,7 +50,7 @@
 SIDE=${ERNIC_SIDE:-}
 case $SIDE in
 main) ME=${ERNIC_MAIN_IP:-} OTHER=${ERNIC_PEER_IP:-} THEM=peer DEV=${ERNIC_PAIR_DEV:-rxe} ;;
-peer) ME=${ERNIC_PEER_IP:-} OTHER=${ERNIC_MAIN_IP:-} THEM=main DEV=rxe ;;
+peer) ME=${ERNIC_PEER_IP:-} OTHER=${ERNIC_MAIN_IP:-} THEM=main DEV=${ERNIC_PAIR_DEV:-rxe} ;;
 *) fail pair-setup "ERNIC_SIDE is '$SIDE': this check runs under run-vm-test.sh --peer-guest"; finish ;;
 esac
 T=${ERNIC_PAIR_TOOL_TIMEOUT:-180}
@@ -57,6 +63,7 @@ PORT=18515
 modprobe rdma_ucm 2>/dev/null
 echo "side $SIDE, device kind $DEV, address $ME, the $THEM guest at $OTHER"
 # dev_up: IF, IB and GID for this side's device, or WHY.
+WHY=""
 dev_up() {
 	case $DEV in
 	ionic) ionic_up "$ME/24" "${ERNIC_IONIC_MAC:-}" && rdma_up "$ME" ;;
@@ -64,7 +71,23 @@ dev_up() {
 	*) WHY="ERNIC_PAIR_DEV is '$DEV' (rxe or ionic)"; return 1 ;;
 	esac
 }
-if dev_up; then
+# ERNIC_PAIR_MODE=bench: each side also has rdma_rxe on its virtio-net NIC (the main guest with
+# --guest-nic), on 192.168.201.0/24 (the same host number), so that the rxe<->rxe denominator is
+# measured over the same bridge in the same boot; ARP is answered only on the NIC that holds the
+# address (both subnets share the segment).
+MODE=${ERNIC_PAIR_MODE:-tools}
+if [ "$MODE" = bench ]; then
+	sysctl -qw net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2
+	if [ "$DEV" != ionic ]; then
+		WHY="bench mode compares ionic with rxe: ERNIC_PAIR_DEV must be ionic, not '$DEV'"
+	elif dev_up; then
+		I_IB=$IB I_GID=$GID I_OTHER=$OTHER I_IF=$IF
+		ME=192.168.201.${ME##*.} OTHER=192.168.201.${OTHER##*.} DEV=rxe
+		dev_up && pass pair-setup-rxe "$IB on $IF, RoCE v2 GID index $GID"
+		R_IB=$IB R_GID=$GID R_OTHER=$OTHER IB=$I_IB GID=$I_GID OTHER=$I_OTHER IF=$I_IF DEV=ionic
+	fi
+fi
+if [ -z "$WHY" ] && { [ "$MODE" = bench ] || dev_up; }; then
 	pass pair-setup "$IB on $IF, RoCE v2 GID index $GID"
 	sync_post "up-$SIDE" "ok $DEV"
 else
@@ -123,7 +146,9 @@ step() {
 	log=/tmp/$sf.out
 	# Shortly before the tool's time is up, what its queue pairs are doing (state, PSNs), for a
 	# step that hangs; the tools' output is line-buffered so that a killed one leaves its lines.
-	( sleep $((T - 5)); { echo "--- $SIDE: still running after $((T - 5)) s"; rdma resource show qp; } >"$log.late" 2>&1 ) &
+	# (Its sleep outlives the kill below: it must not hold the check's output open, or the
+	# guest's init waits for it after the last step.)
+	( sleep $((T - 5)); { echo "--- $SIDE: still running after $((T - 5)) s"; rdma resource show qp; } >"$log.late" 2>&1 ) >/dev/null 2>&1 &
 	st_wd=$!
 	if [ "$st_srv" = "$SIDE" ]; then
 		note "$ST: serving"
@@ -191,6 +216,28 @@ step() {
 	[ -s "$log.late" ] && cat "$log.late"
 }
 
+# Bench mode: ib_write_bw at 64 KiB and 1 MiB and ib_write_lat at 64 B, the main guest the
+# client, on both device kinds in turn (rounds alternate the order: A B, B A, ...), then done.
+if [ "$MODE" = bench ]; then
+	r=1
+	while [ $r -le "${ERNIC_PAIR_ROUNDS:-2}" ]; do
+		order="ionic rxe"
+		[ $((r % 2)) = 0 ] && order="rxe ionic"
+		for d in $order; do
+			if [ "$d" = rxe ]; then
+				IB=$R_IB GID=$R_GID OTHER=$R_OTHER DEV=rxe THEM_DEV=rxe
+			else
+				IB=$I_IB GID=$I_GID OTHER=$I_OTHER DEV=ionic THEM_DEV=ionic
+			fi
+			step "r$r-$d-64k-write-bw" peer tcp ib_write_bw -d "$IB" -x "$GID" -s 65536 -n "$N" -u "$QPT" -F
+			step "r$r-$d-1m-write-bw" peer tcp ib_write_bw -d "$IB" -x "$GID" -s 1048576 -n "$((N / 4 + 1))" -u "$QPT" -F
+			step "r$r-$d-write-lat" peer tcp ib_write_lat -d "$IB" -x "$GID" -s 64 -n "$N" -u "$QPT" -F
+		done
+		r=$((r + 1))
+	done
+	finish
+fi
+
 # The peer serves first (the main guest is the client), then the other way round.
 for srv in peer main; do
 	step rc-pingpong $srv tcp ibv_rc_pingpong -d "$IB" -g "$GID" -n 200 -s 4096 -c
@@ -208,6 +255,99 @@ for t in write read send atomic; do
 done
 for srv in peer main; do
 	step write-lat $srv tcp ib_write_lat -d "$IB" -x "$GID" -n "$N" -u "$QPT" -s 64 -F
+done
+
+# --- NVMe over Fabrics across the hosts: the stock nvmet-rdma target on the server side's device
+# (a 64 MiB file as namespace 1, buffered), the stock nvme-rdma host on the client's. The client
+# writes 16 MiB of random data with O_DIRECT through nvme connect's namespace, reads it back and
+# disconnects; the target side then reads its backing file: both digests must be the written one.
+NQN=nqn.2026-12.org.rocm-ernic:pair
+NVT=/sys/kernel/config/nvmet
+nvme_target_up() {
+	modprobe nvmet-rdma 2>/dev/null
+	mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config 2>/dev/null
+	[ -d $NVT ] || { WHY="no nvmet configfs (modprobe nvmet-rdma)"; return 1; }
+	rm -f /tmp/nvme-backing
+	truncate -s 64M /tmp/nvme-backing
+	if ! { mkdir -p $NVT/subsystems/$NQN/namespaces/1 $NVT/ports/1 &&
+		echo 1 >$NVT/subsystems/$NQN/attr_allow_any_host &&
+		echo /tmp/nvme-backing >$NVT/subsystems/$NQN/namespaces/1/device_path &&
+		echo 1 >$NVT/subsystems/$NQN/namespaces/1/buffered_io &&
+		echo 1 >$NVT/subsystems/$NQN/namespaces/1/enable &&
+		echo rdma >$NVT/ports/1/addr_trtype && echo ipv4 >$NVT/ports/1/addr_adrfam &&
+		echo "$ME" >$NVT/ports/1/addr_traddr && echo 4420 >$NVT/ports/1/addr_trsvcid &&
+		ln -s $NVT/subsystems/$NQN $NVT/ports/1/subsystems/$NQN; }; then
+		WHY="configuring nvmet failed: $(dmesg | grep -i nvmet | tail -2 | tr '\n' ';')"
+		return 1
+	fi
+}
+nvme_target_down() {
+	rm -f $NVT/ports/1/subsystems/$NQN
+	rmdir $NVT/ports/1 $NVT/subsystems/$NQN/namespaces/1 $NVT/subsystems/$NQN 2>/dev/null
+	rm -f /tmp/nvme-backing
+}
+nvme_client() {
+	modprobe nvme-rdma 2>/dev/null
+	if ! out=$(timeout 120 nvme connect -t rdma -a "$OTHER" -s 4420 -n $NQN 2>&1); then
+		NV_RES="nvme connect failed: $(echo "$out" | tail -1)"; return 1
+	fi
+	if ! wait_for 60 nsdev; then
+		NV_RES="no namespace after nvme connect"; timeout 60 nvme disconnect -n $NQN >/dev/null 2>&1; return 1
+	fi
+	NS=/dev/$(nsdev)
+	head -c 16777216 /dev/urandom >/tmp/nvme-data
+	want=$(sha256sum </tmp/nvme-data | cut -d' ' -f1)
+	NV_RES=""
+	dd if=/tmp/nvme-data of="$NS" bs=1M oflag=direct status=none || NV_RES="writing $NS failed"
+	got=$(dd if="$NS" bs=1M count=16 iflag=direct status=none | sha256sum | cut -d' ' -f1)
+	[ -n "$NV_RES" ] || [ "$got" = "$want" ] || NV_RES="read back $got, wrote $want"
+	out=$(timeout 60 nvme disconnect -n $NQN 2>&1) || NV_RES="${NV_RES:+$NV_RES; }nvme disconnect failed: $out"
+	rm -f /tmp/nvme-data
+	[ -z "$NV_RES" ] || return 1
+	NV_RES="0 $want"
+}
+# nvme_step SERVER_SIDE: the target on SERVER_SIDE, the host on the other.
+nvme_step() {
+	K=$((K + 1))
+	if [ "$1" = peer ]; then ST=nvme.main-to-peer; else ST=nvme.peer-to-main; fi
+	case $SKIP in *" nvme "*) echo "--- $ST left out (ERNIC_PAIR_SKIP)"; return 0 ;; esac
+	sf=$K-$ST
+	if [ "$1" = "$SIDE" ]; then
+		note "$ST: nvmet-rdma target on $IB"
+		if nvme_target_up; then sync_post "$sf.ready" ok; else sync_post "$sf.ready" "fail: $WHY"; fi
+		res=$(sync_wait "$sf.client" $((T + 60))) || res="none (no word from the client)"
+		case $res in
+		"0 "*)
+			have=$(head -c 16777216 /tmp/nvme-backing | sha256sum | cut -d' ' -f1)
+			if [ "$have" = "${res#0 }" ]; then
+				pass "$ST" "target on $DEV: the backing file holds the host's 16 MiB"
+			else
+				fail "$ST" "the backing file's digest $have, the host wrote ${res#0 }"
+			fi ;;
+		*) fail "$ST" "target on $DEV; the host ($THEM) says: $res" ;;
+		esac
+		nvme_target_down
+		sync_post "$sf.server" finished
+	else
+		ready=$(sync_wait "$sf.ready" $((T + 60))) || ready="none (no word from the target)"
+		if [ "$ready" = ok ]; then
+			note "$ST: nvme connect -t rdma to $OTHER"
+			t0=$(date +%s)
+			if nvme_client; then
+				pass "$ST" "host on $DEV, target on $THEM_DEV: 16 MiB written and read back in $(($(date +%s) - t0)) s"
+			else
+				fail "$ST" "$NV_RES"
+			fi
+		else
+			NV_RES="not run: $ready"
+			fail "$ST" "$NV_RES"
+		fi
+		sync_post "$sf.client" "$NV_RES"
+		sync_wait "$sf.server" $((T + 60)) >/dev/null
+	fi
+}
+for srv in peer main; do
+	nvme_step $srv
 done
 
 # rdma_rxe's counters of recovery: sequence errors seen by the responder, NAKs and timeouts the
