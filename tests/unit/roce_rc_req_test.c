@@ -768,6 +768,10 @@ static void test_retry_exhausted(void **state)
 	expect_comp(2, 2, ROCE_RC_REQ_WC_FLUSH_ERR, 0);
 	assert_int_equal(L->req.timeouts, 4);           /* the first send and 3 retries */
 	assert_int_equal(L->nfr[1], 4 * 3);
+	/* the post-mortem: una never moved, nothing ever answered */
+	assert_int_equal(L->req.una_moved_us, 0);
+	assert_int_equal(L->req.last_response_us, 0);
+	assert_int_equal(L->req.responses_since, 0);
 	assert_true(roce_rc_req_in_error(&L->req));
 	assert_int_equal(L->req.rd_out, 0);
 	assert_int_equal(roce_rc_req_next_deadline(&L->req), UINT64_MAX);
@@ -1367,6 +1371,7 @@ struct xq {
 	/* rxe's responder */
 	uint32_t epsn, ack_psn;
 	bool sent_psn_nak;
+	uint64_t gone_at;               /* from then on the guest drops every frame (its QP is gone); 0: never */
 	/* counters */
 	unsigned long frames, bridge_drops, fifo_drops, naks, silent, dup_acks, acks;
 	unsigned done, failed, posted;
@@ -1455,6 +1460,8 @@ static void x_serve(void)
 
 	X->in_head = (X->in_head + 1) % XQ_CAP;
 	X->in_n--;
+	if (X->gone_at != 0 && X->now >= X->gone_at)
+		return;
 	if (d > 0) {
 		if (X->sent_psn_nak) {
 			X->silent++;
@@ -1505,8 +1512,8 @@ static void x_deliver(void)
 	(void)roce_rc_req_input(&X->req, &p, X->now);
 }
 
-/* One transfer of XQ_MSGS WRITEs; true when every one completed. */
-static bool x_run(uint64_t seed)
+/* One transfer of XQ_MSGS WRITEs (the responder gone at gone_at unless 0); true when every one completed. */
+static bool x_run(uint64_t seed, uint64_t gone_at)
 {
 	const struct roce_rc_req_cfg rc = {
 		.ops = &x_ops, .ctx = NULL,
@@ -1519,12 +1526,14 @@ static bool x_run(uint64_t seed)
 
 	memset(X, 0, sizeof(*X));
 	X->rng = seed;
+	X->gone_at = gone_at;
 	X->epsn = X->ack_psn = rc.sq_psn;
 	assert_int_equal(roce_rc_req_init(&X->req, &rc), 0);
 	for (;;) {
 		uint64_t t, dl;
 
-		while (X->posted < XQ_MSGS && roce_rc_req_queued(&X->req) < ROCE_RC_REQ_MAX_WR) {
+		while (!roce_rc_req_in_error(&X->req) && X->posted < XQ_MSGS &&
+		       roce_rc_req_queued(&X->req) < ROCE_RC_REQ_MAX_WR) {
 			struct roce_rc_req_wr wr = {
 				.wr_id = X->posted, .op = ROCE_RC_REQ_WRITE, .signaled = true, .len = XQ_MSG,
 				.va = MR_VA, .rkey = RKEY,
@@ -1584,7 +1593,7 @@ static void test_rxe_slow_lossy(void **state)
 	X = calloc(1, sizeof(*X));
 	assert_non_null(X);
 	for (uint64_t s = 1; s <= XQ_RUNS; s++) {
-		bool ok = x_run(s * 7919);
+		bool ok = x_run(s * 7919, 0);
 
 		x_report(s * 7919, ok);
 		fails += !ok;
@@ -1592,8 +1601,20 @@ static void test_rxe_slow_lossy(void **state)
 	print_message("%u of %u transfers failed\n", fails, XQ_RUNS);
 	/* the last run went through every recovery path: NAKs, silent drops, duplicate ACKs, timeouts */
 	assert_true(X->naks > 0 && X->silent > 0 && X->dup_acks > 0 && X->req.timeouts > 0);
-	free(X);
 	assert_int_equal(fails, 0);
+	/*
+	 * What the failure needs instead: a responder that answers nothing at all
+	 * for retry_cnt + 1 timeouts (its QP gone or in error, the guest not
+	 * running). Then the head WR fails with RETRY_EXC eight timeouts (about
+	 * 17 s) after una last moved, and the post-mortem shows the silence.
+	 */
+	assert_false(x_run(1, 5000000));
+	x_report(1, false);
+	assert_int_equal(X->fail_status, ROCE_RC_REQ_WC_RETRY_EXC_ERR);
+	assert_int_equal(X->req.responses_since, 0);
+	assert_true(X->req.last_response_us <= X->req.una_moved_us);
+	assert_true(X->now - X->req.una_moved_us >= 8 * (4096ull << 19) / 1000);
+	free(X);
 }
 
 static int group_setup(void **state)
