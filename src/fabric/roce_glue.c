@@ -105,7 +105,9 @@ static void c_complete(void *ctx, uint64_t wr_id, enum roce_rc_req_wc status, ui
 			const struct roce_rc_req *rq = roce_port_qp_requester(q->g->port, q->qpn);
 
 			LOG_INFO("roce: QP %u: a send work request failed: %s", q->qpn, roce_rc_req_wc_name(status));
-			if (rq)
+			if (rq) {
+				const uint64_t now = now_us();
+
 				LOG_INFO("roce: QP %u requester: una %#x send %#x sent_max %#x next %#x, %u queued, "
 					 "%llu packets, %llu resent, %llu timeouts, %llu sequence NAKs, %llu implied, "
 					 "%llu echoes, %llu stale, %llu ACKs",
@@ -117,6 +119,13 @@ static void c_complete(void *ctx, uint64_t wr_id, enum roce_rc_req_wc status, ui
 					 (unsigned long long)rq->stats[ROCE_RC_REQ_IN_ECHO],
 					 (unsigned long long)rq->stats[ROCE_RC_REQ_IN_STALE],
 					 (unsigned long long)rq->stats[ROCE_RC_REQ_IN_ACK]);
+				/* Was the responder silent, or answering what we could not use? */
+				LOG_INFO("roce: QP %u requester: una last moved %lld ms ago; since then %u responses "
+					 "(%u stale), %u retries left; last response %lld ms ago",
+					 q->qpn, rq->una_moved_us ? (long long)(now - rq->una_moved_us) / 1000 : -1LL,
+					 rq->responses_since, rq->stale_since, rq->retry_left,
+					 rq->last_response_us ? (long long)(now - rq->last_response_us) / 1000 : -1LL);
+			}
 		}
 	}
 	ionic_rdma_wire_send_done(q->g->dev, q->qpn, wr_id, req_status(status), atomic_orig);

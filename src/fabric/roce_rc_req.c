@@ -260,6 +260,9 @@ static void progress(struct roce_rc_req *q, uint64_t now)
 		q->send_psn = q->una;
 	q->timer_armed = q->timeout_us != 0 && !q->rnr_wait && outstanding(q);
 	q->ack_deadline = now + q->timeout_us;
+	q->una_moved_us = now;
+	q->responses_since = 0;
+	q->stale_since = 0;
 }
 
 /*
@@ -511,8 +514,15 @@ static enum roce_rc_req_in classify(struct roce_rc_req *q, const struct roce_pkt
 
 enum roce_rc_req_in roce_rc_req_input(struct roce_rc_req *q, const struct roce_pkt *pkt, uint64_t now_us)
 {
-	enum roce_rc_req_in v = classify(q, pkt, now_us);
+	enum roce_rc_req_in v;
 
+	/* Counted first: a response that moves una starts the count again from 0. */
+	q->last_response_us = now_us;
+	if (q->responses_since < UINT32_MAX)
+		q->responses_since++;
+	v = classify(q, pkt, now_us);
+	if (v == ROCE_RC_REQ_IN_STALE && q->stale_since < UINT32_MAX)
+		q->stale_since++;
 	q->stats[v]++;
 	return v;
 }

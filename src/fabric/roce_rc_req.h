@@ -202,6 +202,11 @@ struct roce_rc_req {
 	/* counters */
 	uint64_t stats[ROCE_RC_REQ_IN_NUM];
 	uint64_t frames_sent, retransmits, timeouts, rd_blocked, window_blocked, build_errors;
+	/* since una last moved (for a failure's post-mortem: a silent responder, or one answering stale PSNs) */
+	uint64_t una_moved_us;          /* when it last moved (0: never) */
+	uint64_t last_response_us;      /* when the last response of any kind came (0: none yet) */
+	uint32_t responses_since;       /* responses since then, stale ones included */
+	uint32_t stale_since;           /* of which stale */
 };
 
 /* 0, or -EINVAL for a NULL ops member or a config field out of range. */

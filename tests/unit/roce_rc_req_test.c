@@ -768,6 +768,10 @@ static void test_retry_exhausted(void **state)
 	expect_comp(2, 2, ROCE_RC_REQ_WC_FLUSH_ERR, 0);
 	assert_int_equal(L->req.timeouts, 4);           /* the first send and 3 retries */
 	assert_int_equal(L->nfr[1], 4 * 3);
+	/* the post-mortem: una never moved, nothing ever answered */
+	assert_int_equal(L->req.una_moved_us, 0);
+	assert_int_equal(L->req.last_response_us, 0);
+	assert_int_equal(L->req.responses_since, 0);
 	assert_true(roce_rc_req_in_error(&L->req));
 	assert_int_equal(L->req.rd_out, 0);
 	assert_int_equal(roce_rc_req_next_deadline(&L->req), UINT64_MAX);
@@ -1309,6 +1313,310 @@ static void test_mtu_1024(void **state)
 	assert_int_equal(L->req.stats[ROCE_RC_REQ_IN_IMPLIED_NAK], 1);
 }
 
+/* ---- a Linux rdma_rxe responder behind a slow, lossy path ---------------------------------
+ *
+ * What rxe's responder (drivers/infiniband/sw/rxe/rxe_resp.c) does with the
+ * SEND/WRITE packets of one RC QP, reduced to the PSN rules:
+ *  - check_psn(): a PSN past ePSN draws one sequence NAK carrying ePSN and
+ *    sets sent_psn_nak; while it is set, every later packet past ePSN is
+ *    dropped without an answer. Only a packet at ePSN clears it.
+ *  - duplicate_request(): a SEND/WRITE behind ePSN is answered, AckReq or
+ *    not, by an ACK of ack_psn - 1 (the last PSN executed).
+ *  - acknowledge(): a packet at ePSN is executed (ePSN + 1) and ACKed with its
+ *    own PSN only when it carries AckReq.
+ * The guest is slow: request frames wait in a FIFO (virtio ring, tap queue)
+ * of XQ_CAP frames and are taken one every XQ_SERVICE_US; a full FIFO drops
+ * the frame. The bridge drops XQ_DROP per mille of the frames it forwards,
+ * both ways; responses take XQ_RTT_US to come back. The requester runs with
+ * the glue's settings (ackreq every 16, 128 unacknowledged PSNs), a 1024-byte
+ * MTU, 64 KiB WRITEs, timeout 19 and retry_cnt 7. The macros can be
+ * overridden to explore (-DXQ_RUNS=40 -DXQ_CAP=4096 ...); no setting tried so
+ * far (FIFO 64..4096 frames, 0.1..8 ms a frame, 2% and 5% loss, 40 seeds
+ * each) exhausted retry_cnt.
+ */
+#ifndef XQ_CAP
+#define XQ_CAP 100
+#endif
+#ifndef XQ_SERVICE_US
+#define XQ_SERVICE_US 100
+#endif
+#ifndef XQ_RTT_US
+#define XQ_RTT_US 500
+#endif
+#ifndef XQ_DROP
+#define XQ_DROP 20
+#endif
+#ifndef XQ_MSGS
+#define XQ_MSGS 300
+#endif
+#ifndef XQ_RUNS
+#define XQ_RUNS 4
+#endif
+#define XQ_RESP_CAP 4096
+#define XQ_MSG (64 * 1024)
+
+struct xq_req { uint32_t psn; bool ackreq; };
+struct xq_resp { uint64_t at; uint32_t psn; uint8_t syn; };
+
+struct xq {
+	struct roce_rc_req req;
+	uint64_t now, rng;
+	/* the guest's FIFO of request frames */
+	struct xq_req in[XQ_CAP];
+	unsigned in_head, in_n;
+	uint64_t busy_until;
+	/* responses on their way back */
+	struct xq_resp out[XQ_RESP_CAP];
+	unsigned out_head, out_n;
+	/* rxe's responder */
+	uint32_t epsn, ack_psn;
+	bool sent_psn_nak;
+	uint64_t gone_at;               /* from then on the guest drops every frame (its QP is gone); 0: never */
+	/* counters */
+	unsigned long frames, bridge_drops, fifo_drops, naks, silent, dup_acks, acks;
+	unsigned done, failed, posted;
+	enum roce_rc_req_wc fail_status;
+};
+
+static struct xq *X;
+
+static uint32_t xrnd(uint32_t n)
+{
+	X->rng = X->rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)((X->rng >> 33) % n);
+}
+
+static int x_read(void *ctx, uint64_t wr_id, uint32_t off, void *buf, uint32_t len)
+{
+	(void)ctx;
+	memset(buf, (int)((wr_id + off) & 0xff), len);
+	return 0;
+}
+
+static int x_write(void *ctx, uint64_t wr_id, uint32_t off, const void *data, uint32_t len)
+{
+	(void)ctx, (void)wr_id, (void)off, (void)data, (void)len;
+	return -1;
+}
+
+static void x_complete(void *ctx, uint64_t wr_id, enum roce_rc_req_wc status, uint32_t byte_len, uint64_t orig)
+{
+	(void)ctx, (void)wr_id, (void)byte_len, (void)orig;
+	if (status == ROCE_RC_REQ_WC_SUCCESS) {
+		X->done++;
+	} else {
+		if (X->failed == 0)
+			X->fail_status = status;
+		X->failed++;
+	}
+}
+
+static void x_respond(uint32_t psn, uint8_t syn)
+{
+	struct xq_resp *r;
+
+	X->frames++;
+	if (xrnd(1000) < XQ_DROP) {
+		X->bridge_drops++;
+		return;
+	}
+	assert_true(X->out_n < XQ_RESP_CAP);
+	r = &X->out[(X->out_head + X->out_n++) % XQ_RESP_CAP];
+	r->at = X->now + XQ_RTT_US;
+	r->psn = psn;
+	r->syn = syn;
+}
+
+static void x_send_frame(void *ctx, const uint8_t *frame, size_t len)
+{
+	struct roce_pkt p;
+	struct xq_req *r;
+
+	(void)ctx;
+	assert_int_equal(roce_parse(frame, len, 1024, &p), ROCE_OK);
+	X->frames++;
+	if (xrnd(1000) < XQ_DROP) {
+		X->bridge_drops++;
+		return;
+	}
+	if (X->in_n == XQ_CAP) {
+		X->fifo_drops++;
+		return;
+	}
+	r = &X->in[(X->in_head + X->in_n++) % XQ_CAP];
+	r->psn = roce_bth_psn(p.bth);
+	r->ackreq = roce_bth_ackreq(p.bth);
+}
+
+static const struct roce_rc_req_ops x_ops = {
+	.local_read = x_read, .local_write = x_write, .complete = x_complete, .send_frame = x_send_frame,
+};
+
+/* rxe's responder takes the oldest frame of its FIFO. */
+static void x_serve(void)
+{
+	struct xq_req r = X->in[X->in_head];
+	int32_t d = roce_psn_diff(r.psn, X->epsn);
+
+	X->in_head = (X->in_head + 1) % XQ_CAP;
+	X->in_n--;
+	if (X->gone_at != 0 && X->now >= X->gone_at)
+		return;
+	if (d > 0) {
+		if (X->sent_psn_nak) {
+			X->silent++;
+			return;
+		}
+		X->sent_psn_nak = true;
+		X->naks++;
+		x_respond(X->epsn, ROCE_AETH_KIND_NAK | ROCE_NAK_PSN_SEQ_ERR);
+		return;
+	}
+	if (d < 0) {
+		X->dup_acks++;
+		x_respond(roce_psn_add(X->ack_psn, ROCE_PSN_MASK), ROCE_AETH_CREDITS_INVALID);
+		return;
+	}
+	X->sent_psn_nak = false;
+	X->epsn = roce_psn_add(X->epsn, 1);
+	X->ack_psn = X->epsn;
+	if (r.ackreq) {
+		X->acks++;
+		x_respond(r.psn, ROCE_AETH_CREDITS_INVALID);
+	}
+}
+
+/* A response reaches the requester (as an ACKNOWLEDGE frame through roce_parse). */
+static void x_deliver(void)
+{
+	struct xq_resp r = X->out[X->out_head];
+	struct roce_frame_desc d;
+	uint8_t f[256];
+	size_t flen;
+	struct roce_pkt p;
+
+	X->out_head = (X->out_head + 1) % XQ_RESP_CAP;
+	X->out_n--;
+	memset(&d, 0, sizeof(d));
+	d.dst_mac[0] = d.src_mac[0] = 0x02;
+	d.src_ip = 0x0a000002;
+	d.dst_ip = 0x0a000001;
+	d.sport = 0xbeef;
+	d.opcode = ROCE_RC_ACKNOWLEDGE;
+	d.pkey = PKEY;
+	d.dqpn = REQ_QPN;
+	d.psn = r.psn;
+	d.aeth.syndrome = r.syn;
+	assert_int_equal(roce_build(&d, f, sizeof(f), &flen), ROCE_OK);
+	assert_int_equal(roce_parse(f, flen, 1024, &p), ROCE_OK);
+	(void)roce_rc_req_input(&X->req, &p, X->now);
+}
+
+/* One transfer of XQ_MSGS WRITEs (the responder gone at gone_at unless 0); true when every one completed. */
+static bool x_run(uint64_t seed, uint64_t gone_at)
+{
+	const struct roce_rc_req_cfg rc = {
+		.ops = &x_ops, .ctx = NULL,
+		.src_mac = { 0x02, 0, 0, 0, 0, 0x01 }, .dst_mac = { 0x02, 0, 0, 0, 0, 0x02 },
+		.src_ip = 0x0a000001, .dst_ip = 0x0a000002, .sport = 0xbeef,
+		.dqpn = RESP_QPN, .pkey = PKEY, .pmtu = 1024, .sq_psn = 0xcc0000,
+		.max_rd_atomic = 4, .timeout = 19, .retry_cnt = 7, .rnr_retry = 7,
+		.ackreq_every = 16, .max_unacked = 128,
+	};
+
+	memset(X, 0, sizeof(*X));
+	X->rng = seed;
+	X->gone_at = gone_at;
+	X->epsn = X->ack_psn = rc.sq_psn;
+	assert_int_equal(roce_rc_req_init(&X->req, &rc), 0);
+	for (;;) {
+		uint64_t t, dl;
+
+		while (!roce_rc_req_in_error(&X->req) && X->posted < XQ_MSGS &&
+		       roce_rc_req_queued(&X->req) < ROCE_RC_REQ_MAX_WR) {
+			struct roce_rc_req_wr wr = {
+				.wr_id = X->posted, .op = ROCE_RC_REQ_WRITE, .signaled = true, .len = XQ_MSG,
+				.va = MR_VA, .rkey = RKEY,
+			};
+
+			assert_int_equal(roce_rc_req_post(&X->req, &wr), 0);
+			X->posted++;
+		}
+		(void)roce_rc_req_pump(&X->req, UINT32_MAX, X->now);
+		if (roce_rc_req_in_error(&X->req) || X->done == XQ_MSGS)
+			break;
+		/* the next event: the guest takes a frame, a response arrives, the requester's timer */
+		t = UINT64_MAX;
+		if (X->in_n > 0)
+			t = X->busy_until > X->now ? X->busy_until : X->now;
+		if (X->out_n > 0 && X->out[X->out_head].at < t)
+			t = X->out[X->out_head].at;
+		dl = roce_rc_req_next_deadline(&X->req);
+		if (dl < t)
+			t = dl;
+		assert_true(t != UINT64_MAX);
+		if (t > X->now)
+			X->now = t;
+		if (X->out_n > 0 && X->out[X->out_head].at <= X->now) {
+			x_deliver();
+		} else if (X->in_n > 0 && X->busy_until <= X->now) {
+			x_serve();
+			X->busy_until = X->now + XQ_SERVICE_US;
+		} else {
+			roce_rc_req_tick(&X->req, X->now);
+		}
+	}
+	return X->done == XQ_MSGS && !roce_rc_req_in_error(&X->req);
+}
+
+static void x_report(uint64_t seed, bool ok)
+{
+	const struct roce_rc_req *q = &X->req;
+
+	print_message("seed %llu: %s at %.1f s (%s); una %#x sent_max %#x; %llu packets, %llu resent, %llu timeouts, "
+		      "%llu seq-naks, %llu echoes, %llu stale, %llu acks; rxe: naks %lu silent %lu dup-acks %lu acks %lu; "
+		      "drops: bridge %lu fifo %lu\n",
+		      (unsigned long long)seed, ok ? "ok" : "FAILED", (double)X->now / 1e6,
+		      ok ? "-" : roce_rc_req_wc_name(X->fail_status), q->una, q->sent_max,
+		      (unsigned long long)q->frames_sent, (unsigned long long)q->retransmits,
+		      (unsigned long long)q->timeouts, (unsigned long long)q->stats[ROCE_RC_REQ_IN_SEQ_NAK],
+		      (unsigned long long)q->stats[ROCE_RC_REQ_IN_ECHO], (unsigned long long)q->stats[ROCE_RC_REQ_IN_STALE],
+		      (unsigned long long)q->stats[ROCE_RC_REQ_IN_ACK], X->naks, X->silent, X->dup_acks, X->acks,
+		      X->bridge_drops, X->fifo_drops);
+}
+
+static void test_rxe_slow_lossy(void **state)
+{
+	unsigned fails = 0;
+
+	(void)state;
+	X = calloc(1, sizeof(*X));
+	assert_non_null(X);
+	for (uint64_t s = 1; s <= XQ_RUNS; s++) {
+		bool ok = x_run(s * 7919, 0);
+
+		x_report(s * 7919, ok);
+		fails += !ok;
+	}
+	print_message("%u of %u transfers failed\n", fails, XQ_RUNS);
+	/* the last run went through every recovery path: NAKs, silent drops, duplicate ACKs, timeouts */
+	assert_true(X->naks > 0 && X->silent > 0 && X->dup_acks > 0 && X->req.timeouts > 0);
+	assert_int_equal(fails, 0);
+	/*
+	 * What the failure needs instead: a responder that answers nothing at all
+	 * for retry_cnt + 1 timeouts (its QP gone or in error, the guest not
+	 * running). Then the head WR fails with RETRY_EXC eight timeouts (about
+	 * 17 s) after una last moved, and the post-mortem shows the silence.
+	 */
+	assert_false(x_run(1, 5000000));
+	x_report(1, false);
+	assert_int_equal(X->fail_status, ROCE_RC_REQ_WC_RETRY_EXC_ERR);
+	assert_int_equal(X->req.responses_since, 0);
+	assert_true(X->req.last_response_us <= X->req.una_moved_us);
+	assert_true(X->now - X->req.una_moved_us >= 8 * (4096ull << 19) / 1000);
+	free(X);
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -1348,6 +1656,7 @@ int main(void)
 		cmocka_unit_test(test_nak_codes),
 		cmocka_unit_test(test_mtu_1024),
 		cmocka_unit_test(test_random_lossy),
+		cmocka_unit_test(test_rxe_slow_lossy),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
