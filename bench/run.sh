@@ -17,3 +17,5 @@ echo "== S3 endpoint over a TAP, 64 MiB (bench/results/tap.csv)"
 bench/tap_bench.sh build-bench/rocm-ernic bench/results/tap.csv
 echo "== guest Ethernet: ionic vs virtio-net in one TCG guest (bench/results/eth.csv)"
 bench/guest_eth_bench.sh build-bench/rocm-ernic bench/results/eth.csv
+echo "== RoCEv2 between two guests: rocm-ernic pair vs rdma_rxe pair in one boot (bench/results/roce-pair.csv)"
+bench/roce-pair.sh build-bench/rocm-ernic
