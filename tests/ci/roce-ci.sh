@@ -98,4 +98,11 @@ if grep -Eq "roce: requesters: [1-9][0-9]* packets, [1-9][0-9]* resent" "$TMP/a.
 else
 	fail roce-stats-logged "$(grep 'roce:' "$TMP/a.log" | tail -4 | tr '\n' '|')"
 fi
+# B refused five UD datagrams: the wrong Q_Key of test_ud, and for its UD QP and its GSI QP each
+# the datagram longer than the receive and the one that came after it, to the QP in error.
+if grep -q "roce: .*UD [0-9]* in.* ud_refused=5\b" "$TMP/b.log"; then
+	pass roce-ud-refused
+else
+	fail roce-ud-refused "$(grep 'roce:' "$TMP/b.log" | head -1)"
+fi
 finish

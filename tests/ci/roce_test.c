@@ -10,7 +10,9 @@
  * SEND that meets no receive (RNR), both directions, a local error behind
  * work on the wire (completed in order), a reconnection through RESET, and a
  * bad R_Key (remote access error at the requester, the responder's QP in
- * error). A packet
+ * error). UD datagrams between the two, and ones longer than the receive, to
+ * a UD QP and to the GSI QP (LOCAL_LEN, nothing written past the receive, the
+ * QP in error until it is reset). A packet
  * socket on server A's TAP sees every frame between the two and checks the
  * RoCEv2 headers the operations put on the wire (opcodes, QPNs, addresses,
  * consecutive PSNs, AETH syndromes). B's Ethernet receive queue, receiving
@@ -700,7 +702,7 @@ static void test_local_error_in_order(void **state)
 #define OP_UD_SEND_ONLY     0x64
 #define OP_UD_SEND_ONLY_IMM 0x65
 
-static struct rg_qp ud_qp[2];
+static struct rg_qp ud_qp[2], gsi_qp[2];
 static struct rg_cq ud_cq[2];
 
 static void ud_up(struct side *s, int k)
@@ -783,6 +785,149 @@ static void test_ud(void **state)
 	assert_int_equal(f[1].dqpn, UD_QPN);
 	assert_memory_equal(f[1].dmac, B.mac, 6);
 	assert_int_equal(frames_between(&B, &A, f, 8), 0); /* no acknowledgement on UD */
+}
+
+#define UD_RBUF  (RECV + 0x1000) /* the receives of the over-long tests, in a 4 KiB guard of GUARD */
+#define GUARD    0x5a
+#define GSI_QPN  1
+#define GSI_SQ   (RG_SCRATCH + 0xe000)
+
+/* All of B's 4 KiB at UD_RBUF still GUARD from byte `from` on: nothing was written there. */
+static void guard_intact(uint32_t from)
+{
+	const uint8_t *p = gp(&B, UD_RBUF);
+
+	for (uint32_t i = from; i < 0x1000; i++)
+		if (p[i] != GUARD)
+			fail_msg("byte %u of B's receive area written (%#x)", i, p[i]);
+}
+
+/* A UD send of A's QP q to QP dqpn at B (through UD_AH), completed successfully at A. */
+static void ud_send_ok(struct rg_qp *q, uint64_t id, uint32_t dqpn, uint32_t qkey, uint32_t len)
+{
+	struct rg_sge sge = { SRC, len, LKEY };
+	uint8_t cqe[RG_CQE_SIZE];
+
+	rg_post_ud(&A.g, q, id, RG_WR_SEND, RG_WQE_SIG, 0, UD_AH, dqpn, qkey, &sge, 1);
+	rg_sq_ring(&A.g, q);
+	cqe_get(&A, &ud_cq[0], cqe);
+	assert_int_equal(rg_cqe_type(cqe), RG_CQE_SEND_NPG);
+	assert_int_equal(rg_cqe_qid(cqe), q->id);
+	assert_false(rg_cqe_error(cqe));
+	assert_int_equal(rg_cqe_npg_id(cqe), id);
+}
+
+static void ud_recv_post(struct rg_qp *q, uint64_t id, uint64_t va, uint32_t len)
+{
+	struct rg_sge sge = { va, len, LKEY };
+
+	rg_post_recv(&B.g, q, id, 0, &sge, 1);
+	rg_rq_ring(&B.g, q);
+}
+
+/*
+ * A datagram from A's QP `from` on the wire, longer than B's receive (40 bytes of GRH area + rlen < 40 + len),
+ * to B's QP q: the receive completes with LOCAL_LEN (the CQE format of ionic_rdma, as the loopback
+ * UD path in ionic-rdma-ci), nothing is written into the receive nor past it, and the QP goes to
+ * the error state with its flush notices (receive and send queue), as the driver expects of any
+ * receive error. A valid datagram behind it is not delivered: the second receive posted stays
+ * untouched. Then the QP back through RESET to RTS takes datagrams again.
+ */
+static void ud_too_long(struct rg_qp *from, struct rg_qp *q, uint32_t qkey, uint32_t rlen, uint32_t len, uint64_t id0)
+{
+	uint8_t cqe[RG_CQE_SIZE];
+	struct frame f[8];
+	unsigned n;
+
+	assert_true(40 + len <= 0x800 && len <= 4096 && rlen < len);
+	memset(gp(&B, UD_RBUF), GUARD, 0x1000);
+	ud_recv_post(q, id0, UD_RBUF, 40 + rlen);
+	ud_recv_post(q, id0 + 1, UD_RBUF + 0x800, 40 + len);
+	fill(gp(&A, SRC), len, (uint32_t)id0);
+	capture(); /* empties the socket */
+	ud_send_ok(from, id0, q->id, qkey, len);
+	cqe_get(&B, &ud_cq[1], cqe);
+	assert_int_equal(rg_cqe_type(cqe), RG_CQE_RECV);
+	assert_int_equal(rg_cqe_qid(cqe), q->id);
+	assert_true(rg_cqe_error(cqe));
+	assert_int_equal(rg_cqe_status(cqe), RG_STS_LOCAL_LEN);
+	assert_int_equal(rg_cqe_wqe_id(cqe), id0);
+	assert_int_equal(rg_cqe_src_qpn_op(cqe) & 0xffffff, q->id);
+	/* the QP in error: its flush notices, receive queue then send queue */
+	cqe_get(&B, &ud_cq[1], cqe);
+	assert_int_equal(rg_cqe_type(cqe), RG_CQE_RECV);
+	assert_int_equal(rg_cqe_qid(cqe), q->id);
+	assert_int_equal(rg_cqe_status(cqe), RG_STS_FLUSHED);
+	cqe_get(&B, &ud_cq[1], cqe);
+	assert_int_equal(rg_cqe_type(cqe), RG_CQE_SEND_NPG);
+	assert_int_equal(rg_cqe_qid(cqe), q->id);
+	assert_int_equal(rg_cqe_status(cqe), RG_STS_FLUSHED);
+	assert_int_equal(rg_qp_state(&B.g, &B.aq, q->id, RG_SCRATCH + 0x8000), RG_QPS_ERR);
+	guard_intact(0);
+
+	/* a datagram that would fit: dropped, the second receive is not consumed */
+	ud_send_ok(from, id0 + 2, q->id, qkey, rlen);
+	assert_false(rg_cq_wait(&B.g, &ud_cq[1], cqe, 200));
+	guard_intact(0);
+	capture();
+	n = frames_between(&A, &B, f, 8);
+	assert_int_equal(n, 2); /* both datagrams went on the wire, whole */
+	for (unsigned i = 0; i < n; i++) {
+		assert_int_equal(f[i].opcode, OP_UD_SEND_ONLY);
+		assert_int_equal(f[i].dqpn, q->id);
+	}
+	assert_int_equal(f[0].payload, len);
+	assert_int_equal(f[1].payload, rlen);
+
+	/* the server still serves: the QP through RESET to RTS takes the same datagram whole */
+	assert_int_equal(rg_qp_to_rts(&B.g, &B.aq, q, qkey, 0), 0);
+	ud_recv_post(q, id0 + 3, UD_RBUF, 40 + len);
+	ud_send_ok(from, id0 + 4, q->id, qkey, len);
+	cqe_get(&B, &ud_cq[1], cqe);
+	assert_int_equal(rg_cqe_type(cqe), RG_CQE_RECV);
+	assert_false(rg_cqe_error(cqe));
+	assert_int_equal(rg_cqe_qid(cqe), q->id);
+	assert_int_equal(rg_cqe_wqe_id(cqe), id0 + 3);
+	assert_int_equal(rg_cqe_src_qpn_op(cqe) & 0xffffff, q->id);
+	assert_int_equal(rg_cqe_status(cqe), 40 + len);
+	assert_memory_equal(gp(&B, UD_RBUF + 40), gp(&A, SRC), len);
+	guard_intact(40 + len);
+}
+
+/* UD from A to B: 600 bytes to a receive of 40 + 100 (after test_ud, which made both UD QPs and the AH). */
+static void test_ud_too_long(void **state)
+{
+	(void)state;
+	ud_too_long(&ud_qp[0], &ud_qp[1], UD_QKEY, 100, 600, 0xa0);
+	assert_int_equal(rg_qp_state(&A.g, &A.aq, UD_QPN, RG_SCRATCH + 0x8000), RG_QPS_RTS);
+}
+
+/* The same to the GSI QP (QP 1, privileged, the GSI Q_Key): 256 bytes to a receive of 40 + 64. */
+static void test_gsi_too_long(void **state)
+{
+	struct side *s[2] = { &A, &B };
+
+	(void)state;
+	for (int k = 0; k < 2; k++) {
+		struct rg_qp *q = &gsi_qp[k];
+
+		memset(q, 0, sizeof(*q));
+		q->id = GSI_QPN;
+		q->type = RG_QPT_UD;
+		q->priv_flags = RG_QPF_PRIVILEGED;
+		q->pd = PD;
+		q->sq_cq = q->rq_cq = UD_CQ;
+		q->sq = GSI_SQ;
+		q->rq = GSI_SQ + 0x800;
+		q->sq_depth_log2 = q->rq_depth_log2 = 4;
+		q->sq_stride_log2 = q->rq_stride_log2 = 7;
+		assert_int_equal(rg_qp_create(&s[k]->g, &s[k]->aq, q), 0);
+		assert_int_equal(rg_qp_to_rts(&s[k]->g, &s[k]->aq, q, RG_QKEY_GSI, 0), 0);
+	}
+	/* The GSI Q_Key has its top bit set: the sender's own, which for A's QP 1 is the GSI Q_Key. */
+	ud_too_long(&gsi_qp[0], &gsi_qp[1], RG_QKEY_GSI, 64, 256, 0xb0);
+	/* B's other UD QP is not concerned */
+	assert_int_equal(rg_qp_state(&B.g, &B.aq, UD_QPN, RG_SCRATCH + 0x8000), RG_QPS_RTS);
 }
 
 /* A WRITE with an R_Key B never gave: remote access error at A, B's QP in error, and the NAK on the wire. */
@@ -888,6 +1033,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_other_direction),
 		cmocka_unit_test(test_local_error_in_order),
 		cmocka_unit_test(test_ud),
+		cmocka_unit_test(test_ud_too_long),
+		cmocka_unit_test(test_gsi_too_long),
 		cmocka_unit_test(test_bad_rkey),
 	};
 
