@@ -52,7 +52,12 @@
  * Invariants (abort() on violation): guest memory outside the windows the
  * device may write (rings, CQs, M1, M3, M4) never changes: the guard pages
  * around every MR, the rest of the scratch area and all of M2 (nobody may
- * write it) keep their pattern; every receive CQE names the QP whose CQ it
+ * write it) keep their pattern; a frame whose BTH DestQP is not a QP with
+ * remote write and atomic rights (QP 21, remote read only; the UD QPs; QPs
+ * that do not exist; a frame too short for a BTH) changes neither M1 nor M4,
+ * the MRs only remote WRITEs and atomics write (the guest's receives and
+ * its READ and atomic results land in M3): both are compared with a copy
+ * taken before such a frame; every receive CQE names the QP whose CQ it
  * is on and one of that QP's outstanding receives, each completing once (so
  * no QP completes more receives than were posted; the device's flush
  * marker, FLUSHED with wqe_id 0, is not a receive); and the server neither
@@ -131,6 +136,7 @@ static struct {
 	unsigned nout[NQP];
 	uint64_t sposted[NQP], scompleted[NQP];
 	uint64_t wr_id;
+	uint32_t frames;                        /* FRAME operations so far (their payload bytes) */
 } w;
 
 static uint8_t *gm(uint64_t bus)
@@ -361,19 +367,49 @@ static void fix_frame(uint8_t *f, size_t len)
 			      roce_icrc(f + sizeof(*eth), len - sizeof(*eth) - ROCE_ICRC_LEN));
 }
 
+/*
+ * Whether a frame may change M1 or M4 (the MRs with remote rights the guest
+ * also writes nothing into itself): only when its BTH names QP 20 or 22, the
+ * QPs with remote write and atomic rights. The node takes IPv4 without options
+ * and no VLAN tag only, so the BTH of every frame it accepts is at the same
+ * place; this reads it there, by itself, not through the node's parser. A
+ * frame too short for a BTH is dropped and may change nothing.
+ */
+static bool may_write_remote(const uint8_t *frame, size_t len)
+{
+	const uint8_t *bth = frame + ROCE_L2L4_LEN;
+	uint32_t dqpn;
+
+	if (len < ROCE_L2L4_LEN + sizeof(struct roce_bth))
+		return false;
+	dqpn = (uint32_t)bth[5] << 16 | (uint32_t)bth[6] << 8 | bth[7]; /* BTH bytes 5..7: DestQP */
+	for (int k = 0; k < FW_NRC; k++)
+		if (dqpn == qp_id[k])
+			return (qp_access[k] & (RG_QPF_REMOTE_WRITE | RG_QPF_REMOTE_ATOMIC)) != 0;
+	return false;
+}
+
 static void inject(const uint8_t *frame, size_t len)
 {
+	static uint8_t m1[M1_LEN], m4[M4_LEN];
 	/* an exact-size copy, so a read past the frame is an ASan report */
 	uint8_t *f = malloc(len ? len : 1);
+	bool may_write = may_write_remote(frame, len);
 
 	if (f == NULL)
 		abort();
 	memcpy(f, frame, len);
+	if (!may_write) {
+		memcpy(m1, gm(M1), M1_LEN);
+		memcpy(m4, gm(M4), M4_LEN);
+	}
 	net_switch_input(sw, wire_id, f, len);
 	free(f);
 	run();
 	check(S_GUARD, M1); /* the cheap part after every frame; all of it at the end */
 	check(M2, M2 + M2_LEN);
+	if (!may_write && (memcmp(m1, gm(M1), M1_LEN) != 0 || memcmp(m4, gm(M4), M4_LEN) != 0))
+		abort(); /* a WRITE or atomic on a QP without those rights (or to no such QP) changed an MR */
 }
 
 static void op_raw(struct fz *f)
@@ -402,9 +438,10 @@ static void op_frame(struct fz *f)
 	size_t len = 0;
 	const struct roce_opcode_info *oi;
 
-	if (payload[1] == 0)
-		for (size_t i = 0; i < sizeof(payload); i++)
-			payload[i] = (uint8_t)(i * 7 + 1);
+	/* Each frame of an input its own bytes: a WRITE that lands where an earlier one did shows too. */
+	w.frames++;
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 7 + 1 + w.frames * 0x35);
 	d.opcode = fw_opcodes[opsel];
 	oi = roce_opcode_info(d.opcode);
 	if ((d.opcode & ROCE_TRANSPORT_MASK) == ROCE_TRANSPORT_UD) {

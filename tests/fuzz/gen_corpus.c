@@ -1539,6 +1539,23 @@ static void gen_roce_wire(void)
 	fw_frame(&s, 0, ROCE_RC_RDMA_WRITE_ONLY, 0, 0, 64, FW_K1, 32, 0);
 	emit(t, "write-edges", &s);
 
+	/*
+	 * QP 21 has remote read only: a WRITE into M1 and into M4 (both MRs grant remote write), a
+	 * FETCH_ADD and a CMP_SWAP on M1 (which grants atomics); each must leave the MR as it was
+	 * (the first one puts the QP in error, so each kind has its own seed).
+	 */
+	s.n = 0;
+	fw_frame(&s, 1, ROCE_RC_RDMA_WRITE_ONLY, FW_ACKREQ, 0, 64, FW_K1, 64, 0);
+	fw_frame(&s, 1, ROCE_RC_RDMA_WRITE_ONLY, FW_ACKREQ, 0, 64, FW_K4, 64, 0);
+	emit(t, "no-rights-write", &s);
+	s.n = 0;
+	fw_frame(&s, 1, ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, FW_ACKREQ, 0, 16, FW_K4, 128, 0x77);
+	emit(t, "no-rights-write-imm", &s);
+	s.n = 0;
+	fw_frame(&s, 1, ROCE_RC_FETCH_ADD, 0, 0, 0, FW_K1, 72, 5);
+	fw_frame(&s, 1, ROCE_RC_COMPARE_SWAP, 0, 0, 0, FW_K1, 64, 0x1111);
+	emit(t, "no-rights-atomic", &s);
+
 	/* READs: 3000 bytes of M1 at 1024, of read-only M2 at 256, of M3 (no remote rights), a bad key byte */
 	s.n = 0;
 	fw_frame(&s, 0, ROCE_RC_RDMA_READ_REQUEST, 0, 0, 3000, FW_K1, 64, 0);
