@@ -127,6 +127,8 @@ static void resp_send(struct roce_rc_resp *q, uint8_t opcode, uint32_t psn, uint
 
 static void send_ack(struct roce_rc_resp *q, uint32_t psn, uint8_t syndrome)
 {
+	if (roce_aeth_kind(syndrome) == ROCE_AETH_KIND_ACK)
+		q->ack_behind = false;
 	resp_send(q, ROCE_RC_ACKNOWLEDGE, psn, syndrome, 0, NULL, 0);
 }
 
@@ -508,6 +510,23 @@ static enum roce_rc_in do_duplicate(struct roce_rc_resp *q, const struct roce_pk
 
 /* ---- entry --------------------------------------------------------------------- */
 
+/*
+ * A SEND or WRITE packet at ePSN. Executed, it leaves a positive ACK owed
+ * unless it asked for one (AckReq: its ACK, sent meanwhile, cleared the debt);
+ * not executed (RNR, a fatal NAK), it changes nothing.
+ */
+static enum roce_rc_in send_or_write(struct roce_rc_resp *q, const struct roce_pkt *p, bool write)
+{
+	const bool owed = q->ack_behind;
+	enum roce_rc_in v;
+
+	q->ack_behind = true;
+	v = write ? do_write(q, p) : do_send(q, p);
+	if (v != ROCE_RC_IN_EXECUTED)
+		q->ack_behind = owed;
+	return v;
+}
+
 static enum roce_rc_in classify(struct roce_rc_resp *q, const struct roce_pkt *p)
 {
 	const uint8_t opcode = p->bth->opcode;
@@ -532,6 +551,16 @@ static enum roce_rc_in classify(struct roce_rc_resp *q, const struct roce_pkt *p
 		if (q->nak_sent)
 			return ROCE_RC_IN_SEQ_DROP;
 		q->nak_sent = true;
+		/*
+		 * SEND/WRITE packets executed since the last positive ACK: say so
+		 * first. The NAK acknowledges them too, but a requester that is
+		 * still recovering from an earlier NAK may ignore a second one
+		 * until something positive arrives (Linux rxe does, and then waits
+		 * for its ACK timeout). Not after a READ or atomic: an ACK at
+		 * their PSNs would stand in for responses that may have been lost.
+		 */
+		if (q->ack_behind)
+			send_ack(q, roce_psn_add(q->epsn, ROCE_PSN_MASK), syn_ack());
 		send_ack(q, q->epsn, roce_syn_nak(ROCE_NAK_PSN_SEQ_ERR));
 		return ROCE_RC_IN_SEQ_NAK;
 	}
@@ -548,18 +577,20 @@ static enum roce_rc_in classify(struct roce_rc_resp *q, const struct roce_pkt *p
 	case ROCE_RC_SEND_ONLY_WITH_IMMEDIATE:
 	case ROCE_RC_SEND_LAST_WITH_INVALIDATE:
 	case ROCE_RC_SEND_ONLY_WITH_INVALIDATE:
-		return do_send(q, p);
+		return send_or_write(q, p, false);
 	case ROCE_RC_RDMA_WRITE_FIRST:
 	case ROCE_RC_RDMA_WRITE_MIDDLE:
 	case ROCE_RC_RDMA_WRITE_LAST:
 	case ROCE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE:
 	case ROCE_RC_RDMA_WRITE_ONLY:
 	case ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE:
-		return do_write(q, p);
+		return send_or_write(q, p, true);
 	case ROCE_RC_RDMA_READ_REQUEST:
+		q->ack_behind = false;
 		return do_read(q, p);
 	case ROCE_RC_COMPARE_SWAP:
 	case ROCE_RC_FETCH_ADD:
+		q->ack_behind = false;
 		return do_atomic(q, p);
 	default:
 		/* Every RC request of the opcode table is handled above. */

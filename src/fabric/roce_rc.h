@@ -157,6 +157,7 @@ struct roce_rc_resp {
 	/* sequence state */
 	uint32_t epsn, msn;
 	bool nak_sent;          /* a sequence NAK went out; silent until ePSN arrives */
+	bool ack_behind;        /* SEND/WRITE packets executed since the last positive ACK */
 	bool error;
 	/* the message in progress */
 	enum roce_rc_cur cur;

@@ -710,6 +710,78 @@ static void test_out_of_order(void **state)
 	assert_int_equal(F.ncqe, 2);
 }
 
+/*
+ * A gap after SEND/WRITE packets that asked for no ACK: a positive ACK of
+ * ePSN - 1 goes out before the sequence NAK (a requester still recovering
+ * from an earlier NAK, as Linux rxe's, ignores a second NAK until something
+ * positive arrives). Not when an ACK already covers ePSN - 1, and not after
+ * a READ, whose PSNs only its responses may acknowledge.
+ */
+static void test_ack_before_nak(void **state)
+{
+	struct roce_rc_resp q;
+	struct roce_frame_desc d;
+
+	(void)state;
+	setup_qp(&q, 0x100);
+	post_recv(RQ_BUF);
+	post_recv(RQ_BUF);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_FIRST, 0x100, MTU), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_MIDDLE, 0x101, MTU), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(F.nframes, 0);
+	/* 0x102 lost: ACK 0x101, then the NAK for 0x102; later packets are silent */
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_MIDDLE, 0x103, MTU), ROCE_RC_IN_SEQ_NAK);
+	assert_int_equal(F.nframes, 2);
+	expect_ack(0, 0x101, 0);
+	expect_nak(1, 0x102, ROCE_NAK_PSN_SEQ_ERR, 0);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_MIDDLE, 0x104, MTU), ROCE_RC_IN_SEQ_DROP);
+	assert_int_equal(F.nframes, 2);
+	/* the go-back: 0x102 and 0x103 executed, 0x104 lost again: ACK 0x103, NAK 0x104 */
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_MIDDLE, 0x102, MTU), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_MIDDLE, 0x103, MTU), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(F.nframes, 2);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_MIDDLE, 0x105, MTU), ROCE_RC_IN_SEQ_NAK);
+	assert_int_equal(F.nframes, 4);
+	expect_ack(2, 0x103, 0);
+	expect_nak(3, 0x104, ROCE_NAK_PSN_SEQ_ERR, 0);
+	/* 0x104 with AckReq is ACKed itself: the next gap gets the NAK alone */
+	d = req(ROCE_RC_SEND_MIDDLE, 0x104, MTU);
+	d.ackreq = true;
+	assert_int_equal(feed(&q, &d), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(F.nframes, 5);
+	expect_ack(4, 0x104, 0);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_LAST, 0x106, 10), ROCE_RC_IN_SEQ_NAK);
+	assert_int_equal(F.nframes, 6);
+	expect_nak(5, 0x105, ROCE_NAK_PSN_SEQ_ERR, 0);
+	/* the message ends (its LAST is ACKed); a SEND without a receive is refused (RNR): owes nothing */
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_LAST, 0x105, 10), ROCE_RC_IN_EXECUTED);
+	expect_ack(6, 0x105, 1);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 0x106, 10), ROCE_RC_IN_EXECUTED);
+	expect_ack(7, 0x106, 2);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 0x107, 10), ROCE_RC_IN_RNR);
+	assert_int_equal(F.nframes, 9);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 0x108, 10), ROCE_RC_IN_SEQ_NAK);
+	assert_int_equal(F.nframes, 10);
+	expect_nak(9, 0x107, ROCE_NAK_PSN_SEQ_ERR, 2);
+	/* WRITE packets owe an ACK as SEND packets do; a READ after them settles it */
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_WRITE_FIRST, 0x107, MTU, 0x1000, 0x100000, 2 * MTU),
+			 ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 0x109, 10), ROCE_RC_IN_SEQ_NAK);
+	assert_int_equal(F.nframes, 12);
+	expect_ack(10, 0x107, 2);
+	expect_nak(11, 0x108, ROCE_NAK_PSN_SEQ_ERR, 2);
+	d = req(ROCE_RC_RDMA_WRITE_LAST, 0x108, MTU);
+	d.payload = payload_src + MTU;
+	assert_int_equal(feed(&q, &d), ROCE_RC_IN_EXECUTED);
+	expect_ack(12, 0x108, 3);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_READ_REQUEST, 0x109, 0, 0x1000, 0x100000, 2 * MTU),
+			 ROCE_RC_IN_EXECUTED);
+	assert_int_equal(F.nframes, 15);       /* two READ responses */
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 0x10c, 10), ROCE_RC_IN_SEQ_NAK);
+	assert_int_equal(F.nframes, 16);
+	expect_nak(15, 0x10b, ROCE_NAK_PSN_SEQ_ERR, 4);
+}
+
 static void test_psn_wrap(void **state)
 {
 	struct roce_rc_resp q;
@@ -1161,6 +1233,7 @@ int main(void)
 		cmocka_unit_test(test_duplicate_send),
 		cmocka_unit_test(test_duplicate_read),
 		cmocka_unit_test(test_out_of_order),
+		cmocka_unit_test(test_ack_before_nak),
 		cmocka_unit_test(test_psn_wrap),
 		cmocka_unit_test(test_ring_window),
 		cmocka_unit_test(test_rnr),
