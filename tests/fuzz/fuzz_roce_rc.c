@@ -39,7 +39,9 @@
  * each taken receive completes once, and between packets exactly the
  * receive of a SEND in progress is outstanding; data is placed in a
  * receive in order and byte_len of a SEND's completion is what was placed
- * (never beyond the buffer); a seq NAK carries ePSN, an RNR NAK the
+ * (never beyond the buffer); a seq NAK carries ePSN (preceded by an ACK of
+ * ePSN - 1 exactly when SEND/WRITE packets were executed since the last
+ * positive ACK), an RNR NAK the
  * configured timer; after a fatal NAK the QP drops every request. Regions
  * and receive buffers are exact-size heap blocks, so any access outside
  * them is an ASan report.
@@ -78,9 +80,10 @@ static struct fake {
 	/* the packet being input */
 	bool in_input, at_epsn, write_imm;
 	unsigned frames;
-	uint8_t last_syn, last_opcode;
-	uint32_t last_psn;
+	uint8_t last_syn, last_opcode, first_syn;
+	uint32_t last_psn, first_psn;
 	unsigned naks;
+	bool ack_owed;          /* model: SEND/WRITE packets executed since the last positive ACK */
 	unsigned stores;        /* bytes stored: receive writes, memory writes, atomics */
 	/* frames REQ built, for REPLAY */
 	uint8_t hist[HIST][FRAME_MAX];
@@ -188,7 +191,10 @@ static void f_send_frame(void *ctx, const uint8_t *frame, size_t len)
 	CHECK(roce_bth_dqpn(p.bth) == RQPN);
 	CHECK(roce_bth_pkey(p.bth) == f->pkey);
 	CHECK(be16_get(p.udp->sport) == SPORT);
-	f->frames++;
+	if (f->frames++ == 0) {
+		f->first_psn = roce_bth_psn(p.bth);
+		f->first_syn = p.aeth ? roce_aeth_syndrome(p.aeth) : 0;
+	}
 	f->last_opcode = p.bth->opcode;
 	f->last_psn = roce_bth_psn(p.bth);
 	f->last_syn = p.aeth ? roce_aeth_syndrome(p.aeth) : 0;
@@ -263,6 +269,9 @@ static void deliver(struct roce_rc_resp *q, const uint8_t *frame, size_t len)
 		} else if (opcode == ROCE_RC_COMPARE_SWAP || opcode == ROCE_RC_FETCH_ADD) {
 			CHECK(F.frames == 1 && F.last_opcode == ROCE_RC_ATOMIC_ACKNOWLEDGE && F.last_psn == psn);
 			CHECK(q->msn == ((msn + 1) & ROCE_AETH_MSN_MASK));
+		}
+		if (opcode == ROCE_RC_RDMA_READ_REQUEST || opcode == ROCE_RC_COMPARE_SWAP || opcode == ROCE_RC_FETCH_ADD) {
+			F.ack_owed = false;
 		} else {
 			/* SEND/WRITE: ACK at the end of the message or on AckReq, MSN counts messages */
 			bool last = p.op->seg == ROCE_SEG_LAST || p.op->seg == ROCE_SEG_ONLY;
@@ -271,6 +280,7 @@ static void deliver(struct roce_rc_resp *q, const uint8_t *frame, size_t len)
 			if (F.frames)
 				CHECK(F.last_opcode == ROCE_RC_ACKNOWLEDGE && F.last_psn == psn &&
 				      F.last_syn == roce_syn_ack(ROCE_AETH_CREDITS_INVALID));
+			F.ack_owed = F.frames == 0;
 			CHECK(q->msn == (last ? (msn + 1) & ROCE_AETH_MSN_MASK : msn));
 		}
 	} else {
@@ -284,16 +294,23 @@ static void deliver(struct roce_rc_resp *q, const uint8_t *frame, size_t len)
 		CHECK(roce_psn_diff(psn, epsn) < 0 && !q->error && F.naks == 0);
 		if (opcode == ROCE_RC_COMPARE_SWAP || opcode == ROCE_RC_FETCH_ADD)
 			CHECK(F.frames == 1 && F.last_opcode == ROCE_RC_ATOMIC_ACKNOWLEDGE && F.last_psn == psn);
-		else if (opcode != ROCE_RC_RDMA_READ_REQUEST)
+		else if (opcode != ROCE_RC_RDMA_READ_REQUEST) {
 			CHECK(F.frames == 1 && F.last_opcode == ROCE_RC_ACKNOWLEDGE &&
 			      F.last_psn == roce_psn_add(epsn, ROCE_PSN_MASK));
+			F.ack_owed = false;
+		}
 		break;
 	case ROCE_RC_IN_RNR:
 		CHECK(psn == epsn && F.frames == 1 && F.last_syn == roce_syn_rnr(F.rnr) && F.last_psn == psn);
 		break;
 	case ROCE_RC_IN_SEQ_NAK:
-		CHECK(roce_psn_diff(psn, epsn) > 0 && F.frames == 1 && F.last_psn == epsn &&
+		/* after unacknowledged SEND/WRITE packets, an ACK of ePSN - 1 first */
+		CHECK(roce_psn_diff(psn, epsn) > 0 && F.frames == 1u + F.ack_owed && F.last_psn == epsn &&
 		      F.last_syn == roce_syn_nak(ROCE_NAK_PSN_SEQ_ERR));
+		if (F.ack_owed)
+			CHECK(F.first_psn == roce_psn_add(epsn, ROCE_PSN_MASK) &&
+			      F.first_syn == roce_syn_ack(ROCE_AETH_CREDITS_INVALID));
+		F.ack_owed = false;
 		break;
 	case ROCE_RC_IN_SEQ_DROP:
 	case ROCE_RC_IN_ERR_DROP:
