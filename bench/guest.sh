@@ -30,13 +30,9 @@ if [ "${1:-}" = --profile ]; then
 	shift
 fi
 if [ "${1:-}" != --report ]; then
-	if [ $# -ge 1 ]; then
-		BIN=$(readlink -f "$1")
-	else
-		cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DERNIC_TESTS=OFF >/dev/null
-		cmake --build build-bench -j "$(nproc)" --target rocm-ernic >/dev/null
-		BIN=$ROOT/build-bench/rocm-ernic
-	fi
+	# shellcheck source=bench/lib.sh
+	. bench/lib.sh
+	bench_server "${1:-}"
 	DISKDIR=$(mktemp -d /dev/shm/ernic-bench.XXXXXX)
 	trap 'rm -rf "$DISKDIR"' EXIT
 	truncate -s 256M "$DISKDIR/ernic-bench.img"

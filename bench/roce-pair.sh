@@ -20,13 +20,9 @@ RES=$ROOT/bench/results
 mkdir -p "$RES"
 if [ "${1:-}" != --report ]; then
 	scripts/install-deps.sh --bench
-	if [ $# -ge 1 ]; then
-		BIN=$(readlink -f "$1")
-	else
-		cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DERNIC_TESTS=OFF >/dev/null
-		cmake --build build-bench -j "$(nproc)" --target rocm-ernic >/dev/null
-		BIN=$ROOT/build-bench/rocm-ernic
-	fi
+	# shellcheck source=bench/lib.sh
+	. bench/lib.sh
+	bench_server "${1:-}"
 	env=(ERNIC_PAIR_MODE=bench "ERNIC_PAIR_ROUNDS=${ERNIC_PAIR_ROUNDS:-3}" "ERNIC_PAIR_ITERS=${ERNIC_PAIR_ITERS:-300}"
 		ERNIC_PAIR_DEV=ionic)
 	args=()
