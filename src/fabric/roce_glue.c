@@ -16,6 +16,9 @@
 #include "util/evloop.h"
 #include "util/log.h"
 
+/* The node must hold every QP the device can put on the wire (ids 1 .. IONIC_DEV_RDMA_NQP - 1). */
+_Static_assert(ROCE_PORT_MAX_QPS >= IONIC_DEV_RDMA_NQP - 1, "the node holds as many QPs as the device has");
+
 struct glue_qp {
 	bool used;
 	bool detach_pending;    /* the device let it go from inside a pump: destroyed after the pump */
@@ -38,7 +41,13 @@ struct roce_glue {
 	struct roce_port *port;         /* made at the first QP, with its MAC */
 	struct ev_poller *poller;
 	bool in_pump;
-	struct glue_qp qp[ROCE_PORT_MAX_QPS];
+	/*
+	 * Indexed by the device's QP id, which the device bounds below
+	 * IONIC_DEV_RDMA_NQP (and gq_find checks again): small entries, so a
+	 * table of all of them, and a lookup that is one index.
+	 */
+	struct glue_qp qp[IONIC_DEV_RDMA_NQP];
+	unsigned detach_pending;        /* entries with detach_pending set: roce_glue_run's sweep has work */
 	struct glue_counts gone;        /* the counters of QPs already destroyed */
 	uint64_t wc_err[ROCE_RC_REQ_WC_NUM];
 };
@@ -53,10 +62,7 @@ static uint64_t now_us(void)
 
 static struct glue_qp *gq_find(struct roce_glue *g, uint32_t qpn)
 {
-	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++)
-		if (g->qp[i].used && g->qp[i].qpn == qpn)
-			return &g->qp[i];
-	return NULL;
+	return qpn < IONIC_DEV_RDMA_NQP && g->qp[qpn].used ? &g->qp[qpn] : NULL;
 }
 
 /* ---- the requester's callbacks ------------------------------------------------------------- */
@@ -245,6 +251,8 @@ static void gq_destroy(struct roce_glue *g, struct glue_qp *q)
 {
 	gq_count(g, q->qpn, &g->gone);
 	q->used = false; /* first: the flushes the port sends on its way out find no QP */
+	if (q->detach_pending)
+		g->detach_pending--;
 	q->detach_pending = false;
 	if (g->port)
 		roce_port_qp_destroy(g->port, q->qpn);
@@ -342,11 +350,9 @@ static int w_qp_attach(void *ctx, uint32_t qpn, const struct ionic_rdma_wire_pat
 		gq_destroy(g, q);
 	if (g->port == NULL && port_make(g, p->smac) != 0)
 		return -ENOMEM;
-	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS && q == NULL; i++)
-		if (!g->qp[i].used)
-			q = &g->qp[i];
-	if (q == NULL)
-		return -ENOSPC;
+	if (qpn == 0 || qpn >= IONIC_DEV_RDMA_NQP)
+		return -EINVAL; /* never: the device's own ids */
+	q = &g->qp[qpn];
 	qc = (struct roce_port_qp_cfg){
 		.remote_ip = p->dip, .remote_qpn = p->dest_qpn, .sq_psn = p->sq_psn, .rq_psn = p->rq_psn,
 		.pkey = 0xffff, .pmtu = p->pmtu < g->cfg.mtu ? p->pmtu : g->cfg.mtu, .timeout = timeout,
@@ -395,9 +401,12 @@ static void w_qp_detach(void *ctx, uint32_t qpn)
 
 	if (q == NULL)
 		return;
-	if (g->in_pump)
-		q->detach_pending = true; /* the port is in the middle of this QP's callback */
-	else
+	if (g->in_pump) {
+		/* the port is in the middle of this QP's callback */
+		if (!q->detach_pending)
+			g->detach_pending++;
+		q->detach_pending = true;
+	} else
 		gq_destroy(g, q);
 }
 
@@ -405,7 +414,7 @@ static void w_reset(void *ctx)
 {
 	struct roce_glue *g = ctx;
 
-	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++)
+	for (unsigned i = 0; i < IONIC_DEV_RDMA_NQP; i++)
 		if (g->qp[i].used)
 			w_qp_detach(g, g->qp[i].qpn);
 }
@@ -423,7 +432,8 @@ unsigned roce_glue_run(struct roce_glue *g, uint64_t now)
 		roce_port_tick(g->port, now);
 	n = roce_port_pump(g->port, ROCE_GLUE_BUDGET, now);
 	g->in_pump = false;
-	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++)
+	/* Rare (a QP that failed inside the pump): the whole table then, not every turn. */
+	for (unsigned i = 0; i < IONIC_DEV_RDMA_NQP && g->detach_pending > 0; i++)
 		if (g->qp[i].used && g->qp[i].detach_pending)
 			gq_destroy(g, &g->qp[i]);
 	return n;
@@ -536,7 +546,7 @@ void roce_glue_log_stats(const struct roce_glue *g)
 		return;
 	}
 	tot = g->gone;
-	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++)
+	for (unsigned i = 0; i < IONIC_DEV_RDMA_NQP; i++)
 		if (g->qp[i].used)
 			gq_count(g, g->qp[i].qpn, &tot);
 	ps = roce_port_stats(g->port);

@@ -28,9 +28,10 @@ struct neigh {
 };
 
 struct port_qp {
-	bool used;
 	struct roce_port *port;
 	uint32_t qpn;
+	unsigned slot;          /* its slot in port->qp_hash */
+	unsigned idx;           /* its place in port->qp_list */
 	uint32_t remote_ip, pmtu;
 	uint32_t local_ip;
 	uint8_t local_mac[NET_ETH_ALEN];
@@ -59,8 +60,22 @@ struct roce_port {
 	struct net_switch *sw;
 	int sw_port;
 	uint64_t now_us;        /* the latest time the owner passed in */
-	struct port_qp qp[ROCE_PORT_MAX_QPS];
-	unsigned pump_next;     /* the QP whose requester pump starts with */
+	/*
+	 * The QPs, each allocated on its own: qp_hash finds one by QPN (linear
+	 * probing, at most half full, no tombstones: a removal shifts its
+	 * cluster back), qp_list[0..nqp) holds them densely for the loops that
+	 * visit every QP (a removal moves the last one into the hole).
+	 */
+	struct port_qp *qp_hash[ROCE_PORT_QP_HASH];
+	struct port_qp *qp_list[ROCE_PORT_MAX_QPS];
+	unsigned nqp;
+	unsigned pump_next;     /* the place in qp_list the requester pump starts with */
+	unsigned busy;          /* inside pump or tick (depth): the owner's callbacks may run, QPs must stay */
+	/* guest nodes: the local MACs QPs send with other than the node's, with how many QPs use each */
+	struct {
+		uint8_t mac[NET_ETH_ALEN];
+		unsigned refs;
+	} lmac[ROCE_PORT_LOCAL_MACS];
 	struct neigh neigh[ROCE_PORT_NEIGH];
 	unsigned neigh_next;
 	/* received frames: rxq[rx_head], ... rx_count of them */
@@ -289,26 +304,121 @@ static const struct roce_rc_req_ops req_tramp = {
 
 /* ---- QPs ----------------------------------------------------------------------- */
 
+#define QP_HASH_BITS 11
+#define QP_HASH_MASK (ROCE_PORT_QP_HASH - 1u)
+_Static_assert((1u << QP_HASH_BITS) == ROCE_PORT_QP_HASH && ROCE_PORT_QP_HASH >= 2 * ROCE_PORT_MAX_QPS,
+	       "the DestQP hash has 2^QP_HASH_BITS slots and stays at most half full");
+
+/*
+ * A QPN's home slot: Fibonacci hashing (the top bits of a multiplication by
+ * 2^32 / phi), which spreads the consecutive QPNs a driver hands out evenly
+ * over the table. Whatever the QPN (24 bits from the wire), the mask keeps
+ * it in the table.
+ */
+static unsigned qp_home(uint32_t qpn)
+{
+	return (unsigned)(((qpn & ROCE_QPN_MASK) * 0x9e3779b1u) >> (32 - QP_HASH_BITS)) & QP_HASH_MASK;
+}
+
+/* Cyclic distance from slot a forward to slot b. */
+static unsigned qp_dist(unsigned a, unsigned b)
+{
+	return (b - a) & QP_HASH_MASK;
+}
+
+/*
+ * The QP qpn, from its home slot to the first empty one. The table is never
+ * more than half full, so an empty slot always ends the walk (the bound only
+ * makes that plain).
+ */
 static struct port_qp *qp_find(const struct roce_port *port, uint32_t qpn)
 {
-	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++)
-		if (port->qp[i].used && port->qp[i].qpn == qpn)
-			return (struct port_qp *)&port->qp[i];
+	unsigned i = qp_home(qpn);
+
+	for (unsigned n = 0; n < ROCE_PORT_QP_HASH; n++, i = (i + 1) & QP_HASH_MASK) {
+		struct port_qp *qp = port->qp_hash[i];
+
+		if (qp == NULL)
+			return NULL;
+		if (qp->qpn == qpn)
+			return qp;
+	}
 	return NULL;
+}
+
+/* Into the hash (qpn is not in it) and onto the end of the list; the caller checked nqp. */
+static void qp_link(struct roce_port *port, struct port_qp *qp)
+{
+	unsigned i = qp_home(qp->qpn);
+
+	for (unsigned n = 0; n < ROCE_PORT_QP_HASH && port->qp_hash[i] != NULL; n++)
+		i = (i + 1) & QP_HASH_MASK;
+	port->qp_hash[i] = qp;
+	qp->slot = i;
+	qp->idx = port->nqp;
+	port->qp_list[port->nqp++] = qp;
+}
+
+/*
+ * Out of the hash and the list. The hash's hole is filled by shifting back
+ * each later entry of its cluster whose home lies at or before the hole (so
+ * every entry stays reachable from its home without tombstones); the list's
+ * by its last entry.
+ */
+static void qp_unlink(struct roce_port *port, struct port_qp *qp)
+{
+	unsigned hole = qp->slot, j = hole;
+	struct port_qp *last;
+
+	port->qp_hash[hole] = NULL;
+	for (unsigned n = 0; n < ROCE_PORT_QP_HASH; n++) {
+		struct port_qp *e;
+
+		j = (j + 1) & QP_HASH_MASK;
+		e = port->qp_hash[j];
+		if (e == NULL)
+			break;
+		if (qp_dist(qp_home(e->qpn), j) >= qp_dist(hole, j)) {
+			port->qp_hash[hole] = e;
+			e->slot = hole;
+			port->qp_hash[j] = NULL;
+			hole = j;
+		}
+	}
+	last = port->qp_list[--port->nqp];
+	port->qp_list[qp->idx] = last;
+	last->idx = qp->idx;
+	port->qp_list[port->nqp] = NULL;
+	if (port->pump_next >= port->nqp)
+		port->pump_next = 0;
+}
+
+/* A guest node's other local MAC: the entry that holds mac, else a free one when get (NULL: none). */
+static int lmac_find(struct roce_port *port, const uint8_t *mac, bool get)
+{
+	int free_i = -1;
+
+	for (int i = 0; i < ROCE_PORT_LOCAL_MACS; i++) {
+		if (port->lmac[i].refs > 0 && memcmp(port->lmac[i].mac, mac, NET_ETH_ALEN) == 0)
+			return i;
+		if (port->lmac[i].refs == 0 && free_i < 0)
+			free_i = i;
+	}
+	return get ? free_i : -1;
 }
 
 int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_port_qp_cfg *cfg, uint64_t now_us)
 {
 	const struct roce_rc_ops *ro = cfg->resp_ops;
 	const struct roce_rc_req_ops *qo = cfg->req_ops;
-	struct port_qp *qp = NULL;
+	struct port_qp *qp;
 	struct roce_rc_resp_cfg rc;
 	struct roce_rc_req_cfg qc;
 	static const uint8_t zero[NET_ETH_ALEN];
 	uint8_t mac[NET_ETH_ALEN];
 	uint32_t local_ip = cfg->local_ip != 0 ? cfg->local_ip : port->ip;
 	bool mac_known = memcmp(cfg->remote_mac, zero, NET_ETH_ALEN) != 0;
-	int err;
+	int err, lm = -1;
 
 	if (qpn == 0 || qpn > ROCE_QPN_MASK || cfg->remote_ip == 0 || cfg->remote_ip == local_ip || local_ip == 0)
 		return -EINVAL;
@@ -321,13 +431,18 @@ int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_
 		return -EINVAL;
 	if (qp_find(port, qpn) != NULL)
 		return -EEXIST;
-	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS && qp == NULL; i++)
-		if (!port->qp[i].used)
-			qp = &port->qp[i];
-	if (qp == NULL)
+	if (port->nqp >= ROCE_PORT_MAX_QPS)
 		return -ENOSPC;
-
-	memset(qp, 0, sizeof(*qp));
+	/* A guest node's filter looks each of its QPs' other MACs up per frame: a few, not one per QP. */
+	if (port->guest && memcmp(cfg->local_mac, zero, NET_ETH_ALEN) != 0 &&
+	    memcmp(cfg->local_mac, port->mac, NET_ETH_ALEN) != 0) {
+		lm = lmac_find(port, cfg->local_mac, true);
+		if (lm < 0)
+			return -ENOSPC;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (qp == NULL)
+		return -ENOMEM;
 	qp->port = port;
 	qp->qpn = qpn;
 	qp->remote_ip = cfg->remote_ip;
@@ -362,9 +477,15 @@ int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_
 	err = roce_rc_resp_init(&qp->resp, &rc);
 	if (err == 0)
 		err = roce_rc_req_init(&qp->req, &qc);
-	if (err != 0)
+	if (err != 0) {
+		free(qp);
 		return err;
-	qp->used = true;
+	}
+	qp_link(port, qp);
+	if (lm >= 0) {
+		memcpy(port->lmac[lm].mac, cfg->local_mac, NET_ETH_ALEN);
+		port->lmac[lm].refs++;
+	}
 	port->now_us = now_us;
 	if (!mac_known && !roce_port_neigh_lookup(port, cfg->remote_ip, mac))
 		roce_port_arp_request(port, cfg->remote_ip, now_us);
@@ -396,11 +517,21 @@ int roce_port_qp_destroy(struct roce_port *port, uint32_t qpn)
 {
 	struct port_qp *qp = qp_find(port, qpn);
 
+	int lm;
+
 	if (qp == NULL)
 		return -ENOENT;
+	/* The pump or a timer may be inside this very QP, and the loops hold places in the list. */
+	if (port->busy)
+		return -EBUSY;
+	/* Unlinked first: nothing the flush below calls out to finds the QP any more. */
+	qp_unlink(port, qp);
+	lm = port->guest ? lmac_find(port, qp->local_mac, false) : -1;
+	if (lm >= 0)
+		port->lmac[lm].refs--;
 	roce_rc_req_set_error(&qp->req);
 	roce_rc_resp_set_error(&qp->resp);
-	qp->used = false;
+	free(qp);
 	return 0;
 }
 
@@ -441,10 +572,7 @@ static bool port_is_local_mac(const struct roce_port *port, const uint8_t *mac)
 		return true;
 	if (!port->guest)
 		return false;
-	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++)
-		if (port->qp[i].used && memcmp(mac, port->qp[i].local_mac, NET_ETH_ALEN) == 0)
-			return true;
-	return false;
+	return lmac_find((struct roce_port *)port, mac, false) >= 0;
 }
 
 /*
@@ -579,6 +707,7 @@ unsigned roce_port_pump(struct roce_port *port, unsigned budget, uint64_t now_us
 	unsigned done = 0;
 
 	port->now_us = now_us;
+	port->busy++;
 	while (done < budget && port->rx_count > 0) {
 		struct rx_slot *s = &port->rxq[port->rx_head];
 		const struct net_eth_hdr *eh = (const struct net_eth_hdr *)s->frame;
@@ -595,38 +724,43 @@ unsigned roce_port_pump(struct roce_port *port, unsigned budget, uint64_t now_us
 		port->rx_count--;
 		done++;
 	}
-	/* The requesters in turn, one packet each per round, so that no QP starves the others. */
-	for (bool any = true; any && done < budget;) {
-		any = false;
-		for (unsigned k = 0; k < ROCE_PORT_MAX_QPS && done < budget; k++) {
-			struct port_qp *qp = &port->qp[(port->pump_next + k) % ROCE_PORT_MAX_QPS];
+	/*
+	 * The requesters in turn, one packet each per round, so that no QP starves the others; each
+	 * round starts one place further on. Only the QPs that exist are visited.
+	 */
+	for (bool any = true; any && done < budget && port->nqp > 0;) {
+		unsigned nqp = port->nqp;
 
-			if (qp->used && roce_rc_req_pump(&qp->req, 1, now_us) == 1) {
+		any = false;
+		for (unsigned k = 0; k < nqp && done < budget; k++) {
+			struct port_qp *qp = port->qp_list[(port->pump_next + k) % nqp];
+
+			if (roce_rc_req_pump(&qp->req, 1, now_us) == 1) {
 				done++;
 				any = true;
 			}
 		}
-		port->pump_next = (port->pump_next + 1) % ROCE_PORT_MAX_QPS;
+		port->pump_next = (port->pump_next + 1) % nqp;
 	}
+	port->busy--;
 	return done;
 }
 
 void roce_port_tick(struct roce_port *port, uint64_t now_us)
 {
 	port->now_us = now_us;
-	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++)
-		if (port->qp[i].used)
-			roce_rc_req_tick(&port->qp[i].req, now_us);
+	port->busy++;
+	for (unsigned i = 0; i < port->nqp; i++)
+		roce_rc_req_tick(&port->qp_list[i]->req, now_us);
+	port->busy--;
 }
 
 uint64_t roce_port_next_deadline(const struct roce_port *port)
 {
 	uint64_t d = UINT64_MAX, q;
 
-	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++) {
-		if (!port->qp[i].used)
-			continue;
-		q = roce_rc_req_next_deadline(&port->qp[i].req);
+	for (unsigned i = 0; i < port->nqp; i++) {
+		q = roce_rc_req_next_deadline(&port->qp_list[i]->req);
 		if (q < d)
 			d = q;
 	}
@@ -667,9 +801,9 @@ void roce_port_free(struct roce_port *port)
 {
 	if (port == NULL)
 		return;
-	for (unsigned i = 0; i < ROCE_PORT_MAX_QPS; i++)
-		if (port->qp[i].used)
-			roce_port_qp_destroy(port, port->qp[i].qpn);
+	/* Each destroy takes one QP off the list. */
+	for (unsigned n = port->nqp; n > 0 && port->nqp > 0; n--)
+		roce_port_qp_destroy(port, port->qp_list[port->nqp - 1]->qpn);
 	net_switch_detach(port->sw, port->sw_port);
 	free(port);
 }

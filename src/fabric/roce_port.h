@@ -27,8 +27,15 @@
  *  - UDP source port: a hash of (local QPN, remote QPN) folded into
  *    49152..65535, the same for both directions of the QP's traffic it sends.
  *
+ * QPs: each is allocated when it is created and freed when it is
+ * destroyed (its requester's WQE ring makes it large). A received frame
+ * finds its QP by DestQP in an open-addressing hash of ROCE_PORT_QP_HASH
+ * slots, never more than half full, so the lookup costs a probe or two
+ * however many QPs there are; the pump, the timers and the deadline walk a
+ * dense list of the QPs that exist.
+ *
  * The owner calls in; there is no thread, socket, timer or event loop
- * inside, and nothing is allocated after roce_port_new(). The owner calls
+ * inside, and nothing is allocated but QPs. The owner calls
  * roce_port_pump() while it returns nonzero (received frames, then packets
  * the requesters let out) and roce_port_tick() once roce_port_next_deadline()
  * has passed. Loopback (a QP whose remote address is the node's own) is not
@@ -47,7 +54,16 @@
 
 struct net_switch;
 
-#define ROCE_PORT_MAX_QPS 16            /* RC QPs per node */
+/*
+ * RC QPs per node: as many as the ionic device model has QP ids
+ * (IONIC_DEV_RDMA_NQP, what its LIF identity advertises; id 0 is never a
+ * QP), so that a device never runs out of wire QPs before it runs out of
+ * QPs. roce_glue.c checks the two agree.
+ */
+#define ROCE_PORT_MAX_QPS 1024
+#define ROCE_PORT_QP_HASH (2 * ROCE_PORT_MAX_QPS) /* DestQP hash slots: a power of two, at least twice the QPs */
+/* Distinct local MACs a guest node's QPs may send with besides its own (its receive filter checks each). */
+#define ROCE_PORT_LOCAL_MACS 16
 #define ROCE_PORT_NEIGH 16              /* neighbour table entries */
 #define ROCE_PORT_RXQ 64                /* received frames held until roce_port_pump() */
 #define ROCE_PORT_ARP_RETRY_US 1000     /* at most one ARP request per unresolved neighbour this often */
@@ -153,10 +169,15 @@ void roce_port_free(struct roce_port *port);
  * Create RC QP qpn (1 .. 2^24 - 1) and start resolving its neighbour (now_us
  * is the time of that ARP request). 0, -EINVAL for a bad field (as
  * roce_rc_resp_init/roce_rc_req_init judge them), -EEXIST for a QPN in use,
- * -ENOSPC when ROCE_PORT_MAX_QPS exist.
+ * -ENOSPC when ROCE_PORT_MAX_QPS exist (or, on a guest node, its QPs already
+ * use ROCE_PORT_LOCAL_MACS other local MACs), -ENOMEM.
  */
 int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_port_qp_cfg *cfg, uint64_t now_us);
-/* Move QP qpn to error (flushing its WRs and receive) and free its slot; -ENOENT if there is none. */
+/*
+ * Move QP qpn to error (flushing its WRs and receive) and free it; -ENOENT if
+ * there is none, -EBUSY from inside roce_port_pump() or roce_port_tick()
+ * (a callback of the node: the owner defers, as roce_glue.c does).
+ */
 int roce_port_qp_destroy(struct roce_port *port, uint32_t qpn);
 
 /*

@@ -18,6 +18,13 @@ struct dma_map;
 #define IONIC_NDBPGS_PER_LIF 64 /* doorbell pages: page 0 the kernel's, 1.. user contexts */
 #define IONIC_DB_PAGE_SIZE 4096 /* the guest's page size */
 #define IONIC_BAR2_SIZE    (IONIC_NDBPGS_PER_LIF * IONIC_DB_PAGE_SIZE)
+/*
+ * QP ids of the RDMA LIF: what its identity advertises as the SQ and RQ
+ * qtypes' qid_count, and the size of the device's QP table. Id 0 is never a
+ * QP, so at most IONIC_DEV_RDMA_NQP - 1 exist. Public because a wire
+ * transport (fabric/roce_glue.c) must hold as many.
+ */
+#define IONIC_DEV_RDMA_NQP 1024
 
 /*
  * Mapped doorbell pages: when the client maps BAR2, guest stores land in

@@ -17,7 +17,7 @@
 #define IONIC_RDMA_NAQ       2
 #define IONIC_RDMA_NEQ       16
 #define IONIC_RDMA_NCQ       1024
-#define IONIC_RDMA_NQP       1024
+#define IONIC_RDMA_NQP       IONIC_DEV_RDMA_NQP /* ionic_dev.h */
 #define IONIC_RDMA_NMR       16384  /* nvme-rdma: 128 per queue, 65 queues at queues=64, twice over */
 #define IONIC_RDMA_NAH       1024
 #define IONIC_RDMA_NPTS      (1u << 23) /* page-table entries held at once, all MRs and queues (nvme-rdma: 257 per MR) */
