@@ -1176,6 +1176,322 @@ static void test_api(void **state)
 	teardown_world();
 }
 
+/* ---- many QP pairs: each QP's owner is an entry of its own ---- */
+
+#define NPAIR 300
+#define MQ_BUF 2500             /* a SEND of up to three packets at MTU */
+
+/* One QP's owner: a receive buffer, a send buffer, and what completed. */
+struct mq {
+	uint32_t qpn;
+	unsigned rq_posted, rq_taken, nrcqe;
+	struct roce_rc_recv_cqe rcqe;
+	uint8_t rbuf[MQ_BUF];
+	uint8_t lbuf[MQ_BUF];
+	unsigned ncomp;
+	enum roce_rc_req_wc status;
+};
+
+static struct mq *mq_a, *mq_b;  /* [NPAIR]: pair i is mq_a[i] on A and mq_b[i] on B */
+/*
+ * [NPAIR][ROCE_PORT_FRAME_MAX]: A's SEND ONLY on each pair whose first SEND
+ * was one packet. (A SEND FIRST to a QPN the node does not have is parsed at
+ * the largest MTU, and its payload is then short of it: a parse drop.)
+ */
+static uint8_t *mq_frame;
+static size_t mq_frame_len[NPAIR];
+
+static bool m_recv_take(void *ctx, uint64_t *h)
+{
+	struct mq *q = ctx;
+
+	if (q->rq_taken == q->rq_posted)
+		return false;
+	*h = q->rq_taken++;
+	return true;
+}
+
+static int m_recv_write(void *ctx, uint64_t h, uint32_t off, const void *data, uint32_t len)
+{
+	struct mq *q = ctx;
+
+	(void)h;
+	if (off > MQ_BUF || len > MQ_BUF - off)
+		return -1;
+	memcpy(q->rbuf + off, data, len);
+	return 0;
+}
+
+static void m_recv_complete(void *ctx, uint64_t h, const struct roce_rc_recv_cqe *c)
+{
+	struct mq *q = ctx;
+
+	(void)h;
+	q->nrcqe++;
+	q->rcqe = *c;
+}
+
+static int m_mem_write(void *ctx, uint32_t rkey, uint64_t va, const void *data, uint32_t len)
+{
+	(void)ctx, (void)rkey, (void)va, (void)data, (void)len;
+	return -1;
+}
+
+static int m_mem_read(void *ctx, uint32_t rkey, uint64_t va, void *buf, uint32_t len)
+{
+	(void)ctx, (void)rkey, (void)va, (void)buf, (void)len;
+	return -1;
+}
+
+static int m_atomic(void *ctx, uint32_t rkey, uint64_t va, bool cmp_swap, uint64_t swap_add, uint64_t compare,
+		    uint64_t *orig)
+{
+	(void)ctx, (void)rkey, (void)va, (void)cmp_swap, (void)swap_add, (void)compare, (void)orig;
+	return -1;
+}
+
+static int m_local_read(void *ctx, uint64_t wr_id, uint32_t off, void *buf, uint32_t len)
+{
+	struct mq *q = ctx;
+
+	(void)wr_id;
+	if (off > MQ_BUF || len > MQ_BUF - off)
+		return -1;
+	memcpy(buf, q->lbuf + off, len);
+	return 0;
+}
+
+static int m_local_write(void *ctx, uint64_t wr_id, uint32_t off, const void *data, uint32_t len)
+{
+	(void)ctx, (void)wr_id, (void)off, (void)data, (void)len;
+	return -1;
+}
+
+static void m_complete(void *ctx, uint64_t wr_id, enum roce_rc_req_wc status, uint32_t byte_len, uint64_t orig)
+{
+	struct mq *q = ctx;
+
+	(void)wr_id, (void)byte_len, (void)orig;
+	q->ncomp++;
+	q->status = status;
+}
+
+static const struct roce_rc_ops m_resp_ops = {
+	.recv_take = m_recv_take, .recv_write = m_recv_write, .recv_complete = m_recv_complete,
+	.mem_write = m_mem_write, .mem_read = m_mem_read, .atomic = m_atomic, .invalidate = f_invalidate,
+};
+
+static const struct roce_rc_req_ops m_req_ops = {
+	.local_read = m_local_read, .local_write = m_local_write, .complete = m_complete,
+};
+
+/* Every frame must parse and go to the other node; A's first frame on each pair is kept for a replay. */
+static bool m_tx_hook(void *ctx, const uint8_t *f, size_t len)
+{
+	struct node *n = ctx;
+	struct roce_pkt p;
+
+	n->tx_frames++;
+	if (is_arp(f, len))
+		return false;
+	assert_true(is_roce(f, len));
+	assert_int_equal(roce_parse(f, len, MTU, &p), ROCE_OK);
+	assert_memory_equal(p.eth->dst, n == A ? MAC_B : MAC_A, 6);
+	if (n == A && p.bth->opcode == ROCE_RC_SEND_ONLY) {
+		for (unsigned i = 0; i < NPAIR; i++)
+			if (mq_b[i].qpn == roce_bth_dqpn(p.bth) && mq_frame_len[i] == 0) {
+				assert_true(len <= ROCE_PORT_FRAME_MAX);
+				memcpy(mq_frame + (size_t)i * ROCE_PORT_FRAME_MAX, f, len);
+				mq_frame_len[i] = len;
+			}
+	}
+	return false;
+}
+
+/* Pair i's QPNs: spread over the 24 bits, and not in the same order on both sides. */
+static uint32_t mq_qpn_a(unsigned i) { return 0x100 + i * 3; }
+static uint32_t mq_qpn_b(unsigned i) { return 0xfff000 - i * 4099; }
+
+static void mq_create(struct node *n, struct mq *q, uint32_t peer_qpn)
+{
+	struct roce_port_qp_cfg c = qp_cfg(n);
+
+	c.remote_qpn = peer_qpn;
+	c.resp_ops = &m_resp_ops;
+	c.resp_ctx = q;
+	c.req_ops = &m_req_ops;
+	c.req_ctx = q;
+	assert_int_equal(roce_port_qp_create(n->port, q->qpn, &c, W->now), 0);
+}
+
+/* A SEND of len bytes on pair i from A to B, B's receive posted first. */
+static void mq_send(unsigned i, uint32_t len, unsigned seed)
+{
+	struct roce_rc_req_wr wr = { .wr_id = i, .op = ROCE_RC_REQ_SEND, .signaled = true, .len = len };
+
+	for (uint32_t k = 0; k < len; k++)
+		mq_a[i].lbuf[k] = (uint8_t)(k * 11 + i * 5 + seed);
+	mq_b[i].rq_posted++;
+	assert_int_equal(roce_port_qp_post(A->port, mq_a[i].qpn, &wr), 0);
+}
+
+/* Pump and tick both nodes until every pair in use has as many completions as want[] says. */
+static void mq_run(const bool *live, unsigned want)
+{
+	for (unsigned turns = 0; turns < 200000; turns++) {
+		unsigned done = roce_port_pump(A->port, 64, W->now) + roce_port_pump(B->port, 64, W->now);
+		bool all = true;
+
+		for (unsigned i = 0; i < NPAIR && all; i++)
+			all = !live[i] || (mq_a[i].ncomp >= want && mq_b[i].nrcqe >= want);
+		if (all && done == 0)
+			return;
+		W->now += done != 0 ? 1 : 100;
+		roce_port_tick(A->port, W->now);
+		roce_port_tick(B->port, W->now);
+	}
+	fail_msg("no end");
+}
+
+static void mq_check(unsigned i, uint32_t len, unsigned n)
+{
+	assert_int_equal(mq_a[i].ncomp, n);
+	assert_string_equal(roce_rc_req_wc_name(mq_a[i].status), roce_rc_req_wc_name(ROCE_RC_REQ_WC_SUCCESS));
+	assert_int_equal(mq_b[i].nrcqe, n);
+	assert_int_equal(mq_b[i].rcqe.status, ROCE_RC_WC_SUCCESS);
+	assert_int_equal(mq_b[i].rcqe.byte_len, len);
+	assert_memory_equal(mq_b[i].rbuf, mq_a[i].lbuf, len);
+}
+
+/*
+ * Far more than the old 16 QPs per node: NPAIR pairs between A and B over
+ * the switch, a SEND of one to three packets on each, byte for byte; half
+ * destroyed in a scattered order (both ends), the rest still carrying, and
+ * frames for the gone QPNs dropped as unknown_qp; then A filled up to
+ * ROCE_PORT_MAX_QPS, the next refused, and a pair still working with the
+ * DestQP hash that full.
+ */
+static void test_many_qps(void **state)
+{
+	static bool live[NPAIR];
+	struct mq filler = { 0 };
+	uint64_t unknown_a, unknown_b;
+	unsigned nlive = NPAIR, extra = 0, replayed = 0;
+	uint8_t f[256];
+	size_t len;
+
+	(void)state;
+	mq_a = calloc(NPAIR, sizeof(*mq_a));
+	mq_b = calloc(NPAIR, sizeof(*mq_b));
+	mq_frame = calloc(NPAIR, ROCE_PORT_FRAME_MAX);
+	assert_non_null(mq_a);
+	assert_non_null(mq_b);
+	assert_non_null(mq_frame);
+	memset(mq_frame_len, 0, sizeof(mq_frame_len));
+	setup(false);
+	roce_port_set_tx_hook(A->port, m_tx_hook, A);
+	roce_port_set_tx_hook(B->port, m_tx_hook, B);
+	roce_port_arp_request(A->port, IP_B, W->now);
+	settle();
+	for (unsigned i = 0; i < NPAIR; i++) {
+		mq_a[i].qpn = mq_qpn_a(i);
+		mq_b[i].qpn = mq_qpn_b(i);
+		mq_create(A, &mq_a[i], mq_b[i].qpn);
+		mq_create(B, &mq_b[i], mq_a[i].qpn);
+		live[i] = true;
+	}
+	for (unsigned i = 0; i < NPAIR; i++)
+		mq_send(i, 1 + (i * 37) % MQ_BUF, 1);
+	mq_run(live, 1);
+	for (unsigned i = 0; i < NPAIR; i++) {
+		mq_check(i, 1 + (i * 37) % MQ_BUF, 1);
+		assert_true((mq_frame_len[i] > 0) == (1 + (i * 37) % MQ_BUF <= MTU));
+	}
+	assert_int_equal(drops(A, ROCE_PORT_DROP_UNKNOWN_QP), 0);
+	assert_int_equal(drops(B, ROCE_PORT_DROP_UNKNOWN_QP), 0);
+
+	/* Half gone, taken in a scattered order (37 and NPAIR share no factor: every pair comes up once). */
+	for (unsigned k = 0; k < NPAIR; k += 2) {
+		unsigned i = (k * 37) % NPAIR;
+
+		assert_int_equal(roce_port_qp_destroy(A->port, mq_a[i].qpn), 0);
+		assert_int_equal(roce_port_qp_destroy(B->port, mq_b[i].qpn), 0);
+		live[i] = false;
+		nlive--;
+	}
+	assert_int_equal(nlive, NPAIR / 2);
+	unknown_a = drops(A, ROCE_PORT_DROP_UNKNOWN_QP);
+	unknown_b = drops(B, ROCE_PORT_DROP_UNKNOWN_QP);
+	for (unsigned i = 0; i < NPAIR; i++) {
+		if (live[i]) {
+			assert_non_null(roce_port_qp_requester(A->port, mq_a[i].qpn));
+			assert_non_null(roce_port_qp_responder(B->port, mq_b[i].qpn));
+			mq_send(i, 1 + (i * 53) % MQ_BUF, 2);
+			continue;
+		}
+		assert_null(roce_port_qp_requester(A->port, mq_a[i].qpn));
+		assert_null(roce_port_qp_responder(B->port, mq_b[i].qpn));
+		assert_int_equal(roce_port_qp_post(A->port, mq_a[i].qpn,
+						   &(struct roce_rc_req_wr){ .op = ROCE_RC_REQ_SEND }), -ENOENT);
+		/* the SEND A sent on it before, again, and an ACK to A's end */
+		if (mq_frame_len[i] > 0) {
+			uint8_t *g = mq_frame + (size_t)i * ROCE_PORT_FRAME_MAX;
+
+			/* from the guest's MAC (outside the ICRC), so the switch keeps A's where it is */
+			memcpy(((struct net_eth_hdr *)g)->src, MAC_W, 6);
+			net_switch_input(W->sw, W->wire, g, mq_frame_len[i]);
+			replayed++;
+		}
+		len = guest_frame(f, sizeof(f), MAC_A, IP_B, IP_A, mq_a[i].qpn, ROCE_RC_ACKNOWLEDGE);
+		net_switch_input(W->sw, W->wire, f, len);
+		/* the rings hold ROCE_PORT_RXQ frames: let them through as they fill */
+		settle();
+	}
+	mq_run(live, 2);
+	for (unsigned i = 0; i < NPAIR; i++) {
+		if (live[i]) {
+			mq_check(i, 1 + (i * 53) % MQ_BUF, 2);
+		} else {
+			assert_int_equal(mq_a[i].ncomp, 1);
+			assert_int_equal(mq_b[i].nrcqe, 1); /* nothing flushed: no receive was waiting */
+		}
+	}
+	assert_int_equal(drops(B, ROCE_PORT_DROP_UNKNOWN_QP) - unknown_b, replayed);
+	assert_true(replayed > NPAIR / 8);
+	assert_int_equal(drops(A, ROCE_PORT_DROP_UNKNOWN_QP) - unknown_a, NPAIR / 2);
+	assert_int_equal(drops(A, ROCE_PORT_DROP_RX_FULL) + drops(B, ROCE_PORT_DROP_RX_FULL), 0);
+
+	/* A filled up: the first QP past ROCE_PORT_MAX_QPS is refused, one destroyed makes room again. */
+	for (uint32_t q = 0x200000; nlive + extra < ROCE_PORT_MAX_QPS; q++, extra++) {
+		filler.qpn = q;
+		mq_create(A, &filler, 0x77);
+	}
+	{
+		struct roce_port_qp_cfg c = qp_cfg(A);
+
+		c.resp_ctx = c.req_ctx = &filler;
+		c.resp_ops = &m_resp_ops;
+		c.req_ops = &m_req_ops;
+		assert_int_equal(roce_port_qp_create(A->port, 0x300000, &c, W->now), -ENOSPC);
+		assert_int_equal(roce_port_qp_create(A->port, 0x200000, &c, W->now), -EEXIST);
+		assert_int_equal(roce_port_qp_destroy(A->port, 0x200000 + extra / 2), 0);
+		assert_int_equal(roce_port_qp_create(A->port, 0x300000, &c, W->now), 0);
+		assert_int_equal(roce_port_qp_create(A->port, 0x300001, &c, W->now), -ENOSPC);
+	}
+	/* every pair left still finds its QPs with the hash full */
+	for (unsigned i = 0; i < NPAIR; i++)
+		if (live[i])
+			mq_send(i, 1 + (i * 71) % MQ_BUF, 3);
+	mq_run(live, 3);
+	for (unsigned i = 0; i < NPAIR; i++)
+		if (live[i])
+			mq_check(i, 1 + (i * 71) % MQ_BUF, 3);
+	teardown_world();
+	free(mq_a);
+	free(mq_b);
+	free(mq_frame);
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -1207,6 +1523,7 @@ int main(void)
 		cmocka_unit_test(test_ud),
 		cmocka_unit_test(test_ud_imm),
 		cmocka_unit_test(test_api),
+		cmocka_unit_test(test_many_qps),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
