@@ -1492,6 +1492,60 @@ static void test_many_qps(void **state)
 	free(mq_frame);
 }
 
+/*
+ * A guest node's QPs with local MACs other than the node's: up to
+ * ROCE_PORT_LOCAL_MACS distinct ones, shared by any number of QPs, the
+ * filter taking RoCE to each; one more distinct MAC is refused until the
+ * last QP of another is gone.
+ */
+static void test_guest_local_macs(void **state)
+{
+	struct roce_port_cfg ca = { .name = "guest", .guest = true };
+	struct roce_port_qp_cfg c;
+	uint8_t f[256];
+	size_t len;
+
+	(void)state;
+	setup(false);
+	roce_port_free(A->port);
+	memcpy(ca.mac, MAC_A, 6);
+	A->port = roce_port_new(&ca, W->sw);
+	assert_non_null(A->port);
+	c = qp_cfg(A);
+	c.local_ip = IP_A;
+	memcpy(c.remote_mac, MAC_B, 6);
+	for (unsigned i = 0; i < ROCE_PORT_LOCAL_MACS; i++) {
+		uint8_t mac[6] = { 0x02, 0x11, 0x22, 0x33, 0x44, (uint8_t)i };
+
+		memcpy(c.local_mac, mac, 6);
+		assert_int_equal(roce_port_qp_create(A->port, 0x500 + i, &c, W->now), 0);
+		assert_int_equal(roce_port_qp_create(A->port, 0x600 + i, &c, W->now), 0); /* the same MAC again */
+	}
+	c.local_mac[5] = ROCE_PORT_LOCAL_MACS;
+	assert_int_equal(roce_port_qp_create(A->port, 0x700, &c, W->now), -ENOSPC);
+	memset(c.local_mac, 0, 6); /* the node's own: not counted */
+	assert_int_equal(roce_port_qp_create(A->port, 0x701, &c, W->now), 0);
+	/* RoCE to a QP's local MAC is taken (an unknown QPN: counted there); to a gone MAC, not */
+	len = guest_frame(f, sizeof(f), (const uint8_t[6]){ 0x02, 0x11, 0x22, 0x33, 0x44, 3 }, IP_B, IP_A, 0x999,
+			  ROCE_RC_ACKNOWLEDGE);
+	net_switch_input(W->sw, W->wire, f, len);
+	settle();
+	assert_int_equal(drops(A, ROCE_PORT_DROP_UNKNOWN_QP), 1);
+	assert_int_equal(roce_port_qp_destroy(A->port, 0x503), 0);
+	net_switch_input(W->sw, W->wire, f, len);
+	settle();
+	assert_int_equal(drops(A, ROCE_PORT_DROP_UNKNOWN_QP), 2); /* QP 0x603 still sends with it */
+	memcpy(c.local_mac, (const uint8_t[6]){ 0x02, 0x11, 0x22, 0x33, 0x44, ROCE_PORT_LOCAL_MACS }, 6);
+	assert_int_equal(roce_port_qp_create(A->port, 0x700, &c, W->now), -ENOSPC);
+	assert_int_equal(roce_port_qp_destroy(A->port, 0x603), 0);
+	net_switch_input(W->sw, W->wire, f, len);
+	settle();
+	assert_int_equal(drops(A, ROCE_PORT_DROP_UNKNOWN_QP), 2);
+	assert_int_equal(roce_port_stats(A->port)->frames_in, 2);
+	assert_int_equal(roce_port_qp_create(A->port, 0x700, &c, W->now), 0);
+	teardown_world();
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -1524,6 +1578,7 @@ int main(void)
 		cmocka_unit_test(test_ud_imm),
 		cmocka_unit_test(test_api),
 		cmocka_unit_test(test_many_qps),
+		cmocka_unit_test(test_guest_local_macs),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
