@@ -406,8 +406,9 @@ static void w_qp_detach(void *ctx, uint32_t qpn)
 		if (!q->detach_pending)
 			g->detach_pending++;
 		q->detach_pending = true;
-	} else
+	} else {
 		gq_destroy(g, q);
+	}
 }
 
 static void w_reset(void *ctx)

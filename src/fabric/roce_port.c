@@ -393,8 +393,8 @@ static void qp_unlink(struct roce_port *port, struct port_qp *qp)
 		port->pump_next = 0;
 }
 
-/* A guest node's other local MAC: the entry that holds mac, else a free one when get (NULL: none). */
-static int lmac_find(struct roce_port *port, const uint8_t *mac, bool get)
+/* A guest node's other local MAC: the entry that holds mac, else a free one when get (-1: none). */
+static int lmac_find(const struct roce_port *port, const uint8_t *mac, bool get)
 {
 	int free_i = -1;
 
@@ -516,7 +516,6 @@ int roce_port_qp_set_requester(struct roce_port *port, uint32_t qpn, uint32_t sq
 int roce_port_qp_destroy(struct roce_port *port, uint32_t qpn)
 {
 	struct port_qp *qp = qp_find(port, qpn);
-
 	int lm;
 
 	if (qp == NULL)
@@ -572,7 +571,7 @@ static bool port_is_local_mac(const struct roce_port *port, const uint8_t *mac)
 		return true;
 	if (!port->guest)
 		return false;
-	return lmac_find((struct roce_port *)port, mac, false) >= 0;
+	return lmac_find(port, mac, false) >= 0;
 }
 
 /*
