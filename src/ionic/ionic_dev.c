@@ -28,14 +28,20 @@ void ionic_guest_error(struct ionic_dev *dev, const char *fmt, ...)
 {
 	char msg[256];
 	va_list ap;
+	/* The first few are worth a line (a stock driver makes none); a hostile guest's flood only counts. */
+	const bool shown = ++dev->stats.guest_errors <= IONIC_GUEST_ERRORS_LOGGED;
 
-	dev->stats.guest_errors++;
-	if (!log_enabled(LOG_LEVEL_DEBUG))
+	if (!shown && !log_enabled(LOG_LEVEL_DEBUG))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	LOG_DEBUG("ionic: guest error: %s", msg);
+	if (!shown) {
+		LOG_DEBUG("ionic: guest error: %s", msg);
+		return;
+	}
+	LOG_WARN("ionic: guest error: %s%s", msg,
+		 dev->stats.guest_errors == IONIC_GUEST_ERRORS_LOGGED ? " (later ones are counted, shown with -v)" : "");
 }
 
 /*

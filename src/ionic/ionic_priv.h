@@ -117,7 +117,11 @@ struct ionic_dev {
 	struct ionic_db_latch latched[IONIC_DB_LATCH_MAX];
 };
 
-/* A guest mistake: logged at debug and counted, never fatal. */
+/*
+ * A guest mistake: counted, never fatal. The first IONIC_GUEST_ERRORS_LOGGED
+ * of a device's life are logged at warn level, the rest at debug (-v).
+ */
+#define IONIC_GUEST_ERRORS_LOGGED 10
 void ionic_guest_error(struct ionic_dev *dev, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Raise interrupt index idx through its interrupt control block: one event (credit), or `events`. */
