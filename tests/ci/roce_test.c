@@ -736,22 +736,28 @@ static void test_local_error_in_order(void **state)
 static struct rg_qp ud_qp[2], gsi_qp[2];
 static struct rg_cq ud_cq[2];
 
-static void ud_up(struct side *s, int k)
+/* A UD QP id on side s, rings at sq and rq of 2^depth_log2 WQEs, on UD_CQ, taken to RTS with qkey. */
+static void ud_qp_up(struct side *s, struct rg_qp *q, uint32_t id, uint32_t priv_flags, uint64_t sq, uint64_t rq,
+		     unsigned depth_log2, uint32_t qkey)
 {
-	struct rg_qp *q = &ud_qp[k];
-
-	assert_int_equal(rg_cq_create_aq(&s->g, &s->aq, &ud_cq[k], UD_CQ, 0, 8, RG_CQ_RING(3)), RG_ASTS_OK);
 	memset(q, 0, sizeof(*q));
-	q->id = UD_QPN;
+	q->id = id;
 	q->type = RG_QPT_UD;
+	q->priv_flags = priv_flags;
 	q->pd = PD;
 	q->sq_cq = q->rq_cq = UD_CQ;
-	q->sq = RG_SCRATCH + 0xa000;
-	q->rq = RG_SCRATCH + 0xc000;
-	q->sq_depth_log2 = q->rq_depth_log2 = 6;
+	q->sq = sq;
+	q->rq = rq;
+	q->sq_depth_log2 = q->rq_depth_log2 = depth_log2;
 	q->sq_stride_log2 = q->rq_stride_log2 = 7;
 	assert_int_equal(rg_qp_create(&s->g, &s->aq, q), 0);
-	assert_int_equal(rg_qp_to_rts(&s->g, &s->aq, q, UD_QKEY, 0), 0);
+	assert_int_equal(rg_qp_to_rts(&s->g, &s->aq, q, qkey, 0), 0);
+}
+
+static void ud_up(struct side *s, int k)
+{
+	assert_int_equal(rg_cq_create_aq(&s->g, &s->aq, &ud_cq[k], UD_CQ, 0, 8, RG_CQ_RING(3)), RG_ASTS_OK);
+	ud_qp_up(s, &ud_qp[k], UD_QPN, 0, RG_SCRATCH + 0xa000, RG_SCRATCH + 0xc000, 6, UD_QKEY);
 }
 
 /*
@@ -939,22 +945,8 @@ static void test_gsi_too_long(void **state)
 	struct side *s[2] = { &A, &B };
 
 	(void)state;
-	for (int k = 0; k < 2; k++) {
-		struct rg_qp *q = &gsi_qp[k];
-
-		memset(q, 0, sizeof(*q));
-		q->id = GSI_QPN;
-		q->type = RG_QPT_UD;
-		q->priv_flags = RG_QPF_PRIVILEGED;
-		q->pd = PD;
-		q->sq_cq = q->rq_cq = UD_CQ;
-		q->sq = GSI_SQ;
-		q->rq = GSI_SQ + 0x800;
-		q->sq_depth_log2 = q->rq_depth_log2 = 4;
-		q->sq_stride_log2 = q->rq_stride_log2 = 7;
-		assert_int_equal(rg_qp_create(&s[k]->g, &s[k]->aq, q), 0);
-		assert_int_equal(rg_qp_to_rts(&s[k]->g, &s[k]->aq, q, RG_QKEY_GSI, 0), 0);
-	}
+	for (int k = 0; k < 2; k++)
+		ud_qp_up(s[k], &gsi_qp[k], GSI_QPN, RG_QPF_PRIVILEGED, GSI_SQ, GSI_SQ + 0x800, 4, RG_QKEY_GSI);
 	/* The GSI Q_Key has its top bit set: the sender's own, which for A's QP 1 is the GSI Q_Key. */
 	ud_too_long(&gsi_qp[0], &gsi_qp[1], RG_QKEY_GSI, 64, 256, 0xb0);
 	/* B's other UD QP is not concerned */
