@@ -360,11 +360,16 @@ int main(int argc, char **argv)
 	status = 0;
 	{
 		struct rusage ru;
+		uint64_t longest_us;
+		unsigned long_turns;
 
+		evloop_turn_stats(sig.loop, &longest_us, &long_turns);
 		if (getrusage(RUSAGE_SELF, &ru) == 0)
-			LOG_INFO("rocm-ernic: %.3f s user and %.3f s system CPU time",
+			LOG_INFO("rocm-ernic: %.3f s user and %.3f s system CPU time; longest event-loop turn "
+				 "%.1f ms, %u of %u ms or more",
 				 (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
-				 (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+				 (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, longest_us / 1e3, long_turns,
+				 EVLOOP_LONG_TURN_MS);
 	}
 	fabric_log_stats(dp);
 out:

@@ -480,7 +480,9 @@ void rdma_aq_run(struct ionic_dev *dev, uint32_t aqid)
 		dev->stats.rdma_admin_cmds++;
 		if (st)
 			dev->stats.rdma_admin_errors++;
-		LOG_DEBUG("ionic rdma: admin queue %u op %u (slot %u) -> status %u", aqid, hdr.op, first, st);
+		LOG_DEBUG("ionic rdma: admin queue %u op %u (slot %u) -> status %u, CQ %u entry %u", aqid, hdr.op, first,
+			  st, aq->cq_id,
+			  aq->cq_id < IONIC_RDMA_NCQ ? dev->rdma->cq[aq->cq_id].prod : 0);
 		aq->head += nslots;
 		aq_complete(dev, aqid, aq, first, hdr.op, st);
 	}

@@ -45,6 +45,8 @@ struct evloop {
 	unsigned busy_us;
 	unsigned idle_us;       /* the sleep between two idle turns, while there are pollers */
 	uint64_t last_activity_ns;
+	uint64_t longest_turn_ns; /* the longest turn's work, from the wake-up to the next wait */
+	unsigned long_turns;    /* turns longer than EVLOOP_LONG_TURN_MS */
 };
 
 static uint64_t mono_ns(void)
@@ -246,6 +248,7 @@ int evloop_run(struct evloop *loop)
 		long timeout = evloop_poll_timeout(busy, loop->npollers > 0 && loop->pollers_more,
 						   loop->npollers > 0 && !loop->pollers_asleep, loop->idle_us);
 		int n = wait_events(loop, evs, 64, timeout);
+		uint64_t woke_ns = mono_ns(), turn_ns;
 		bool activity;
 
 		if (n < 0) {
@@ -289,8 +292,20 @@ int evloop_run(struct evloop *loop)
 		} else if (timeout > 0) {
 			loop->idle_us = evloop_next_idle(loop->idle_us, false);
 		}
+		turn_ns = mono_ns() - woke_ns;
+		if (turn_ns > loop->longest_turn_ns)
+			loop->longest_turn_ns = turn_ns;
+		if (turn_ns >= EVLOOP_LONG_TURN_MS * 1000000ull && ++loop->long_turns <= EVLOOP_LONG_TURNS_LOGGED)
+			LOG_WARN("event loop: one turn took %llu ms (%d fds were ready); nothing else was served meanwhile",
+				 (unsigned long long)(turn_ns / 1000000), n);
 	}
 	return 0;
+}
+
+void evloop_turn_stats(const struct evloop *loop, uint64_t *longest_us, unsigned *long_turns)
+{
+	*longest_us = loop->longest_turn_ns / 1000;
+	*long_turns = loop->long_turns;
 }
 
 struct ev_timer {

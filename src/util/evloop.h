@@ -99,6 +99,16 @@ unsigned evloop_next_idle(unsigned idle_us, bool activity);
 /* Milliseconds of a monotonic clock. */
 uint64_t evloop_now_ms(void);
 
+/*
+ * How long the loop kept everything else waiting: its longest turn (the work
+ * from a wake-up to the next wait, in microseconds) and how many turns took
+ * EVLOOP_LONG_TURN_MS or more (the first EVLOOP_LONG_TURNS_LOGGED of those are
+ * logged as warnings when they happen).
+ */
+#define EVLOOP_LONG_TURN_MS 200
+#define EVLOOP_LONG_TURNS_LOGGED 10
+void evloop_turn_stats(const struct evloop *loop, uint64_t *longest_us, unsigned *long_turns);
+
 /* Dispatch until evloop_stop(). Returns 0, or -errno if epoll itself failed. */
 int evloop_run(struct evloop *loop);
 void evloop_stop(struct evloop *loop);

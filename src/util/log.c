@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static enum log_level current_level = LOG_LEVEL_INFO;
 
@@ -56,7 +57,16 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	if (n < 0)
 		return;
 	/* stderr is unbuffered: glibc emits the formatted line in one write. */
-	fprintf(stderr, "%s%s\n", level_prefix[level], line);
+	if (level == LOG_LEVEL_DEBUG) {
+		/* Debug lines carry the monotonic clock, to line them up with each other and with a trace. */
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		fprintf(stderr, "%s%lld.%06ld %s\n", level_prefix[level], (long long)ts.tv_sec, ts.tv_nsec / 1000,
+			line);
+	} else {
+		fprintf(stderr, "%s%s\n", level_prefix[level], line);
+	}
 	fflush(stderr);
 }
 

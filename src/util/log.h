@@ -3,7 +3,8 @@
  *
  * Info lines are printed as they are given, so the lines the specs name
  * (for example "ionic_datapath: s3 bucket ...") appear verbatim; the other
- * levels carry a "warning: ", "error: " or "debug: " prefix.
+ * levels carry a "warning: ", "error: " or "debug: " prefix; debug lines then
+ * give the monotonic clock in seconds (CLOCK_MONOTONIC, microseconds).
  *
  * Guest- and wire-supplied strings must not be passed as the format.
  */

@@ -56,6 +56,8 @@ struct vfu_conn {
 	bool fds_overflow;
 	bool negotiated;   /* VERSION done */
 	uint64_t client_max_xfer;
+	/* what the client sent, logged when it goes: messages, posted ones, WRITE_MULTI batches and their writes */
+	uint64_t n_msgs, n_posted, n_multi, n_multi_writes;
 };
 
 struct vfu_server {
@@ -715,6 +717,10 @@ static void drop_client(struct vfu_server *srv, const char *why)
 	if (c == NULL)
 		return;
 	LOG_INFO("vfio-user: client disconnected (%s); resetting the device", why);
+	LOG_INFO("vfio-user: the client sent %llu messages (%llu posted; %llu REGION_WRITE_MULTI batches of %llu "
+		 "writes in all)",
+		 (unsigned long long)c->n_msgs, (unsigned long long)c->n_posted, (unsigned long long)c->n_multi,
+		 (unsigned long long)c->n_multi_writes);
 	evloop_del_fd(srv->loop, c->watch);
 	close(c->fd);
 	conn_reset_msg(c);
@@ -743,6 +749,15 @@ static int dispatch(struct vfu_server *srv, struct vfu_conn *c)
 	const struct handler *hd = h->command < VFU_CMD_MAX ? &handlers[h->command] : NULL;
 	int rc = 0;
 
+	c->n_msgs++;
+	c->n_posted += no_reply;
+	if (h->command == VFU_CMD_REGION_WRITE_MULTI && m.len >= sizeof(struct vfu_write_multi)) {
+		struct vfu_write_multi wm;
+
+		memcpy(&wm, m.p, sizeof(wm));
+		c->n_multi++;
+		c->n_multi_writes += wm.wr_cnt <= VFU_MULTI_MAX ? wm.wr_cnt : 0;
+	}
 	if ((h->flags & VFU_F_TYPE_MASK) != VFU_F_TYPE_COMMAND) {
 		LOG_WARN("vfio-user: message %u is not a command (flags %#x)", h->msg_id, h->flags);
 		r.err = EINVAL;
