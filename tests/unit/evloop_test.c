@@ -1,4 +1,7 @@
-/* evloop-unit: pollers, their removal from a callback, the busy window, the idle back-off and work in slices. */
+/*
+ * evloop-unit: pollers, their removal from a callback, the busy window, the idle back-off, work
+ * in slices and the report of long turns.
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -181,6 +184,45 @@ static void test_slices(void **state)
 	close(s.pipe[1]);
 }
 
+/* A poller that keeps its turn busy for `ms` milliseconds on its first call, then stops the loop. */
+struct hog {
+	struct evloop *loop;
+	unsigned ms, calls;
+};
+
+static enum ev_poll_result hog_poll(void *arg)
+{
+	struct hog *h = arg;
+
+	if (h->calls++ == 0) {
+		usleep(h->ms * 1000);
+		return EV_POLL_WORK;
+	}
+	evloop_stop(h->loop);
+	return EV_POLL_EMPTY;
+}
+
+static void test_long_turn(void **state)
+{
+	struct evloop *loop = evloop_new();
+	struct hog h = { .loop = loop, .ms = EVLOOP_LONG_TURN_MS + 20 };
+	uint64_t longest_us = 1;
+	unsigned long_turns = 99;
+
+	(void)state;
+	/* A fresh loop has had no turn. */
+	evloop_turn_stats(loop, &longest_us, &long_turns);
+	assert_int_equal(longest_us, 0);
+	assert_int_equal(long_turns, 0);
+	assert_non_null(evloop_add_poller(loop, hog_poll, &h));
+	assert_int_equal(evloop_run(loop), 0);
+	/* The hog's turn is the longest and the one long turn (sleeping lasts at least that long). */
+	evloop_turn_stats(loop, &longest_us, &long_turns);
+	assert_true(longest_us >= (uint64_t)h.ms * 1000);
+	assert_int_equal(long_turns, 1);
+	evloop_free(loop);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +230,7 @@ int main(void)
 		cmocka_unit_test(test_pollers_run_and_go),
 		cmocka_unit_test(test_busy_window),
 		cmocka_unit_test(test_slices),
+		cmocka_unit_test(test_long_turn),
 	};
 
 	return cmocka_run_group_tests_name("evloop-unit", tests, NULL, NULL);
