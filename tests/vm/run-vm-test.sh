@@ -436,22 +436,63 @@ if [ $NETNS_TAP = 1 ]; then
 	HTTP_PID=$!
 fi
 
-# guest_lpj: the guest's delay-loop constant, for guests with more than four vCPUs. Under TCG
-# the kernel derives the boot CPU's from the TSC (which is the host's), but calibrates every
-# other CPU against the timer, and with many vCPUs sharing few host CPUs that comes out wrong by
-# large factors: a driver's 2 s busy-wait (mdelay) then lasted 60 ms and its admin commands
-# "timed out". The host's TSC rate over the guest kernel's HZ (250 in Debian's amd64 kernels)
-# gives the right value for every CPU. ERNIC_VM_LPJ overrides it (0: leave calibration alone).
+# guest_lpj: the guests' delay-loop constant (every guest, the peer too). Under TCG the kernel
+# derives the boot CPU's from the TSC (which is the host's), but calibrates every other CPU
+# against the timer, and with vCPUs sharing few host CPUs that comes out wrong by large factors:
+# ionic_rdma's 2 s busy-wait for an admin command (2000 x mdelay(1), in atomic context, as for
+# the address handles of the CM's MADs) then lasted a few milliseconds on such a CPU, less than
+# the server takes to be scheduled on a loaded host, and the driver declared its admin queue
+# dead. Seen with 16 vCPUs, and with two 4-vCPU guests on two host cores (the cross-host NVMe-oF
+# step). The host's TSC rate (measured; /proc/cpuinfo's "cpu MHz" when there is no compiler)
+# over the guest kernel's HZ (its config in the cache, else 250) is right for every CPU.
+# ERNIC_VM_LPJ overrides it (0: leave calibration alone). Computed once per runner.
+GUEST_LPJ="unset"
 guest_lpj() {
-	local mhz
+	local khz="" hz=250 cfg
 	if [ -n "${ERNIC_VM_LPJ:-}" ]; then
 		[ "$ERNIC_VM_LPJ" != 0 ] && echo "$ERNIC_VM_LPJ"
 		return 0
 	fi
-	[ "${ERNIC_VM_SMP:-4}" != 4 ] && [ "${ERNIC_VM_SMP%%,*}" -gt 4 ] 2>/dev/null || return 0
-	grep -qw constant_tsc /proc/cpuinfo || return 0
-	mhz=$(awk -F: '/^cpu MHz/ { print $2; exit }' /proc/cpuinfo)
-	[ -n "$mhz" ] && awk -v m="$mhz" 'BEGIN { printf "%d\n", m * 1e6 / 250 }'
+	if [ "$GUEST_LPJ" = unset ]; then
+		GUEST_LPJ=""
+		if grep -qw constant_tsc /proc/cpuinfo; then
+			khz=$(host_tsc_khz)
+			[ -n "$khz" ] || khz=$(awk -F: '/^cpu MHz/ { printf "%d\n", $2 * 1000; exit }' /proc/cpuinfo)
+			cfg=$VM_CACHE/hostroot/usr/src/linux-headers-$(cat "$VM_CACHE/kver" 2>/dev/null)/.config
+			[ -r "$cfg" ] && hz=$(sed -n 's/^CONFIG_HZ=\([0-9]*\)$/\1/p' "$cfg")
+			[ -n "$khz" ] && [ "${hz:-0}" -gt 0 ] && GUEST_LPJ=$((khz * 1000 / hz))
+		fi
+	fi
+	[ -n "$GUEST_LPJ" ] && echo "$GUEST_LPJ"
+	return 0
+}
+# host_tsc_khz: the host's TSC rate in kHz, counted over 200 ms of CLOCK_MONOTONIC_RAW by a
+# few lines of C (nothing when there is no compiler or the count fails).
+host_tsc_khz() {
+	local src=$WORK/tsc-khz.c
+	cat >"$src" <<'EOC'
+#include <stdio.h>
+#include <time.h>
+#include <x86intrin.h>
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC_RAW, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+int main(void)
+{
+	double t0 = now(), t1;
+	unsigned long long c0 = __rdtsc(), c1;
+	while (now() - t0 < 0.2)
+		;
+	c1 = __rdtsc();
+	t1 = now();
+	printf("%.0f\n", (double)(c1 - c0) / (t1 - t0) / 1e3);
+	return 0;
+}
+EOC
+	"${CC:-cc}" -O2 -o "$WORK/tsc-khz" "$src" 2>/dev/null && "$WORK/tsc-khz"
 }
 # qemu_args JOB BOOTS: the QEMU command line (paths as seen inside the chroot).
 qemu_args() {
@@ -563,8 +604,10 @@ prepare_peer_job() {
 }
 # start_peer JOB: boots the peer guest of the run whose job directory is JOB (PEER_QEMU_PID).
 start_peer() {
-	local pjob=$1/peer append="console=ttyS0 quiet panic=-1" mem=${ERNIC_VM_PEER_MEM:-1536M}
+	local pjob=$1/peer append="console=ttyS0 quiet panic=-1" mem=${ERNIC_VM_PEER_MEM:-1536M} lpj
 	[ "${ERNIC_VM_VERBOSE:-0}" = 1 ] && append="console=ttyS0 earlyprintk=serial,ttyS0 panic=-1"
+	lpj=$(guest_lpj)
+	[ -n "$lpj" ] && append="$append lpj=$lpj"
 	prepare_peer_job "$pjob" "$run"
 	# shellcheck disable=SC2054 # the commas belong to QEMU option values
 	local q=(qemu-system-x86_64 -name ernic-peer
@@ -607,6 +650,8 @@ stop_servers() {
 		fi
 	done
 }
+
+guest_lpj >/dev/null # once, here: the command substitutions in qemu_args and start_peer reuse it
 
 if [ $SHELL_MODE = 1 ]; then
 	JOB=$WORK/run1

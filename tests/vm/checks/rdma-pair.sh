@@ -43,7 +43,9 @@
 # and rdma_rxe once failed ib_send_bw at both ends that way with remote invalid request),
 # ERNIC_PAIR_TOOL_TIMEOUT (seconds per tool end, 180), ERNIC_PAIR_SKIP (names of tools to leave
 # out, e.g. "ud-pingpong" under frame loss, where UD has nothing to recover with; give both
-# guests the same list), ERNIC_IONIC_MAC (the ionic netdev's MAC when there are several).
+# guests the same list), ERNIC_IONIC_MAC (the ionic netdev's MAC when there are several),
+# ERNIC_PAIR_NVME_CYCLES (nvme step: connects and disconnects after the verified one, 0; each
+# one is a full rdma_cm exchange per queue, for hunting trouble in the admin path).
 # shellcheck source=SCRIPTDIR/../guest/check-lib.sh
 . "$(dirname "$0")/check-lib.sh"
 
@@ -304,6 +306,15 @@ nvme_client() {
 	out=$(timeout 60 nvme disconnect -n $NQN 2>&1) || NV_RES="${NV_RES:+$NV_RES; }nvme disconnect failed: $out"
 	rm -f /tmp/nvme-data
 	[ -z "$NV_RES" ] || return 1
+	c=0
+	while [ $c -lt "${ERNIC_PAIR_NVME_CYCLES:-0}" ]; do
+		c=$((c + 1))
+		if ! out=$(timeout 120 nvme connect -t rdma -a "$OTHER" -s 4420 -n $NQN 2>&1); then
+			NV_RES="nvme connect failed in cycle $c: $(echo "$out" | tail -1)"; return 1
+		fi
+		wait_for 60 nsdev || { NV_RES="no namespace in cycle $c"; timeout 60 nvme disconnect -n $NQN >/dev/null 2>&1; return 1; }
+		out=$(timeout 60 nvme disconnect -n $NQN 2>&1) || { NV_RES="nvme disconnect failed in cycle $c: $out"; return 1; }
+	done
 	NV_RES="0 $want"
 }
 # nvme_step SERVER_SIDE: the target on SERVER_SIDE, the host on the other.

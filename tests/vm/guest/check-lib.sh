@@ -115,8 +115,23 @@ gid_index() {
 
 # ionic_up IPV4/PREFIX [MAC]: the ionic netdev (IF) gets the address and is brought up; returns
 # non-zero with the reason in WHY when there is no such netdev.
+# dyndbg: ERNIC_DYNDBG (--env), a dynamic-debug query for the guest kernel, applied once the
+# modules are loaded, e.g. "module ionic_rdma format post +pt" to have every RDMA admin command
+# the driver posts in the kernel log, with its thread and time. The kernel log is then also
+# streamed into kmsg.txt in the job directory (more than the ring buffer keeps).
+dyndbg() {
+	[ -n "${ERNIC_DYNDBG:-}" ] || return 0
+	mount -t debugfs none /sys/kernel/debug 2>/dev/null
+	echo "$ERNIC_DYNDBG" >/sys/kernel/debug/dynamic_debug/control 2>/dev/null ||
+		echo "dynamic debug: '$ERNIC_DYNDBG' refused"
+	[ -n "${DYNDBG_STREAM:-}" ] && return 0
+	DYNDBG_STREAM=1
+	dmesg -w >"$(dirname "$0")/kmsg.txt" 2>&1 &
+}
+
 ionic_up() {
 	grep -q '^ionic_rdma ' /proc/modules || modprobe ionic_rdma 2>/dev/null
+	dyndbg
 	if ! wait_for 30 ionic_if "${2:-}"; then
 		WHY="no ionic netdev: $(ls /sys/class/net | tr '\n' ' ')$(dmesg | grep -i ionic | tail -3 | tr '\n' ';')"
 		return 1
