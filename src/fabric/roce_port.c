@@ -461,14 +461,14 @@ int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_
 	rc = (struct roce_rc_resp_cfg){
 		.ops = &resp_tramp, .ctx = qp, .rqpn = cfg->remote_qpn, .epsn = cfg->rq_psn, .pkey = cfg->pkey,
 		.pmtu = cfg->pmtu, .min_rnr_timer = cfg->min_rnr_timer, .sport = qp->sport,
-		.tos = cfg->tos, .ttl = cfg->ttl,
+		.tos = cfg->tos, .ttl = cfg->ttl, .uc = cfg->uc,
 	};
 	qc = (struct roce_rc_req_cfg){
 		.ops = &req_tramp, .ctx = qp, .src_ip = local_ip, .dst_ip = cfg->remote_ip, .sport = qp->sport,
 		.tos = cfg->tos, .ttl = cfg->ttl, .dqpn = cfg->remote_qpn, .pkey = cfg->pkey, .pmtu = cfg->pmtu,
 		.sq_psn = cfg->sq_psn, .max_rd_atomic = cfg->max_rd_atomic, .timeout = cfg->timeout,
 		.retry_cnt = cfg->retry_cnt, .rnr_retry = cfg->rnr_retry, .ackreq_every = cfg->ackreq_every,
-		.max_unacked = cfg->max_unacked,
+		.max_unacked = cfg->max_unacked, .uc = cfg->uc,
 	};
 	/* The destination MAC is the neighbour's, written by qp_send() into every frame. */
 	memcpy(qc.src_mac, qp->local_mac, NET_ETH_ALEN);
@@ -673,7 +673,8 @@ static void roce_input(struct roce_port *port, const uint8_t *frame, size_t len,
 		drop(port, ROCE_PORT_DROP_IP_DST);
 		return;
 	}
-	if ((pkt.bth->opcode & ROCE_TRANSPORT_MASK) != ROCE_TRANSPORT_RC) {
+	/* Connected transports (RC, UC) go to their QP, which takes only its own kind; UD to the owner. */
+	if ((pkt.bth->opcode & ROCE_TRANSPORT_MASK) == ROCE_TRANSPORT_UD) {
 		if (port->ud_recv == NULL) {
 			drop(port, ROCE_PORT_DROP_UD);
 			return;

@@ -135,6 +135,7 @@ struct roce_port_qp_cfg {
 	uint8_t tos, ttl;               /* ttl 0 means 64 */
 	uint32_t ackreq_every;          /* see roce_rc_req_cfg */
 	uint32_t max_unacked;           /* see roce_rc_req_cfg */
+	bool uc;                        /* an unreliable connected QP: UC requester and responder (roce_rc*.h) */
 	/* guest nodes (optional otherwise): the QP's own addresses, 0/zero for the node's */
 	uint32_t local_ip;
 	uint8_t local_mac[NET_ETH_ALEN];

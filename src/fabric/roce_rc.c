@@ -30,6 +30,7 @@ static const char *const roce_rc_in_names[ROCE_RC_IN_NUM] = {
 	[ROCE_RC_IN_ERR_DROP] = "err-drop",
 	[ROCE_RC_IN_PKEY_DROP] = "pkey-drop",
 	[ROCE_RC_IN_NOT_REQUEST] = "not-request",
+	[ROCE_RC_IN_UC_DROP] = "uc-drop",
 };
 
 static const char *const roce_rc_wc_names[ROCE_RC_WC_NUM] = {
@@ -80,6 +81,7 @@ int roce_rc_resp_init(struct roce_rc_resp *q, const struct roce_rc_resp_cfg *cfg
 	q->tos = cfg->tos;
 	q->ttl = cfg->ttl ? cfg->ttl : 64;
 	q->epsn = cfg->epsn;
+	q->uc = cfg->uc;
 	return 0;
 }
 
@@ -127,6 +129,8 @@ static void resp_send(struct roce_rc_resp *q, uint8_t opcode, uint32_t psn, uint
 
 static void send_ack(struct roce_rc_resp *q, uint32_t psn, uint8_t syndrome)
 {
+	if (q->uc)
+		return; /* UC answers nothing */
 	if (roce_aeth_kind(syndrome) == ROCE_AETH_KIND_ACK)
 		q->ack_behind = false;
 	resp_send(q, ROCE_RC_ACKNOWLEDGE, psn, syndrome, 0, NULL, 0);
@@ -154,8 +158,43 @@ static enum roce_rc_in fatal(struct roce_rc_resp *q, uint32_t psn, enum roce_nak
 		q->ops->recv_complete(q->ctx, recv, &c);
 	}
 	q->cur = ROCE_RC_CUR_NONE;
+	if (q->uc) {
+		/* UC: the message is dropped (the rest of it too) and the QP goes on. */
+		q->uc_dropping = true;
+		return ROCE_RC_IN_UC_DROP;
+	}
 	q->error = true;
 	return ROCE_RC_IN_FATAL_NAK;
+}
+
+/* UC: a message was lost or dropped: the one in progress ends, a receive it began to fill is kept. */
+static void uc_abandon(struct roce_rc_resp *q)
+{
+	if (q->cur == ROCE_RC_CUR_SEND)
+		q->recv_held = true;
+	q->cur = ROCE_RC_CUR_NONE;
+}
+
+/* The receive a message starts with: one a dropped UC SEND left behind, else the next posted. */
+static bool recv_next(struct roce_rc_resp *q, uint64_t *recv)
+{
+	if (q->recv_held) {
+		*recv = q->recv;
+		q->recv_held = false;
+		return true;
+	}
+	return q->ops->recv_take(q->ctx, recv);
+}
+
+/* No receive posted: RNR NAK (RC), or the message is dropped (UC). */
+static enum roce_rc_in no_recv(struct roce_rc_resp *q, uint32_t psn)
+{
+	if (q->uc) {
+		q->uc_dropping = true;
+		return ROCE_RC_IN_UC_DROP;
+	}
+	send_ack(q, psn, roce_syn_rnr(q->min_rnr_timer));
+	return ROCE_RC_IN_RNR;
 }
 
 /* A fatal NAK for a packet that owns no receive beyond the one in progress (if any). */
@@ -166,11 +205,13 @@ static enum roce_rc_in fatal_cur(struct roce_rc_resp *q, uint32_t psn, enum roce
 
 void roce_rc_resp_set_error(struct roce_rc_resp *q)
 {
-	if (q->cur == ROCE_RC_CUR_SEND) {
-		struct roce_rc_recv_cqe c = { .status = ROCE_RC_WC_FLUSH_ERR, .byte_len = q->recv_off };
+	if (q->cur == ROCE_RC_CUR_SEND || q->recv_held) {
+		struct roce_rc_recv_cqe c = { .status = ROCE_RC_WC_FLUSH_ERR,
+					      .byte_len = q->recv_held ? 0 : q->recv_off };
 
 		q->ops->recv_complete(q->ctx, q->recv, &c);
 	}
+	q->recv_held = false;
 	q->cur = ROCE_RC_CUR_NONE;
 	q->error = true;
 }
@@ -257,10 +298,8 @@ static enum roce_rc_in do_send(struct roce_rc_resp *q, const struct roce_pkt *p)
 	if (first ? q->cur != ROCE_RC_CUR_NONE : q->cur != ROCE_RC_CUR_SEND)
 		return fatal_cur(q, psn, ROCE_NAK_INVALID_REQ, ROCE_RC_WC_LOC_QP_OP_ERR);
 	if (first) {
-		if (!q->ops->recv_take(q->ctx, &recv)) {
-			send_ack(q, psn, roce_syn_rnr(q->min_rnr_timer));
-			return ROCE_RC_IN_RNR;
-		}
+		if (!recv_next(q, &recv))
+			return no_recv(q, psn);
 		off = 0;
 	} else {
 		recv = q->recv;
@@ -335,10 +374,8 @@ static enum roce_rc_in do_write(struct roce_rc_resp *q, const struct roce_pkt *p
 		return fatal(q, psn, ROCE_NAK_INVALID_REQ, false, 0, ROCE_RC_WC_SUCCESS, 0);
 	/* WITH_IMMEDIATE consumes a receive: take it before touching memory, so RNR changes nothing. */
 	if (p->imm) {
-		if (!q->ops->recv_take(q->ctx, &recv)) {
-			send_ack(q, psn, roce_syn_rnr(q->min_rnr_timer));
-			return ROCE_RC_IN_RNR;
-		}
+		if (!recv_next(q, &recv))
+			return no_recv(q, psn);
 		have_recv = true;
 	}
 	/* A zero-length WRITE touches no memory, so its R_Key is not checked (as rxe and hardware do). */
@@ -529,10 +566,10 @@ static enum roce_rc_in send_or_write(struct roce_rc_resp *q, const struct roce_p
 
 static enum roce_rc_in classify(struct roce_rc_resp *q, const struct roce_pkt *p)
 {
-	const uint8_t opcode = p->bth->opcode;
+	uint8_t opcode = p->bth->opcode;
 	int32_t d;
 
-	if (!p->op->request || (opcode & ROCE_TRANSPORT_MASK) != ROCE_TRANSPORT_RC)
+	if (!p->op->request || (opcode & ROCE_TRANSPORT_MASK) != (q->uc ? ROCE_TRANSPORT_UC : ROCE_TRANSPORT_RC))
 		return ROCE_RC_IN_NOT_REQUEST;
 	if (q->error)
 		return ROCE_RC_IN_ERR_DROP;
@@ -546,6 +583,23 @@ static enum roce_rc_in classify(struct roce_rc_resp *q, const struct roce_pkt *p
 	q->local_ip = be32_get(p->ip->dst);
 
 	d = roce_psn_diff(pkt_psn(p), q->epsn);
+	if (q->uc) {
+		const bool start = p->op->seg == ROCE_SEG_FIRST || p->op->seg == ROCE_SEG_ONLY;
+
+		/* No duplicates, no NAKs: a gap ends the message; a FIRST or ONLY starts afresh at its PSN. */
+		if (d != 0 || q->uc_dropping) {
+			uc_abandon(q);
+			if (!start) {
+				q->uc_dropping = true;
+				return ROCE_RC_IN_UC_DROP;
+			}
+			q->uc_dropping = false;
+			q->epsn = pkt_psn(p);
+		}
+		/* The UC table holds SENDs and RDMA WRITEs only, each handled as its RC twin. */
+		opcode = ROCE_UC_TO_RC(opcode);
+		d = 0;
+	}
 	if (d > 0) {
 		/* One NAK per gap: the requester goes back to ePSN, so later packets are noise until it does. */
 		if (q->nak_sent)

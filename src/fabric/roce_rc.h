@@ -27,6 +27,16 @@
  *  - No receive posted: RNR NAK with min_rnr_timer; nothing executed.
  *  - Invalid request and remote access error NAKs put the QP in the error
  *    state, in which every packet is dropped.
+ *
+ * With cfg.uc the same engine is a UC responder (IBA 9.7.5.1 for UC): UC
+ * opcodes only, handled as their RC twins, and nothing is ever sent back.
+ * There are no duplicates, NAKs or RNR: a packet whose PSN is not ePSN ends
+ * the message in progress, and the responder then drops packets until a
+ * FIRST or ONLY, whose PSN becomes ePSN. A message without a receive
+ * posted, or one that fails (remote access, length), is dropped the same
+ * way; the QP stays usable. A receive a dropped SEND had begun to fill is
+ * kept for the next message, and a receive the failing SEND held completes
+ * with its error.
  */
 #ifndef ERNIC_FABRIC_ROCE_RC_H
 #define ERNIC_FABRIC_ROCE_RC_H
@@ -116,6 +126,7 @@ struct roce_rc_resp_cfg {
 	uint8_t min_rnr_timer;  /* IBA timer code 0..31 */
 	uint16_t sport;         /* UDP source port of every response (the flow's entropy) */
 	uint8_t tos, ttl;       /* of every response; ttl 0 means 64 */
+	bool uc;                /* a UC responder (above) */
 };
 
 /* What one packet did (one table: roce_rc_in_name()); counted in stats[]. */
@@ -128,7 +139,8 @@ enum roce_rc_in {
 	ROCE_RC_IN_FATAL_NAK,       /* invalid request / remote access NAK sent; QP now in error */
 	ROCE_RC_IN_ERR_DROP,        /* the QP is in error: dropped */
 	ROCE_RC_IN_PKEY_DROP,       /* P_Key does not match (IBA 10.9): dropped silently */
-	ROCE_RC_IN_NOT_REQUEST,     /* a response or a UD opcode: not the responder's */
+	ROCE_RC_IN_NOT_REQUEST,     /* a response, or another transport's opcode: not the responder's */
+	ROCE_RC_IN_UC_DROP,         /* UC: out of sequence, no receive, or failed: the message dropped */
 	ROCE_RC_IN_NUM,
 };
 
@@ -159,6 +171,9 @@ struct roce_rc_resp {
 	bool nak_sent;          /* a sequence NAK went out; silent until ePSN arrives */
 	bool ack_behind;        /* SEND/WRITE packets executed since the last positive ACK */
 	bool error;
+	bool uc;
+	bool uc_dropping;       /* UC: dropping until a FIRST or ONLY */
+	bool recv_held;         /* UC: recv was taken by a SEND that was dropped; the next message gets it */
 	/* the message in progress */
 	enum roce_rc_cur cur;
 	uint64_t recv;          /* SEND, or WRITE with immediate at its LAST: the receive taken */

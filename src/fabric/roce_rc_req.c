@@ -160,8 +160,8 @@ int roce_rc_req_init(struct roce_rc_req *q, const struct roce_rc_req_cfg *cfg)
 	q->ctx = cfg->ctx;
 	if (q->cfg.ttl == 0)
 		q->cfg.ttl = 64;
-	/* 4.096 us * 2^timeout, rounded up so that a short timeout is never 0 (= no timer). */
-	q->timeout_us = cfg->timeout ? ((4096ull << cfg->timeout) + 999) / 1000 : 0;
+	/* 4.096 us * 2^timeout, rounded up so that a short timeout is never 0 (= no timer). UC: no timer. */
+	q->timeout_us = cfg->timeout && !cfg->uc ? ((4096ull << cfg->timeout) + 999) / 1000 : 0;
 	q->una = q->send_psn = q->sent_max = q->next_psn = cfg->sq_psn;
 	q->retry_left = cfg->retry_cnt;
 	q->rnr_left = cfg->rnr_retry;
@@ -174,6 +174,9 @@ int roce_rc_req_post(struct roce_rc_req *q, const struct roce_rc_req_wr *wr)
 	uint32_t n, used;
 
 	if ((unsigned)wr->op >= ROCE_RC_REQ_OP_NUM)
+		return -EINVAL;
+	if (q->cfg.uc && wr->op != ROCE_RC_REQ_SEND && wr->op != ROCE_RC_REQ_SEND_IMM && wr->op != ROCE_RC_REQ_WRITE &&
+	    wr->op != ROCE_RC_REQ_WRITE_IMM)
 		return -EINVAL;
 	if (!op_is_atomic(wr->op) && wr->len > ROCE_RC_MAX_MSG)
 		return -EINVAL;
@@ -467,8 +470,8 @@ static enum roce_rc_req_in classify(struct roce_rc_req *q, const struct roce_pkt
 	const uint32_t psn = roce_bth_psn(p->bth);
 	uint8_t syn;
 
-	if (p->op->request || (opcode & ROCE_TRANSPORT_MASK) != ROCE_TRANSPORT_RC)
-		return ROCE_RC_REQ_IN_NOT_RESPONSE;
+	if (q->cfg.uc || p->op->request || (opcode & ROCE_TRANSPORT_MASK) != ROCE_TRANSPORT_RC)
+		return ROCE_RC_REQ_IN_NOT_RESPONSE; /* UC has no responses */
 	if (q->error)
 		return ROCE_RC_REQ_IN_ERR_DROP;
 	if (!pkey_match(roce_bth_pkey(p->bth), q->cfg.pkey))
@@ -599,6 +602,8 @@ static bool send_packet(struct roce_rc_req *q, struct roce_rc_req_wqe *w, uint32
 		uint32_t chunk = wr->len == 0 ? 0 : (wr->len - off < q->cfg.pmtu ? wr->len - off : q->cfg.pmtu);
 
 		d.opcode = seg_opcode(wr->op, k, w->npsn);
+		if (q->cfg.uc)
+			d.opcode |= ROCE_TRANSPORT_UC; /* UC's SEND and WRITE opcodes are RC's, 0x20 on */
 		if (k == 0) {
 			/* RETH on WRITE FIRST/ONLY: the whole message's address and length. */
 			d.reth.va = wr->va;
@@ -607,7 +612,7 @@ static bool send_packet(struct roce_rc_req *q, struct roce_rc_req_wqe *w, uint32
 		}
 		d.imm = wr->imm;
 		d.ieth_rkey = wr->inv_rkey;
-		d.ackreq = last || (q->cfg.ackreq_every != 0 && (k + 1) % q->cfg.ackreq_every == 0);
+		d.ackreq = !q->cfg.uc && (last || (q->cfg.ackreq_every != 0 && (k + 1) % q->cfg.ackreq_every == 0));
 		d.se = last && wr->solicited &&
 		       (wr->op == ROCE_RC_REQ_SEND || wr->op == ROCE_RC_REQ_SEND_IMM || wr->op == ROCE_RC_REQ_SEND_INV ||
 			wr->op == ROCE_RC_REQ_WRITE_IMM);
@@ -670,6 +675,9 @@ unsigned roce_rc_req_pump(struct roce_rc_req *q, unsigned budget, uint64_t now_u
 		q->send_psn = w->wr.op == ROCE_RC_REQ_READ ? roce_psn_add(w->last_psn, 1) : roce_psn_add(q->send_psn, 1);
 		if (roce_psn_diff(q->send_psn, q->sent_max) > 0)
 			q->sent_max = q->send_psn;
+		/* UC: nothing will answer; a packet out is a packet done (the WR completes with its last). */
+		if (q->cfg.uc)
+			(void)ack_upto(q, roce_psn_add(q->send_psn, ROCE_PSN_MASK), now_us);
 		if (!q->timer_armed && q->timeout_us != 0) {
 			q->timer_armed = true;
 			q->ack_deadline = now_us + q->timeout_us;

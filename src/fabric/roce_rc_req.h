@@ -49,6 +49,11 @@
  *  - Responses outside [oldest unacknowledged, highest sent] are stale:
  *    ignored and counted. The MSN is not used (PSNs say everything the
  *    requester needs) and AETH credits are ignored (RoCE responders send 31).
+ *
+ * With cfg.uc it is a UC requester: SEND and RDMA WRITE only (with
+ * immediate), sent with the UC opcodes and never with AckReq. Nothing comes
+ * back on UC, so a WR completes as soon as its last packet has gone out:
+ * no timer, no retries, and any packet addressed to the QP is ignored.
  */
 #ifndef ERNIC_FABRIC_ROCE_RC_REQ_H
 #define ERNIC_FABRIC_ROCE_RC_REQ_H
@@ -148,6 +153,7 @@ struct roce_rc_req_cfg {
 	uint8_t rnr_retry;      /* 0..7, 7 = retry forever */
 	uint32_t ackreq_every;  /* AckReq also on every Nth packet of a SEND/WRITE; 0 = message ends only */
 	uint32_t max_unacked;   /* at most this many PSNs past the oldest unacknowledged are sent; 0 = no limit */
+	bool uc;                /* a UC requester (above) */
 };
 
 /* What one response did (one table: roce_rc_req_in_name()); counted in stats[]. */
@@ -213,8 +219,8 @@ struct roce_rc_req {
 int roce_rc_req_init(struct roce_rc_req *q, const struct roce_rc_req_cfg *cfg);
 
 /*
- * Queue one WR (copied). 0; -EINVAL for an unknown op or a length over
- * ROCE_RC_MAX_MSG; -ENOSPC when ROCE_RC_REQ_MAX_WR are queued or its PSNs
+ * Queue one WR (copied). 0; -EINVAL for an unknown op (on UC: anything but
+ * SEND, SEND_IMM, WRITE and WRITE_IMM) or a length over ROCE_RC_MAX_MSG; -ENOSPC when ROCE_RC_REQ_MAX_WR are queued or its PSNs
  * would stretch the outstanding range to 2^23; -EPIPE in the error state.
  */
 int roce_rc_req_post(struct roce_rc_req *q, const struct roce_rc_req_wr *wr);

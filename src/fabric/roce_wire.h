@@ -1,7 +1,7 @@
 /*
  * RoCEv2 wire format: InfiniBand transport packets (IBA Vol 1, ch. 9) carried
  * in Ethernet II / IPv4 / UDP as the RoCEv2 annex (A17) specifies. IPv4 only,
- * no VLAN tag; RC and UD opcodes only (the ones the device's queue pairs use).
+ * no VLAN tag; RC, UC and UD opcodes only (the ones the device's queue pairs use).
  *
  * Headers are packed structs with their sizes asserted; multi-byte fields are
  * be16/be32/be64 (util/endian.h) and sub-byte fields are reached through the
@@ -204,6 +204,18 @@ enum roce_opcode {
 	ROCE_RC_FETCH_ADD = 0x14,
 	ROCE_RC_SEND_LAST_WITH_INVALIDATE = 0x16,
 	ROCE_RC_SEND_ONLY_WITH_INVALIDATE = 0x17,
+	ROCE_UC_SEND_FIRST = 0x20,
+	ROCE_UC_SEND_MIDDLE = 0x21,
+	ROCE_UC_SEND_LAST = 0x22,
+	ROCE_UC_SEND_LAST_WITH_IMMEDIATE = 0x23,
+	ROCE_UC_SEND_ONLY = 0x24,
+	ROCE_UC_SEND_ONLY_WITH_IMMEDIATE = 0x25,
+	ROCE_UC_RDMA_WRITE_FIRST = 0x26,
+	ROCE_UC_RDMA_WRITE_MIDDLE = 0x27,
+	ROCE_UC_RDMA_WRITE_LAST = 0x28,
+	ROCE_UC_RDMA_WRITE_LAST_WITH_IMMEDIATE = 0x29,
+	ROCE_UC_RDMA_WRITE_ONLY = 0x2a,
+	ROCE_UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE = 0x2b,
 	ROCE_UD_SEND_ONLY = 0x64,
 	ROCE_UD_SEND_ONLY_WITH_IMMEDIATE = 0x65,
 };
@@ -230,19 +242,22 @@ enum roce_seg {
 
 enum roce_transport {
 	ROCE_TRANSPORT_RC = 0x00,
+	ROCE_TRANSPORT_UC = 0x20,
 	ROCE_TRANSPORT_UD = 0x60,
 };
+/* A UC opcode's RC twin (the same packet kind and headers): the transport bits cleared. */
+#define ROCE_UC_TO_RC(opcode) ((uint8_t)((opcode) & ~ROCE_TRANSPORT_MASK))
 #define ROCE_TRANSPORT_MASK 0xe0u
 
 struct roce_opcode_info {
-	const char *name;       /* NULL: not an RC/UD opcode we accept */
+	const char *name;       /* NULL: not an RC, UC or UD opcode we accept */
 	uint8_t hdrs;           /* ROCE_H() bits */
 	uint8_t seg;            /* enum roce_seg */
 	bool payload;           /* the packet may carry payload (else it must carry none) */
 	bool request;           /* requester -> responder (else a response or ACK) */
 };
 
-/* The entry for an opcode, or NULL when it is none of the RC/UD opcodes above. */
+/* The entry for an opcode, or NULL when it is none of the RC, UC or UD opcodes above. */
 const struct roce_opcode_info *roce_opcode_info(uint8_t opcode);
 
 /* Bytes of the extension headers selected by hdrs (ROCE_H() bits). */
@@ -265,7 +280,7 @@ enum roce_err {
 	ROCE_ERR_UDP_PORT,          /* destination port is not 4791 */
 	ROCE_ERR_BTH_SHORT,         /* no room for a BTH and the ICRC */
 	ROCE_ERR_BTH_VERSION,       /* TVer is not 0 */
-	ROCE_ERR_OPCODE,            /* not an RC or UD opcode of the table */
+	ROCE_ERR_OPCODE,            /* not an RC, UC or UD opcode of the table */
 	ROCE_ERR_HDR_SHORT,         /* the opcode's extension headers do not fit */
 	ROCE_ERR_PAD,               /* packet not a multiple of 4 bytes, or pad count beyond payload */
 	ROCE_ERR_PAYLOAD_UNEXPECTED, /* payload or pad on an opcode that carries none */

@@ -188,7 +188,7 @@ int ionic_rdma_peer_xfer(struct ionic_dev *dev, uint32_t guest_qpn, uint32_t rke
 int ionic_rdma_key_xfer(struct ionic_dev *dev, uint32_t rkey, uint64_t addr, void *buf, size_t len, bool write);
 
 /*
- * The wire: RC queue pairs whose destination is another host, carried by a
+ * The wire: RC and UC queue pairs whose destination is another host, carried by a
  * transport outside the device model (the roce backend, fabric/roce_glue.h).
  * The device tells the transport about such QPs and their send WQEs through
  * these ops; the transport calls back through the ionic_rdma_wire_* entry
@@ -198,7 +198,7 @@ int ionic_rdma_key_xfer(struct ionic_dev *dev, uint32_t rkey, uint64_t addr, voi
  * transport must then defer until it has returned.
  */
 
-/* An RC QP's path and parameters, from MODIFY_QP (the header template and the attributes). */
+/* An RC or UC QP's path and parameters, from MODIFY_QP (the header template and the attributes). */
 struct ionic_rdma_wire_path {
 	uint8_t smac[6], dmac[6];
 	uint32_t sip, dip;       /* IPv4, host order */
@@ -212,6 +212,7 @@ struct ionic_rdma_wire_path {
 	uint8_t max_rd_atomic;   /* READs/atomics this QP may have outstanding (1..16) */
 	uint8_t min_rnr_timer;
 	bool rts;                /* the QP reached RTS: the send parameters are meant */
+	bool uc;                 /* an unreliable connected QP (else RC) */
 };
 
 enum ionic_rdma_wire_op {

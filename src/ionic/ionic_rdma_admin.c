@@ -197,7 +197,8 @@ static uint8_t admin_modify_qp(struct ionic_dev *dev, const struct ionic_admin_m
 		if (qp->rnr_wait)
 			r->rnr_waiters--;
 		qp->rnr_wait = false;
-		if ((state == IONIC_QPS_RTR || state == IONIC_QPS_RTS) && qp->type == IONIC_QPT_RC)
+		if ((state == IONIC_QPS_RTR || state == IONIC_QPS_RTS) &&
+		    (qp->type == IONIC_QPT_RC || qp->type == IONIC_QPT_UC))
 			rdma_wire_modify(dev, id); /* the wire carries it when its destination is another host */
 		if (state == IONIC_QPS_RTS && qp->state == IONIC_QPS_RTS)
 			rdma_sq_run(dev, id); /* WQEs posted before RTS go now */

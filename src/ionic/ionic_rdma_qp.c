@@ -959,7 +959,7 @@ static int exec_rc_message(struct ionic_dev *dev, struct rdma_job *j, struct rdm
 /* ---- the wire (ionic_rdma_wire_ops) --------------------------------------------------------------------- */
 
 /*
- * An RC QP the wire transport carries. Its send WQEs are read, checked and
+ * An RC or UC QP the wire transport carries. Its send WQEs are read, checked and
  * handed over as they come; the transport completes them later, in order,
  * and may read or write their local SGL any number of times before (a
  * retransmission, a READ re-requested), so each one's SGL is kept here until
@@ -1198,6 +1198,7 @@ void rdma_wire_modify(struct ionic_dev *dev, uint32_t qpid)
 	p.max_rd_atomic = (uint8_t)(1u << (qp->rrq_depth < 4 ? qp->rrq_depth : 4));
 	p.min_rnr_timer = qp->rnr_timer & 31;
 	p.rts = qp->state == IONIC_QPS_RTS;
+	p.uc = qp->type == IONIC_QPT_UC;
 	rc = r->wire.qp_attach(r->wire.ctx, qpid, &p);
 	if (rc == 1 && !qp->wire) {
 		qp->wire = calloc(1, sizeof(*qp->wire));

@@ -123,6 +123,8 @@ static bool has_aeth(uint8_t op)
 /* Extension header bytes after the BTH (RETH 16, AtomicETH 28, AETH 4, AtomicAckETH 8, ImmDt 4). */
 static uint32_t ext_len(uint8_t op)
 {
+	if ((op & 0xe0) == 0x20)
+		op &= 0x1f; /* a UC SEND or WRITE: its RC twin's headers */
 	switch (op) {
 	case OP_WRITE_FIRST: case OP_WRITE_ONLY: case OP_READ_REQ: return 16;
 	case 0x0b: return 20; /* WRITE ONLY with immediate */
@@ -733,6 +735,114 @@ static void test_local_error_in_order(void **state)
 #define OP_UD_SEND_ONLY     0x64
 #define OP_UD_SEND_ONLY_IMM 0x65
 
+/* ---- UC ---- */
+
+#define UC_QPN  9
+#define UC_SQ   (MR_BASE + 0xc0000) /* rings of the UC QPs, in a part of the region nothing else uses */
+#define UC_RQ   (MR_BASE + 0xc2000)
+#define UC_CQ   13
+#define UC_CQR  (MR_BASE + 0xc4000)  /* its own CQ: the RC CQs may hold the flushes of test_bad_rkey */
+
+static struct rg_qp uc_qp[2];
+static struct rg_cq uc_cq[2];
+
+/* A UC QP on side s, connected to the peer's, in RTS with PSN psn (the peer sends from rq_psn). */
+static void uc_up(struct side *s, struct side *peer, struct rg_qp *q, struct rg_cq *cq, uint32_t psn,
+		  uint32_t rq_psn)
+{
+	uint8_t t[RG_ROCE4_HDR_LEN];
+	struct rg_qp_path path;
+
+	assert_int_equal(rg_cq_create_aq(&s->g, &s->aq, cq, UC_CQ, 0, 8, UC_CQR), RG_ASTS_OK);
+	memset(q, 0, sizeof(*q));
+	q->id = UC_QPN;
+	q->type = RG_QPT_UC;
+	q->pd = PD;
+	q->sq_cq = q->rq_cq = UC_CQ;
+	q->sq = UC_SQ;
+	q->rq = UC_RQ;
+	q->sq_depth_log2 = q->rq_depth_log2 = 4;
+	q->sq_stride_log2 = q->rq_stride_log2 = 7;
+	assert_int_equal(rg_qp_create(&s->g, &s->aq, q), 0);
+	rg_roce4_template(t, peer->mac, s->mac, s->ip, peer->ip, 0, 64);
+	path = (struct rg_qp_path){ .tmpl = t, .len = sizeof(t), .at = TMPL, .sq_psn = psn, .rq_psn = rq_psn,
+				    .pmtu_log2 = 10 };
+	assert_int_equal(rg_qp_to_rts_path(&s->g, &s->aq, q, UC_QPN, RG_QPF_REMOTE_WRITE, &path), 0);
+}
+
+/* The next completion on cq: successful, of UC_QPN, of the given type. */
+static void uc_cqe_ok(struct side *s, struct rg_cq *cq, uint8_t type, uint8_t cqe[RG_CQE_SIZE])
+{
+	cqe_get(s, cq, cqe);
+	assert_int_equal(rg_cqe_type(cqe), type);
+	assert_int_equal(rg_cqe_qid(cqe), UC_QPN);
+	assert_false(rg_cqe_error(cqe));
+}
+
+/*
+ * UC between the two servers: a three-packet SEND and a two-packet RDMA WRITE with immediate
+ * from A, each complete at A at once, B's receive and memory holding the bytes; on the wire the
+ * UC opcodes (0x20..), consecutive PSNs, no AckReq, and nothing at all from B back to A's UC QP.
+ */
+static void test_uc(void **state)
+{
+	struct frame f[16];
+	struct rg_sge sge;
+	uint8_t cqe[RG_CQE_SIZE];
+	unsigned n;
+
+	(void)state;
+	uc_up(&A, &B, &uc_qp[0], &uc_cq[0], 0x500, 0x600);
+	uc_up(&B, &A, &uc_qp[1], &uc_cq[1], 0x600, 0x500);
+	capture(); /* what came before is not this test's */
+	fill(gp(&A, SRC), 5000, 11);
+	memset(gp(&B, RECV), 0, 8192);
+	memset(gp(&B, TARGET), 0, 4096);
+	sge = (struct rg_sge){ RECV, 8192, LKEY };
+	rg_post_recv(&B.g, &uc_qp[1], 0x71, 0, &sge, 1);
+	rg_rq_ring(&B.g, &uc_qp[1]);
+	sge = (struct rg_sge){ RECV + 8192, 64, LKEY };
+	rg_post_recv(&B.g, &uc_qp[1], 0x72, 0, &sge, 1);
+	rg_rq_ring(&B.g, &uc_qp[1]);
+	sge = (struct rg_sge){ SRC, 3000, LKEY };
+	rg_post_send(&A.g, &uc_qp[0], 0x81, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, &sge, 1);
+	sge = (struct rg_sge){ SRC + 3000, 2000, LKEY };
+	rg_post_rdma(&A.g, &uc_qp[0], 0x82, RG_WR_RDMA_WRITE_IMM, RG_WQE_SIG, 0xbeef0001, TARGET, LKEY, &sge, 1);
+	rg_sq_ring(&A.g, &uc_qp[0]);
+	uc_cqe_ok(&A, &uc_cq[0], RG_CQE_SEND_MSN, cqe);
+	uc_cqe_ok(&A, &uc_cq[0], RG_CQE_SEND_MSN, cqe);
+	uc_cqe_ok(&B, &uc_cq[1], RG_CQE_RECV, cqe);
+	assert_int_equal(rg_cqe_wqe_id(cqe), 0x71);
+	assert_int_equal(rg_cqe_status(cqe), 3000);
+	assert_int_equal(rg_cqe_src_qpn_op(cqe) >> 24 & 0xf, RG_RECV_SEND);
+	uc_cqe_ok(&B, &uc_cq[1], RG_CQE_RECV, cqe);
+	assert_int_equal(rg_cqe_wqe_id(cqe), 0x72);
+	assert_int_equal(rg_cqe_src_qpn_op(cqe) >> 24 & 0xf, RG_RECV_RDMA_IMM);
+	assert_int_equal(rg_cqe_imm(cqe), 0xbeef0001);
+	assert_memory_equal(gp(&B, RECV), gp(&A, SRC), 3000);
+	assert_int_equal(gp(&B, RECV)[3000], 0);
+	assert_memory_equal(gp(&B, TARGET), gp(&A, SRC) + 3000, 2000);
+	assert_int_equal(gp(&B, TARGET)[2000], 0);
+	capture();
+	n = frames_between(&A, &B, f, 16);
+	if (n != 5)
+		dump_frames("test_uc");
+	assert_int_equal(n, 5);
+	for (unsigned i = 0; i < n; i++) {
+		assert_int_equal(f[i].dqpn, UC_QPN);
+		assert_int_equal(f[i].psn, 0x500 + i);
+	}
+	assert_int_equal(f[0].opcode, 0x20); /* UC SEND FIRST */
+	assert_int_equal(f[1].opcode, 0x21); /* MIDDLE */
+	assert_int_equal(f[2].opcode, 0x22); /* LAST */
+	assert_int_equal(f[3].opcode, 0x26); /* UC RDMA WRITE FIRST */
+	assert_int_equal(f[4].opcode, 0x29); /* LAST with immediate */
+	assert_int_equal(f[0].payload, PMTU);
+	assert_int_equal(f[2].payload, 3000 - 2 * PMTU);
+	/* UC answers nothing */
+	assert_int_equal(frames_between(&B, &A, f, 16), 0);
+}
+
 static struct rg_qp ud_qp[2], gsi_qp[2];
 static struct rg_cq ud_cq[2];
 
@@ -1059,6 +1169,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ud_too_long),
 		cmocka_unit_test(test_gsi_too_long),
 		cmocka_unit_test(test_bad_rkey),
+		cmocka_unit_test(test_uc),
 	};
 
 	if (argc < 5) {

@@ -389,7 +389,7 @@ static void setup_with(const struct roce_rc_req_cfg *rc)
 {
 	struct roce_rc_resp_cfg c = {
 		.ops = &resp_ops, .ctx = NULL, .rqpn = REQ_QPN, .epsn = rc->sq_psn, .pkey = PKEY, .pmtu = rc->pmtu,
-		.min_rnr_timer = RNR_TIMER, .sport = 0xbeef,
+		.min_rnr_timer = RNR_TIMER, .sport = 0xbeef, .uc = rc->uc,
 	};
 
 	memset(L, 0, sizeof(*L));
@@ -613,6 +613,73 @@ static bool drop_resp_n(struct link *l, bool to_resp, const struct roce_pkt *p, 
 {
 	(void)p;
 	return !to_resp && idx == l->drop_arg;
+}
+
+/*
+ * UC end to end: UC opcodes, no AckReq, each WR complete once its last
+ * packet is out (before anything was delivered), nothing sent back, no
+ * timer. A lost packet loses its message at the responder, whose receive
+ * then takes the next message; the requester knows nothing of it.
+ */
+static void test_uc(void **state)
+{
+	struct roce_rc_req_cfg rc = req_cfg(300);
+
+	(void)state;
+	rc.uc = true;
+	setup_with(&rc);
+	post_recv(RQ_BUF);
+	post_recv(RQ_BUF);
+	fill(0, 640, 1);
+	fill(1, 300, 2);
+	assert_int_equal(post(0, ROCE_RC_REQ_SEND, 640, 0), 0);
+	assert_int_equal(post(1, ROCE_RC_REQ_WRITE_IMM, 300, 0x100), 0);
+	/* UC has no READ, atomics or invalidation */
+	assert_int_equal(post(2, ROCE_RC_REQ_READ, 8, 0), -EINVAL);
+	assert_int_equal(post(2, ROCE_RC_REQ_FETCH_ADD, 8, 0), -EINVAL);
+	assert_int_equal(post(2, ROCE_RC_REQ_SEND_INV, 8, 0), -EINVAL);
+	assert_int_equal(roce_rc_req_pump(&L->req, 16, 0), 5);
+	assert_int_equal(L->ncomp, 2);
+	expect_comp(0, 0, ROCE_RC_REQ_WC_SUCCESS, 640);
+	expect_comp(1, 1, ROCE_RC_REQ_WC_SUCCESS, 300);
+	assert_int_equal(roce_rc_req_queued(&L->req), 0);
+	assert_int_equal(roce_rc_req_next_deadline(&L->req), UINT64_MAX);
+	assert_int_equal(L->opc[0], ROCE_UC_SEND_FIRST);
+	assert_int_equal(L->opc[1], ROCE_UC_SEND_MIDDLE);
+	assert_int_equal(L->opc[2], ROCE_UC_SEND_LAST);
+	assert_int_equal(L->opc[3], ROCE_UC_RDMA_WRITE_FIRST);
+	assert_int_equal(L->opc[4], ROCE_UC_RDMA_WRITE_LAST_WITH_IMMEDIATE);
+	for (unsigned i = 0; i < 5; i++) {
+		assert_int_equal(L->psn[i], 300 + i);
+		assert_false(L->ackreq[i]);
+	}
+	run();
+	assert_int_equal(L->nfr[0], 0);
+	assert_int_equal(L->nrcqe, 2);
+	assert_int_equal(L->rcqe[0].byte_len, 640);
+	assert_memory_equal(L->rq_buf[0], L->lbuf[0], 640);
+	assert_true(L->rcqe[1].write_imm && L->rcqe[1].imm == 0xabc00001u);
+	assert_memory_equal(L->mr + 0x100, L->lbuf[1], 300);
+	/* the MIDDLE of the next SEND is lost: that message never arrives, the one after it does */
+	L->drop = drop_req_n;
+	L->drop_arg = 6;
+	post_recv(RQ_BUF);
+	fill(2, 640, 3);
+	fill(3, 100, 4);
+	assert_int_equal(post(2, ROCE_RC_REQ_SEND, 640, 0), 0);
+	assert_int_equal(post(3, ROCE_RC_REQ_SEND, 100, 0), 0);
+	run();
+	assert_int_equal(L->dropped, 1);
+	assert_int_equal(L->ncomp, 4);
+	expect_comp(2, 2, ROCE_RC_REQ_WC_SUCCESS, 640);
+	expect_comp(3, 3, ROCE_RC_REQ_WC_SUCCESS, 100);
+	assert_int_equal(L->nrcqe, 3);
+	assert_int_equal(L->rcqe_h[2], 2);
+	assert_int_equal(L->rcqe[2].byte_len, 100);
+	assert_memory_equal(L->rq_buf[2], L->lbuf[3], 100);
+	assert_int_equal(L->resp.stats[ROCE_RC_IN_UC_DROP], 1);
+	assert_int_equal(L->nfr[0], 0);
+	assert_int_equal(L->req.retransmits, 0);
 }
 
 static void test_drop_request(void **state)
@@ -1635,6 +1702,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_send_sizes),
+		cmocka_unit_test(test_uc),
 		cmocka_unit_test(test_write_multi_imm),
 		cmocka_unit_test(test_read),
 		cmocka_unit_test(test_atomics),

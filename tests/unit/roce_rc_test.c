@@ -180,11 +180,11 @@ static void post_recv(uint32_t cap)
 	F.rq_cap[F.posted++] = cap;
 }
 
-static void setup_qp(struct roce_rc_resp *q, uint32_t epsn)
+static void setup_qp_type(struct roce_rc_resp *q, uint32_t epsn, bool uc)
 {
 	struct roce_rc_resp_cfg cfg = {
 		.ops = &fake_ops, .ctx = &F, .rqpn = RQPN, .epsn = epsn, .pkey = PKEY, .pmtu = MTU,
-		.min_rnr_timer = RNR_TIMER, .sport = SPORT, .tos = 0, .ttl = 0,
+		.min_rnr_timer = RNR_TIMER, .sport = SPORT, .tos = 0, .ttl = 0, .uc = uc,
 	};
 
 	memset(&F, 0, sizeof(F));
@@ -195,6 +195,11 @@ static void setup_qp(struct roce_rc_resp *q, uint32_t epsn)
 			F.mr[i].buf[j] = (uint8_t)(j * 13 + i);
 	}
 	assert_int_equal(roce_rc_resp_init(q, &cfg), 0);
+}
+
+static void setup_qp(struct roce_rc_resp *q, uint32_t epsn)
+{
+	setup_qp_type(q, epsn, false);
 }
 
 /* ---- requests ---- */
@@ -1125,21 +1130,28 @@ static uint64_t rnd_va(void)
 	return rnd(4) == 0 ? b + rnd(MR_LEN + 512) : b + 8 * rnd(MR_LEN / 8);
 }
 
+/* On a UC QP, the UC twin of an RC SEND or WRITE opcode; every other opcode as it is. */
+static uint8_t as_uc(uint8_t opcode)
+{
+	return opcode <= ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE ? (uint8_t)(opcode | ROCE_TRANSPORT_UC) : opcode;
+}
+
 /*
  * Valid-by-roce_parse packets of every RC request (and a few that are not),
  * PSNs around ePSN and at random, keys good and bad, receives posted now and
  * then: nothing may crash or trip the sanitizers, every frame sent must parse
  * (f_send_frame checks it), the QP is re-created when it reaches error, and
- * ePSN only moves on an executed packet.
+ * ePSN only moves on an executed packet. With uc the same mix, its SENDs and
+ * WRITEs as UC opcodes, goes to a UC responder: then not one frame is sent,
+ * an executed packet leaves ePSN one past its own PSN, and any other leaves
+ * ePSN where it was or at the PSN of the FIRST/ONLY it resynchronized on.
  */
-static void test_random_packets(void **state)
+static void random_packets(bool uc, unsigned *counts)
 {
 	struct roce_rc_resp q;
-	unsigned counts[ROCE_RC_IN_NUM] = { 0 };
 
-	(void)state;
 	fill_payload(9);
-	setup_qp(&q, rnd(1u << 24));
+	setup_qp_type(&q, rnd(1u << 24), uc);
 	F.ring = true;
 	for (unsigned iter = 0; iter < 40000; iter++) {
 		uint8_t opcode = rc_requests[rnd(sizeof(rc_requests))];
@@ -1157,6 +1169,8 @@ static void test_random_packets(void **state)
 			else
 				opcode = rc_new[rnd(sizeof(rc_new))];
 		}
+		if (uc)
+			opcode = as_uc(opcode);
 		op = roce_opcode_info(opcode);
 		if (op->payload) {
 			if (op->seg == ROCE_SEG_FIRST || op->seg == ROCE_SEG_MIDDLE)
@@ -1195,27 +1209,162 @@ static void test_random_packets(void **state)
 		v = feed(&q, &d);
 		assert_true((unsigned)v < ROCE_RC_IN_NUM);
 		counts[v]++;
-		if (v != ROCE_RC_IN_EXECUTED) {
+		if (uc) {
+			assert_int_equal(F.nframes, 0);
+			if (v == ROCE_RC_IN_EXECUTED)
+				assert_int_equal(q.epsn, roce_psn_add(d.psn, 1));
+			else
+				assert_true(q.epsn == epsn || q.epsn == d.psn);
+		} else if (v != ROCE_RC_IN_EXECUTED) {
 			assert_int_equal(q.epsn, epsn);
 			assert_int_equal(q.msn, msn);
-		}
-		else
+		} else {
 			assert_true(roce_psn_diff(q.epsn, epsn) > 0);
+		}
 		/* a QP in error stays a while (its drops are part of the mix), then a fresh one */
 		if ((roce_rc_resp_in_error(&q) && rnd(3) == 0) || F.posted == RQ_MAX) {
 			uint32_t e = rnd(1u << 24);
 
 			if (!roce_rc_resp_in_error(&q))
 				roce_rc_resp_set_error(&q);
-			setup_qp(&q, e);
+			setup_qp_type(&q, e, uc);
 			F.ring = true;
 		}
+		/* a UC QP never goes to error by itself: the owner moves it now and then */
+		if (uc && rnd(500) == 0)
+			roce_rc_resp_set_error(&q);
 	}
-	/* the mix reached every verdict a packet can have */
-	for (unsigned i = 0; i < ROCE_RC_IN_NUM; i++) {
-		print_message("%-12s %u\n", roce_rc_in_name((enum roce_rc_in)i), counts[i]);
-		assert_true(counts[i] > 0);
+	for (unsigned i = 0; i < ROCE_RC_IN_NUM; i++)
+		print_message("%s %-12s %u\n", uc ? "UC" : "RC", roce_rc_in_name((enum roce_rc_in)i), counts[i]);
+}
+
+static void test_random_packets(void **state)
+{
+	unsigned counts[ROCE_RC_IN_NUM] = { 0 };
+
+	(void)state;
+	random_packets(false, counts);
+	/* the mix reached every verdict an RC packet can have (UC's own is not one) */
+	for (unsigned i = 0; i < ROCE_RC_IN_NUM; i++)
+		assert_true(i == ROCE_RC_IN_UC_DROP ? counts[i] == 0 : counts[i] > 0);
+}
+
+static void test_random_uc_packets(void **state)
+{
+	static const enum roce_rc_in uc_verdicts[] = {
+		ROCE_RC_IN_EXECUTED, ROCE_RC_IN_UC_DROP, ROCE_RC_IN_ERR_DROP, ROCE_RC_IN_PKEY_DROP,
+		ROCE_RC_IN_NOT_REQUEST,
+	};
+	unsigned counts[ROCE_RC_IN_NUM] = { 0 }, seen = 0;
+
+	(void)state;
+	random_packets(true, counts);
+	/* every UC verdict occurred, and no RC one (duplicates, NAKs, RNR) */
+	for (unsigned i = 0; i < sizeof(uc_verdicts) / sizeof(uc_verdicts[0]); i++) {
+		assert_true(counts[uc_verdicts[i]] > 0);
+		seen += counts[uc_verdicts[i]];
 	}
+	assert_int_equal(seen, 40000);
+}
+
+/* ---- UC ---- */
+
+/* UC: messages in order are executed as on RC, and nothing at all is sent back. */
+static void test_uc_in_order(void **state)
+{
+	struct roce_rc_resp q;
+
+	(void)state;
+	setup_qp_type(&q, 500, true);
+	fill_payload(3);
+	post_recv(RQ_BUF);
+	assert_int_equal(feed_op(&q, ROCE_UC_SEND_FIRST, 500, MTU), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_UC_SEND_MIDDLE, 501, MTU), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_UC_SEND_LAST_WITH_IMMEDIATE, 502, 10), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(F.ncqe, 1);
+	assert_int_equal(F.cqe[0].c.status, ROCE_RC_WC_SUCCESS);
+	assert_int_equal(F.cqe[0].c.byte_len, 2 * MTU + 10);
+	assert_true(F.cqe[0].c.has_imm);
+	assert_memory_equal(F.rq_buf[0], payload_src, 10); /* each packet carries payload_src from its start */
+	assert_memory_equal(F.rq_buf[0] + MTU, payload_src, MTU);
+	/* an RDMA WRITE of two packets lands in the region */
+	assert_int_equal(feed_reth(&q, ROCE_UC_RDMA_WRITE_FIRST, 503, MTU, 0x1001, 0x200010, MTU + 20),
+			 ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_UC_RDMA_WRITE_LAST, 504, 20), ROCE_RC_IN_EXECUTED);
+	assert_memory_equal(F.mr[1].buf + 0x10, payload_src, MTU);
+	assert_memory_equal(F.mr[1].buf + 0x10 + MTU, payload_src, 20);
+	assert_int_equal(q.epsn, 505);
+	/* RC opcodes, responses and UD are not a UC QP's */
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 505, 4), ROCE_RC_IN_NOT_REQUEST);
+	assert_int_equal(feed_op(&q, ROCE_RC_ACKNOWLEDGE, 505, 0), ROCE_RC_IN_NOT_REQUEST);
+	assert_int_equal(feed_op(&q, ROCE_UD_SEND_ONLY, 505, 4), ROCE_RC_IN_NOT_REQUEST);
+	assert_int_equal(F.nframes, 0);
+}
+
+/*
+ * UC loss and failures: a gap drops the rest of the message and the receive
+ * it had begun is reused by the next one; no receive, a bad R_Key or a SEND
+ * too long drop the message and leave the QP usable; an older PSN is a new
+ * message, not a duplicate. Nothing is ever sent.
+ */
+static void test_uc_loss(void **state)
+{
+	struct roce_rc_resp q;
+	struct roce_frame_desc d;
+
+	(void)state;
+	setup_qp_type(&q, 10, true);
+	fill_payload(4);
+	post_recv(RQ_BUF);
+	assert_int_equal(feed_op(&q, ROCE_UC_SEND_FIRST, 10, MTU), ROCE_RC_IN_EXECUTED);
+	/* 11 lost: 12 ends the message, silently */
+	assert_int_equal(feed_op(&q, ROCE_UC_SEND_LAST, 12, 8), ROCE_RC_IN_UC_DROP);
+	assert_int_equal(feed_op(&q, ROCE_UC_SEND_MIDDLE, 13, MTU), ROCE_RC_IN_UC_DROP);
+	assert_int_equal(F.ncqe, 0);
+	/* the next message (a later PSN) gets the same receive, from its start */
+	fill_payload(5);
+	assert_int_equal(feed_op(&q, ROCE_UC_SEND_ONLY, 20, 30), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(F.ncqe, 1);
+	assert_int_equal(F.cqe[0].handle, 0);
+	assert_int_equal(F.cqe[0].c.byte_len, 30);
+	assert_memory_equal(F.rq_buf[0], payload_src, 30);
+	assert_int_equal(q.epsn, 21);
+	/* no receive posted: the message is dropped, no RNR */
+	assert_int_equal(feed_op(&q, ROCE_UC_SEND_FIRST, 21, MTU), ROCE_RC_IN_UC_DROP);
+	assert_int_equal(feed_op(&q, ROCE_UC_SEND_LAST, 22, 4), ROCE_RC_IN_UC_DROP);
+	/* an older PSN on a FIRST/ONLY is a new message on UC (there are no duplicates) */
+	post_recv(RQ_BUF);
+	assert_int_equal(feed_op(&q, ROCE_UC_SEND_ONLY, 5, 7), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(F.ncqe, 2);
+	assert_int_equal(F.cqe[1].handle, 1);
+	assert_int_equal(q.epsn, 6);
+	/* a WRITE with an R_Key never given: dropped with the rest of its message; memory untouched */
+	assert_int_equal(feed_reth(&q, ROCE_UC_RDMA_WRITE_FIRST, 6, MTU, 0x7777, 0x100000, 2 * MTU),
+			 ROCE_RC_IN_UC_DROP);
+	assert_int_equal(feed_op(&q, ROCE_UC_RDMA_WRITE_LAST, 7, MTU), ROCE_RC_IN_UC_DROP);
+	assert_false(roce_rc_resp_in_error(&q));
+	assert_int_equal(feed_reth(&q, ROCE_UC_RDMA_WRITE_ONLY, 8, 16, 0x1000, 0x100000, 16), ROCE_RC_IN_EXECUTED);
+	assert_memory_equal(F.mr[0].buf, payload_src, 16);
+	/* a SEND longer than its receive: the receive completes with a length error, the QP goes on */
+	post_recv(100);
+	assert_int_equal(feed_op(&q, ROCE_UC_SEND_ONLY, 9, 200), ROCE_RC_IN_UC_DROP);
+	assert_int_equal(F.ncqe, 3);
+	assert_int_equal(F.cqe[2].c.status, ROCE_RC_WC_LOC_LEN_ERR);
+	assert_false(roce_rc_resp_in_error(&q));
+	/* P_Key still matters */
+	post_recv(RQ_BUF);
+	d = req(ROCE_UC_SEND_ONLY, 10, 4);
+	d.pkey = 0x8001;
+	assert_int_equal(feed(&q, &d), ROCE_RC_IN_PKEY_DROP);
+	/* a receive held for reuse is flushed when the owner moves the QP to error */
+	assert_int_equal(feed_op(&q, ROCE_UC_SEND_FIRST, 10, MTU), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_UC_SEND_LAST, 15, 4), ROCE_RC_IN_UC_DROP);
+	roce_rc_resp_set_error(&q);
+	assert_int_equal(F.ncqe, 4);
+	assert_int_equal(F.cqe[3].handle, 3);
+	assert_int_equal(F.cqe[3].c.status, ROCE_RC_WC_FLUSH_ERR);
+	assert_int_equal(feed_op(&q, ROCE_UC_SEND_ONLY, 16, 4), ROCE_RC_IN_ERR_DROP);
+	assert_int_equal(F.nframes, 0);
 }
 
 int main(void)
@@ -1245,6 +1394,9 @@ int main(void)
 		cmocka_unit_test(test_pkey_and_foreign_opcodes),
 		cmocka_unit_test(test_init_and_names),
 		cmocka_unit_test(test_random_packets),
+		cmocka_unit_test(test_random_uc_packets),
+		cmocka_unit_test(test_uc_in_order),
+		cmocka_unit_test(test_uc_loss),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

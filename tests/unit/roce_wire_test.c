@@ -161,7 +161,7 @@ static void check_fields(const struct roce_frame_desc *d, const uint8_t *f, size
 
 static void test_opcode_table(void **state)
 {
-	unsigned n = 0, rc = 0, ud = 0;
+	unsigned n = 0, rc = 0, uc = 0, ud = 0;
 
 	(void)state;
 	for (unsigned o = 0; o < 256; o++) {
@@ -174,14 +174,27 @@ static void test_opcode_table(void **state)
 			rc++;
 		else if ((o & ROCE_TRANSPORT_MASK) == ROCE_TRANSPORT_UD)
 			ud++;
+		if ((o & ROCE_TRANSPORT_MASK) == ROCE_TRANSPORT_UC) {
+			/* A UC opcode is its RC twin in every respect but the transport bits. */
+			const struct roce_opcode_info *twin = roce_opcode_info(ROCE_UC_TO_RC(o));
+
+			uc++;
+			assert_non_null(twin);
+			assert_int_equal(op->hdrs, twin->hdrs);
+			assert_int_equal(op->seg, twin->seg);
+			assert_int_equal(op->payload, twin->payload);
+			assert_true(op->request && twin->request);
+		}
 		/* UD packets carry a DETH, RC ones never */
 		assert_int_equal(!!(op->hdrs & ROCE_H(ROCE_HDR_DETH)), (o & ROCE_TRANSPORT_MASK) == ROCE_TRANSPORT_UD);
 	}
-	assert_int_equal(n, 25);
+	assert_int_equal(n, 37);
 	assert_int_equal(rc, 23);
+	assert_int_equal(uc, 12);
 	assert_int_equal(ud, 2);
 	assert_null(roce_opcode_info(0x15));    /* reserved between FETCH_ADD and SEND_LAST_INV */
-	assert_null(roce_opcode_info(0x20));    /* UC: not ours */
+	assert_null(roce_opcode_info(0x2c));    /* UC has no READ, atomics or invalidation */
+	assert_null(roce_opcode_info(0x40));    /* RD: not ours */
 	assert_null(roce_opcode_info(0x81));    /* CNP */
 	assert_int_equal(roce_hdrs_len(roce_opcode_info(ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE)->hdrs), 20);
 	assert_int_equal(roce_hdrs_len(roce_opcode_info(ROCE_RC_ATOMIC_ACKNOWLEDGE)->hdrs), 12);
@@ -250,7 +263,7 @@ static void test_round_trip_every_opcode(void **state)
 			}
 		}
 	}
-	assert_int_equal(n, 25 * 7);
+	assert_int_equal(n, 37 * 7);
 }
 
 static void test_aeth_syndromes(void **state)
@@ -376,7 +389,7 @@ static const struct mutation mutations[] = {
 	{ "UDP port 4791 as source only", ROCE_RC_SEND_ONLY, UDPO(2), 0x00, 0x00, true, MTU, ROCE_ERR_UDP_PORT },
 	{ "BTH TVer 1", ROCE_RC_SEND_ONLY, BTHO(1), 0x01, 0xf0, true, MTU, ROCE_ERR_BTH_VERSION },
 	{ "BTH TVer 15", ROCE_RC_SEND_ONLY, BTHO(1), 0x0f, 0xf0, true, MTU, ROCE_ERR_BTH_VERSION },
-	{ "opcode UC SEND_ONLY", ROCE_RC_SEND_ONLY, BTHO(0), 0x24, 0x00, true, MTU, ROCE_ERR_OPCODE },
+	{ "opcode RD SEND_ONLY", ROCE_RC_SEND_ONLY, BTHO(0), 0x44, 0x00, true, MTU, ROCE_ERR_OPCODE },
 	{ "opcode reserved 0x15", ROCE_RC_SEND_ONLY, BTHO(0), 0x15, 0x00, true, MTU, ROCE_ERR_OPCODE },
 	{ "opcode CNP", ROCE_RC_SEND_ONLY, BTHO(0), 0x81, 0x00, true, MTU, ROCE_ERR_OPCODE },
 	{ "pad on ACK", ROCE_RC_ACKNOWLEDGE, BTHO(1), 0x10, 0xcf, true, MTU, ROCE_ERR_PAYLOAD_UNEXPECTED },
