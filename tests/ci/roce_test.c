@@ -735,6 +735,23 @@ static void test_local_error_in_order(void **state)
 #define OP_UD_SEND_ONLY     0x64
 #define OP_UD_SEND_ONLY_IMM 0x65
 
+/* QP id of type on side s, on one CQ, rings at sq and rq of 2^depth_log2 WQEs of 128 bytes, created. */
+static void qp_make(struct side *s, struct rg_qp *q, uint32_t id, uint8_t type, uint32_t priv_flags, uint32_t cq,
+		    uint64_t sq, uint64_t rq, unsigned depth_log2)
+{
+	memset(q, 0, sizeof(*q));
+	q->id = id;
+	q->type = type;
+	q->priv_flags = priv_flags;
+	q->pd = PD;
+	q->sq_cq = q->rq_cq = cq;
+	q->sq = sq;
+	q->rq = rq;
+	q->sq_depth_log2 = q->rq_depth_log2 = depth_log2;
+	q->sq_stride_log2 = q->rq_stride_log2 = 7;
+	assert_int_equal(rg_qp_create(&s->g, &s->aq, q), 0);
+}
+
 /* ---- UC ---- */
 
 #define UC_QPN  9
@@ -754,16 +771,7 @@ static void uc_up(struct side *s, struct side *peer, struct rg_qp *q, struct rg_
 	struct rg_qp_path path;
 
 	assert_int_equal(rg_cq_create_aq(&s->g, &s->aq, cq, UC_CQ, 0, 8, UC_CQR), RG_ASTS_OK);
-	memset(q, 0, sizeof(*q));
-	q->id = UC_QPN;
-	q->type = RG_QPT_UC;
-	q->pd = PD;
-	q->sq_cq = q->rq_cq = UC_CQ;
-	q->sq = UC_SQ;
-	q->rq = UC_RQ;
-	q->sq_depth_log2 = q->rq_depth_log2 = 4;
-	q->sq_stride_log2 = q->rq_stride_log2 = 7;
-	assert_int_equal(rg_qp_create(&s->g, &s->aq, q), 0);
+	qp_make(s, q, UC_QPN, RG_QPT_UC, 0, UC_CQ, UC_SQ, UC_RQ, 4);
 	rg_roce4_template(t, peer->mac, s->mac, s->ip, peer->ip, 0, 64);
 	path = (struct rg_qp_path){ .tmpl = t, .len = sizeof(t), .at = TMPL, .sq_psn = psn, .rq_psn = rq_psn,
 				    .pmtu_log2 = 10 };
@@ -850,17 +858,7 @@ static struct rg_cq ud_cq[2];
 static void ud_qp_up(struct side *s, struct rg_qp *q, uint32_t id, uint32_t priv_flags, uint64_t sq, uint64_t rq,
 		     unsigned depth_log2, uint32_t qkey)
 {
-	memset(q, 0, sizeof(*q));
-	q->id = id;
-	q->type = RG_QPT_UD;
-	q->priv_flags = priv_flags;
-	q->pd = PD;
-	q->sq_cq = q->rq_cq = UD_CQ;
-	q->sq = sq;
-	q->rq = rq;
-	q->sq_depth_log2 = q->rq_depth_log2 = depth_log2;
-	q->sq_stride_log2 = q->rq_stride_log2 = 7;
-	assert_int_equal(rg_qp_create(&s->g, &s->aq, q), 0);
+	qp_make(s, q, id, RG_QPT_UD, priv_flags, UD_CQ, sq, rq, depth_log2);
 	assert_int_equal(rg_qp_to_rts(&s->g, &s->aq, q, qkey, 0), 0);
 }
 
