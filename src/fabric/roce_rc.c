@@ -158,11 +158,12 @@ static enum roce_rc_in fatal(struct roce_rc_resp *q, uint32_t psn, enum roce_nak
 		q->ops->recv_complete(q->ctx, recv, &c);
 	}
 	q->cur = ROCE_RC_CUR_NONE;
-	if (q->uc) {
+	if (q->uc && !have_recv) {
 		/* UC: the message is dropped (the rest of it too) and the QP goes on. */
 		q->uc_dropping = true;
 		return ROCE_RC_IN_UC_DROP;
 	}
+	/* A receive completed in error: the QP goes to error, on UC too (without a NAK). */
 	q->error = true;
 	return ROCE_RC_IN_FATAL_NAK;
 }

@@ -1230,7 +1230,7 @@ static void random_packets(bool uc, unsigned *counts)
 			setup_qp_type(&q, e, uc);
 			F.ring = true;
 		}
-		/* a UC QP never goes to error by itself: the owner moves it now and then */
+		/* the owner moves a UC QP to error now and then too (a held receive is then flushed) */
 		if (uc && rnd(500) == 0)
 			roce_rc_resp_set_error(&q);
 	}
@@ -1252,14 +1252,14 @@ static void test_random_packets(void **state)
 static void test_random_uc_packets(void **state)
 {
 	static const enum roce_rc_in uc_verdicts[] = {
-		ROCE_RC_IN_EXECUTED, ROCE_RC_IN_UC_DROP, ROCE_RC_IN_ERR_DROP, ROCE_RC_IN_PKEY_DROP,
-		ROCE_RC_IN_NOT_REQUEST,
+		ROCE_RC_IN_EXECUTED, ROCE_RC_IN_UC_DROP, ROCE_RC_IN_FATAL_NAK, ROCE_RC_IN_ERR_DROP,
+		ROCE_RC_IN_PKEY_DROP, ROCE_RC_IN_NOT_REQUEST,
 	};
 	unsigned counts[ROCE_RC_IN_NUM] = { 0 }, seen = 0;
 
 	(void)state;
 	random_packets(true, counts);
-	/* every UC verdict occurred, and no RC one (duplicates, NAKs, RNR) */
+	/* every UC verdict occurred, and no RC one (duplicates, sequence NAKs, RNR) */
 	for (unsigned i = 0; i < sizeof(uc_verdicts) / sizeof(uc_verdicts[0]); i++) {
 		assert_true(counts[uc_verdicts[i]] > 0);
 		seen += counts[uc_verdicts[i]];
@@ -1345,25 +1345,27 @@ static void test_uc_loss(void **state)
 	assert_false(roce_rc_resp_in_error(&q));
 	assert_int_equal(feed_reth(&q, ROCE_UC_RDMA_WRITE_ONLY, 8, 16, 0x1000, 0x100000, 16), ROCE_RC_IN_EXECUTED);
 	assert_memory_equal(F.mr[0].buf, payload_src, 16);
-	/* a SEND longer than its receive: the receive completes with a length error, the QP goes on */
-	post_recv(100);
-	assert_int_equal(feed_op(&q, ROCE_UC_SEND_ONLY, 9, 200), ROCE_RC_IN_UC_DROP);
-	assert_int_equal(F.ncqe, 3);
-	assert_int_equal(F.cqe[2].c.status, ROCE_RC_WC_LOC_LEN_ERR);
-	assert_false(roce_rc_resp_in_error(&q));
 	/* P_Key still matters */
 	post_recv(RQ_BUF);
-	d = req(ROCE_UC_SEND_ONLY, 10, 4);
+	d = req(ROCE_UC_SEND_ONLY, 9, 4);
 	d.pkey = 0x8001;
 	assert_int_equal(feed(&q, &d), ROCE_RC_IN_PKEY_DROP);
 	/* a receive held for reuse is flushed when the owner moves the QP to error */
-	assert_int_equal(feed_op(&q, ROCE_UC_SEND_FIRST, 10, MTU), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_UC_SEND_FIRST, 9, MTU), ROCE_RC_IN_EXECUTED);
 	assert_int_equal(feed_op(&q, ROCE_UC_SEND_LAST, 15, 4), ROCE_RC_IN_UC_DROP);
 	roce_rc_resp_set_error(&q);
-	assert_int_equal(F.ncqe, 4);
-	assert_int_equal(F.cqe[3].handle, 3);
-	assert_int_equal(F.cqe[3].c.status, ROCE_RC_WC_FLUSH_ERR);
+	assert_int_equal(F.ncqe, 3);
+	assert_int_equal(F.cqe[2].handle, 2);
+	assert_int_equal(F.cqe[2].c.status, ROCE_RC_WC_FLUSH_ERR);
 	assert_int_equal(feed_op(&q, ROCE_UC_SEND_ONLY, 16, 4), ROCE_RC_IN_ERR_DROP);
+	/* a SEND longer than its receive: the receive completes with a length error and the QP goes
+	 * to error, as on RC, but without a NAK */
+	setup_qp_type(&q, 40, true);
+	post_recv(100);
+	assert_int_equal(feed_op(&q, ROCE_UC_SEND_ONLY, 40, 200), ROCE_RC_IN_FATAL_NAK);
+	assert_int_equal(F.ncqe, 1);
+	assert_int_equal(F.cqe[0].c.status, ROCE_RC_WC_LOC_LEN_ERR);
+	assert_true(roce_rc_resp_in_error(&q));
 	assert_int_equal(F.nframes, 0);
 }
 
