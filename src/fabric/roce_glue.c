@@ -48,6 +48,7 @@ struct roce_glue {
 	 */
 	struct glue_qp qp[IONIC_DEV_RDMA_NQP];
 	unsigned detach_pending;        /* entries with detach_pending set: roce_glue_run's sweep has work */
+	uint64_t ip_refused;            /* QPs, datagrams out and datagrams in refused for another address than ip= */
 	struct glue_counts gone;        /* the counters of QPs already destroyed */
 	uint64_t wc_err[ROCE_RC_REQ_WC_NUM];
 };
@@ -263,6 +264,23 @@ static void gq_destroy(struct roce_glue *g, struct glue_qp *q)
 static int port_make(struct roce_glue *g, const uint8_t mac[6]);
 
 /*
+ * ip= pins the guest to one address on the wire: a QP or a datagram whose
+ * template names another source, or a datagram to another address, is
+ * refused, counted and (the first few) logged. False when addr is refused.
+ */
+#define IP_REFUSALS_LOGGED 10
+static bool ip_allowed(struct roce_glue *g, uint32_t addr, const char *what, uint32_t qpn)
+{
+	if (g->cfg.ip == 0 || addr == g->cfg.ip)
+		return true;
+	if (++g->ip_refused <= IP_REFUSALS_LOGGED)
+		LOG_WARN("roce: %s of QP %u names %u.%u.%u.%u, not ip=%u.%u.%u.%u: refused", what, qpn, addr >> 24,
+			 addr >> 16 & 0xff, addr >> 8 & 0xff, addr & 0xff, g->cfg.ip >> 24, g->cfg.ip >> 16 & 0xff,
+			 g->cfg.ip >> 8 & 0xff, g->cfg.ip & 0xff);
+	return false;
+}
+
+/*
  * A UD datagram from the wire: the device judges the QP and the Q_Key; what
  * it refuses is lost, as UD may be, and counted by the node (ud_refused).
  */
@@ -273,6 +291,8 @@ static bool ud_input(void *ctx, const struct roce_pkt *pkt)
 	int rc;
 
 	if (g->dev == NULL || pkt->deth == NULL)
+		return false;
+	if (!ip_allowed(g, be32_get(pkt->ip->dst), "a datagram to the address", roce_bth_dqpn(pkt->bth)))
 		return false;
 	ud = (struct ionic_rdma_wire_ud){
 		.src_qpn = be32_get(pkt->deth->sqp) & ROCE_QPN_MASK, .dest_qpn = roce_bth_dqpn(pkt->bth),
@@ -296,6 +316,8 @@ static void w_ud_send(void *ctx, const struct ionic_rdma_wire_path *p, const str
 		.solicited = ud->solicited, .imm = ud->imm,
 	};
 
+	if (!ip_allowed(g, p->sip, "a datagram from the address", ud->src_qpn))
+		return;
 	if (g->port == NULL && port_make(g, p->smac) != 0)
 		return;
 	memcpy(d.src_mac, p->smac, sizeof(d.src_mac));
@@ -332,6 +354,8 @@ static int w_qp_attach(void *ctx, uint32_t qpn, const struct ionic_rdma_wire_pat
 	/* The device itself (or no address at all): the loopback fabric's. */
 	if (p->dip == p->sip || p->dip == 0 || p->sip == 0)
 		return 0;
+	if (!ip_allowed(g, p->sip, "the template", qpn))
+		return -EACCES;
 	if (timeout < g->cfg.timeout)
 		timeout = (uint8_t)g->cfg.timeout;
 	if (retry == 0)
@@ -568,6 +592,10 @@ void roce_glue_log_stats(const struct roce_glue *g)
 	snprintf(line, sizeof(line), "roce: responders: %llu packets sent; requests:", (unsigned long long)tot.resp_frames);
 	put_counts(line, sizeof(line), tot.resp_in, ROCE_RC_IN_NUM, resp_in_name);
 	LOG_INFO("%s", line);
+	if (g->cfg.ip != 0)
+		LOG_INFO("roce: %llu QPs and datagrams refused for an address other than ip=%u.%u.%u.%u",
+			 (unsigned long long)g->ip_refused, g->cfg.ip >> 24, g->cfg.ip >> 16 & 0xff,
+			 g->cfg.ip >> 8 & 0xff, g->cfg.ip & 0xff);
 }
 
 const struct roce_port *roce_glue_port(const struct roce_glue *g)

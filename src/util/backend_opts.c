@@ -69,6 +69,7 @@ static const struct opt_desc roce_opts[] = {
 	{ "mtu",     OPT_PMTU, FIELD(struct roce_config, mtu), 0, 0, 0 },
 	{ "timeout", OPT_U32,  FIELD(struct roce_config, timeout), 0, ROCE_TIMEOUT_MAX, 0 },
 	{ "retry",   OPT_U32,  FIELD(struct roce_config, retry), 0, ROCE_RETRY_MAX, 0 },
+	{ "ip",      OPT_IPV4, FIELD(struct roce_config, ip), 0, 0, 0 },
 };
 
 struct backend_desc {

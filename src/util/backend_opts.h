@@ -72,6 +72,7 @@ struct roce_config {
 	uint32_t mtu;      /* 256, 512, 1024, 2048 or 4096 */
 	uint32_t timeout;  /* 0..31: a QP's timeout code below it (0, none, included) is raised to it */
 	uint32_t retry;    /* 0..7 */
+	uint32_t ip;       /* the only source address the guest may use on the wire (host order); 0: any */
 };
 
 struct backend_config {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # roce-ci: two servers with --backend roce on one Linux bridge, inside a network namespace this
-# test creates: server A on TAP ernicA (guest 192.168.200.10), server B on TAP ernicB (guest
-# 192.168.200.11). The client program (tests/ci/roce_test.c) drives both devices over vfio-user,
+# test creates: server A on TAP ernicA (guest 192.168.200.10, pinned to it with ip=), server B on
+# TAP ernicB (guest 192.168.200.11). The client program (tests/ci/roce_test.c) drives both devices over vfio-user,
 # connects an RC QP of each to the other and checks every operation byte for byte in guest memory
 # and frame by frame on ernicA; then again, in rounds, with the bridge dropping a tenth of the
 # RoCEv2 frames (nftables). Nothing leaves the namespace.
@@ -35,7 +35,7 @@ done
 nsx ip link set br0 up
 
 # Not through nsx: a function in the background is a subshell, and its pid is not the server's.
-ip netns exec "$NS" "$BIN" --socket "$TMP/a.sock" --backend roce:mtu=4096,timeout=14,retry=7 --tap ernicA \
+ip netns exec "$NS" "$BIN" --socket "$TMP/a.sock" --backend roce:mtu=4096,timeout=14,retry=7,ip=192.168.200.10 --tap ernicA \
 	--mac 02:00:00:00:00:0a 2>"$TMP/a.log" &
 PID_A=$!
 ip netns exec "$NS" "$BIN" --socket "$TMP/b.sock" --backend roce --tap ernicB --mac 02:00:00:00:00:0b \
@@ -104,5 +104,13 @@ if grep -q "roce: .*UD [0-9]* in.* ud_refused=5\b" "$TMP/b.log"; then
 	pass roce-ud-refused
 else
 	fail roce-ud-refused "$(grep 'roce:' "$TMP/b.log" | head -1)"
+fi
+# A runs with ip=192.168.200.10: test_ip_pinned's QP naming 192.168.200.99 was refused and said so
+# (twice: at RTR and again at RTS).
+if grep -q "roce: the template of QP 11 names 192.168.200.99, not ip=192.168.200.10: refused" "$TMP/a.log" &&
+	grep -q "roce: 2 QPs and datagrams refused for an address other than ip=192.168.200.10" "$TMP/a.log"; then
+	pass roce-ip-pinned
+else
+	fail roce-ip-pinned "$(grep 'ip=' "$TMP/a.log" | tr '\n' '|')"
 fi
 finish

@@ -851,6 +851,40 @@ static void test_uc(void **state)
 	assert_int_equal(frames_between(&B, &A, f, 16), 0);
 }
 
+/*
+ * Server A runs with ip=192.168.200.10 (A's address): a QP whose template names another source
+ * address goes to error at RTS instead of onto the wire, and no frame from that address appears.
+ * (Every other test shows that A's own address is carried as before.)
+ */
+#define SPOOF_QPN 11
+#define SPOOF_IP  0xc0a8c863 /* 192.168.200.99 */
+static void test_ip_pinned(void **state)
+{
+	uint8_t t[RG_ROCE4_HDR_LEN];
+	struct rg_qp_path path;
+	struct rg_qp q;
+	struct frame f[4];
+	struct side fake = B;
+
+	(void)state;
+	fake.ip = SPOOF_IP;
+	qp_make(&A, &q, SPOOF_QPN, RG_QPT_RC, 0, UC_CQ, MR_BASE + 0xc8000, MR_BASE + 0xca000, 4);
+	rg_roce4_template(t, B.mac, A.mac, SPOOF_IP, B.ip, 0, 64);
+	path = (struct rg_qp_path){ .tmpl = t, .len = sizeof(t), .at = TMPL, .sq_psn = 0x700, .rq_psn = 0x800,
+				    .pmtu_log2 = 10 };
+	assert_int_equal(rg_qp_to_rts_path(&A.g, &A.aq, &q, QPN, ACCESS, &path), 0);
+	assert_int_equal(rg_qp_state(&A.g, &A.aq, SPOOF_QPN, RG_SCRATCH + 0x8000), RG_QPS_ERR);
+	fill(gp(&A, SRC), 64, 12);
+	{
+		struct rg_sge sge = { SRC, 64, LKEY };
+
+		rg_post_send(&A.g, &q, 0x91, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, &sge, 1);
+		rg_sq_ring(&A.g, &q);
+	}
+	capture();
+	assert_int_equal(frames_between(&fake, &B, f, 4), 0);
+}
+
 static struct rg_qp ud_qp[2], gsi_qp[2];
 static struct rg_cq ud_cq[2];
 
@@ -1168,6 +1202,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gsi_too_long),
 		cmocka_unit_test(test_bad_rkey),
 		cmocka_unit_test(test_uc),
+		cmocka_unit_test(test_ip_pinned),
 	};
 
 	if (argc < 5) {

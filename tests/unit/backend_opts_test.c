@@ -342,6 +342,10 @@ static void test_roce(void **state)
 	assert_int_equal(cfg.roce.timeout, 31);
 	parse_ok("roce:mtu=512");
 	assert_int_equal(cfg.roce.mtu, 512);
+	assert_int_equal(cfg.roce.ip, 0); /* any address */
+	parse_ok("roce:ip=192.168.200.10,mtu=1024");
+	assert_int_equal(cfg.roce.ip, 0xc0a8c80a);
+	assert_int_equal(cfg.roce.mtu, 1024);
 	assert_int_equal(backend_host_mac(&cfg, (uint8_t[6]){ 0 }), -1); /* no host of its own on the segment */
 
 	parse_bad("roce:mtu=1500", "roce backend: bad mtu '1500'");
@@ -351,7 +355,8 @@ static void test_roce(void **state)
 	parse_bad("roce:timeout=-1", "roce backend: bad timeout '-1'");
 	parse_bad("roce:retry=8", "roce backend: bad retry '8'");
 	parse_bad("roce:retry=x", "roce backend: bad retry 'x'");
-	parse_bad("roce:ip=10.0.0.1", "roce backend: unknown option 'ip'");
+	parse_bad("roce:ip=127.0.0.1", "roce backend: bad ip '127.0.0.1'");
+	parse_bad("roce:ip=10.0.0", "roce backend: bad ip '10.0.0'");
 	parse_bad("roce:mtu=1024,mtu=2048", "roce backend: duplicate option 'mtu'");
 	parse_bad("roce:mtu", "roce backend: option 'mtu' needs a value");
 	parse_bad("roce:", "roce backend: empty option");
