@@ -151,6 +151,20 @@ static uint8_t syn_ack(void)
 static enum roce_rc_in fatal(struct roce_rc_resp *q, uint32_t psn, enum roce_nak code, bool have_recv, uint64_t recv,
 			     enum roce_rc_wc status, uint32_t byte_len)
 {
+	if (q->uc) {
+		/*
+		 * UC: the message is dropped (the rest of it too), a receive it
+		 * held is kept for the next message, and the QP goes on (IBA's
+		 * class D and E responder errors; rdma_rxe does the same).
+		 */
+		if (have_recv) {
+			q->recv = recv;
+			q->recv_held = true;
+		}
+		q->cur = ROCE_RC_CUR_NONE;
+		q->uc_dropping = true;
+		return ROCE_RC_IN_UC_DROP;
+	}
 	send_ack(q, psn, roce_syn_nak(code));
 	if (have_recv) {
 		struct roce_rc_recv_cqe c = { .status = status, .byte_len = byte_len };
@@ -158,12 +172,6 @@ static enum roce_rc_in fatal(struct roce_rc_resp *q, uint32_t psn, enum roce_nak
 		q->ops->recv_complete(q->ctx, recv, &c);
 	}
 	q->cur = ROCE_RC_CUR_NONE;
-	if (q->uc && !have_recv) {
-		/* UC: the message is dropped (the rest of it too) and the QP goes on. */
-		q->uc_dropping = true;
-		return ROCE_RC_IN_UC_DROP;
-	}
-	/* A receive completed in error: the QP goes to error, on UC too (without a NAK). */
 	q->error = true;
 	return ROCE_RC_IN_FATAL_NAK;
 }

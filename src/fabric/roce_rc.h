@@ -33,11 +33,10 @@
  * There are no duplicates, NAKs or RNR: a packet whose PSN is not ePSN ends
  * the message in progress, and the responder then drops packets until a
  * FIRST or ONLY, whose PSN becomes ePSN. A message without a receive
- * posted, or a WRITE that fails its access check, is dropped the same way
- * and the QP stays usable. A receive a dropped SEND had begun to fill is
- * kept for the next message. A receive that completes in error (a SEND
- * longer than it, an opcode out of sequence) puts the QP in error as on RC
- * (ROCE_RC_IN_FATAL_NAK), but no NAK is sent.
+ * posted, or one that fails (a SEND longer than its receive, a WRITE
+ * refused by its R_Key, an opcode out of sequence), is dropped the same way
+ * and the QP stays usable: UC completes no receive in error. A receive a
+ * dropped SEND had begun to fill is kept for the next message.
  */
 #ifndef ERNIC_FABRIC_ROCE_RC_H
 #define ERNIC_FABRIC_ROCE_RC_H

@@ -1230,7 +1230,8 @@ static void random_packets(bool uc, unsigned *counts)
 			setup_qp_type(&q, e, uc);
 			F.ring = true;
 		}
-		/* the owner moves a UC QP to error now and then too (a held receive is then flushed) */
+		/* a UC QP never goes to error by itself: the owner moves it now and then (a held receive
+		 * is then flushed) */
 		if (uc && rnd(500) == 0)
 			roce_rc_resp_set_error(&q);
 	}
@@ -1252,8 +1253,8 @@ static void test_random_packets(void **state)
 static void test_random_uc_packets(void **state)
 {
 	static const enum roce_rc_in uc_verdicts[] = {
-		ROCE_RC_IN_EXECUTED, ROCE_RC_IN_UC_DROP, ROCE_RC_IN_FATAL_NAK, ROCE_RC_IN_ERR_DROP,
-		ROCE_RC_IN_PKEY_DROP, ROCE_RC_IN_NOT_REQUEST,
+		ROCE_RC_IN_EXECUTED, ROCE_RC_IN_UC_DROP, ROCE_RC_IN_ERR_DROP, ROCE_RC_IN_PKEY_DROP,
+		ROCE_RC_IN_NOT_REQUEST,
 	};
 	unsigned counts[ROCE_RC_IN_NUM] = { 0 }, seen = 0;
 
@@ -1358,14 +1359,27 @@ static void test_uc_loss(void **state)
 	assert_int_equal(F.cqe[2].handle, 2);
 	assert_int_equal(F.cqe[2].c.status, ROCE_RC_WC_FLUSH_ERR);
 	assert_int_equal(feed_op(&q, ROCE_UC_SEND_ONLY, 16, 4), ROCE_RC_IN_ERR_DROP);
-	/* a SEND longer than its receive: the receive completes with a length error and the QP goes
-	 * to error, as on RC, but without a NAK */
+	/* a SEND longer than its receive: dropped, the receive kept for the next message, which fits */
 	setup_qp_type(&q, 40, true);
 	post_recv(100);
-	assert_int_equal(feed_op(&q, ROCE_UC_SEND_ONLY, 40, 200), ROCE_RC_IN_FATAL_NAK);
+	assert_int_equal(feed_op(&q, ROCE_UC_SEND_ONLY, 40, 200), ROCE_RC_IN_UC_DROP);
+	assert_int_equal(F.ncqe, 0);
+	assert_false(roce_rc_resp_in_error(&q));
+	assert_int_equal(feed_op(&q, ROCE_UC_SEND_ONLY, 41, 60), ROCE_RC_IN_EXECUTED);
 	assert_int_equal(F.ncqe, 1);
-	assert_int_equal(F.cqe[0].c.status, ROCE_RC_WC_LOC_LEN_ERR);
-	assert_true(roce_rc_resp_in_error(&q));
+	assert_int_equal(F.cqe[0].handle, 0);
+	assert_int_equal(F.cqe[0].c.status, ROCE_RC_WC_SUCCESS);
+	assert_int_equal(F.cqe[0].c.byte_len, 60);
+	/* an opcode out of sequence inside a SEND: the message dropped, its receive kept */
+	post_recv(RQ_BUF);
+	assert_int_equal(feed_op(&q, ROCE_UC_SEND_FIRST, 42, MTU), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_reth(&q, ROCE_UC_RDMA_WRITE_MIDDLE, 43, MTU, 0x1000, 0x100000, MTU),
+			 ROCE_RC_IN_UC_DROP);
+	assert_int_equal(feed_op(&q, ROCE_UC_SEND_ONLY, 44, 8), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(F.ncqe, 2);
+	assert_int_equal(F.cqe[1].handle, 1);
+	assert_int_equal(F.cqe[1].c.byte_len, 8);
+	assert_false(roce_rc_resp_in_error(&q));
 	assert_int_equal(F.nframes, 0);
 }
 
