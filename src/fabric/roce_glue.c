@@ -15,6 +15,7 @@
 #include "ionic/ionic_dev.h"
 #include "util/evloop.h"
 #include "util/log.h"
+#include "util/parse_int.h"
 
 /* The node must hold every QP the device can put on the wire (ids 1 .. IONIC_DEV_RDMA_NQP - 1). */
 _Static_assert(ROCE_PORT_MAX_QPS >= IONIC_DEV_RDMA_NQP - 1, "the node holds as many QPs as the device has");
@@ -271,12 +272,15 @@ static int port_make(struct roce_glue *g, const uint8_t mac[6]);
 #define IP_REFUSALS_LOGGED 10
 static bool ip_allowed(struct roce_glue *g, uint32_t addr, const char *what, uint32_t qpn)
 {
+	char a[16], pinned[16];
+
 	if (g->cfg.ip == 0 || addr == g->cfg.ip)
 		return true;
-	if (++g->ip_refused <= IP_REFUSALS_LOGGED)
-		LOG_WARN("roce: %s of QP %u names %u.%u.%u.%u, not ip=%u.%u.%u.%u: refused", what, qpn, addr >> 24,
-			 addr >> 16 & 0xff, addr >> 8 & 0xff, addr & 0xff, g->cfg.ip >> 24, g->cfg.ip >> 16 & 0xff,
-			 g->cfg.ip >> 8 & 0xff, g->cfg.ip & 0xff);
+	if (++g->ip_refused <= IP_REFUSALS_LOGGED) {
+		format_ipv4(addr, a);
+		format_ipv4(g->cfg.ip, pinned);
+		LOG_WARN("roce: %s of QP %u names %s, not ip=%s: refused", what, qpn, a, pinned);
+	}
 	return false;
 }
 
@@ -592,10 +596,13 @@ void roce_glue_log_stats(const struct roce_glue *g)
 	snprintf(line, sizeof(line), "roce: responders: %llu packets sent; requests:", (unsigned long long)tot.resp_frames);
 	put_counts(line, sizeof(line), tot.resp_in, ROCE_RC_IN_NUM, resp_in_name);
 	LOG_INFO("%s", line);
-	if (g->cfg.ip != 0)
-		LOG_INFO("roce: %llu QPs and datagrams refused for an address other than ip=%u.%u.%u.%u",
-			 (unsigned long long)g->ip_refused, g->cfg.ip >> 24, g->cfg.ip >> 16 & 0xff,
-			 g->cfg.ip >> 8 & 0xff, g->cfg.ip & 0xff);
+	if (g->cfg.ip != 0) {
+		char pinned[16];
+
+		format_ipv4(g->cfg.ip, pinned);
+		LOG_INFO("roce: %llu QPs and datagrams refused for an address other than ip=%s",
+			 (unsigned long long)g->ip_refused, pinned);
+	}
 }
 
 const struct roce_port *roce_glue_port(const struct roce_glue *g)

@@ -106,9 +106,9 @@ else
 	fail roce-ud-refused "$(grep 'roce:' "$TMP/b.log" | head -1)"
 fi
 # A runs with ip=192.168.200.10: test_ip_pinned's QP naming 192.168.200.99 was refused and said so
-# (twice: at RTR and again at RTS).
+# (twice: at RTR and again at RTS), then its datagram from .99 and B's datagram to .98: four.
 if grep -q "roce: the template of QP 11 names 192.168.200.99, not ip=192.168.200.10: refused" "$TMP/a.log" &&
-	grep -q "roce: 2 QPs and datagrams refused for an address other than ip=192.168.200.10" "$TMP/a.log"; then
+	grep -q "roce: 4 QPs and datagrams refused for an address other than ip=192.168.200.10" "$TMP/a.log"; then
 	pass roce-ip-pinned
 else
 	fail roce-ip-pinned "$(grep 'ip=' "$TMP/a.log" | tr '\n' '|')"

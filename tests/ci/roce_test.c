@@ -851,40 +851,6 @@ static void test_uc(void **state)
 	assert_int_equal(frames_between(&B, &A, f, 16), 0);
 }
 
-/*
- * Server A runs with ip=192.168.200.10 (A's address): a QP whose template names another source
- * address goes to error at RTS instead of onto the wire, and no frame from that address appears.
- * (Every other test shows that A's own address is carried as before.)
- */
-#define SPOOF_QPN 11
-#define SPOOF_IP  0xc0a8c863 /* 192.168.200.99 */
-static void test_ip_pinned(void **state)
-{
-	uint8_t t[RG_ROCE4_HDR_LEN];
-	struct rg_qp_path path;
-	struct rg_qp q;
-	struct frame f[4];
-	struct side fake = B;
-
-	(void)state;
-	fake.ip = SPOOF_IP;
-	qp_make(&A, &q, SPOOF_QPN, RG_QPT_RC, 0, UC_CQ, MR_BASE + 0xc8000, MR_BASE + 0xca000, 4);
-	rg_roce4_template(t, B.mac, A.mac, SPOOF_IP, B.ip, 0, 64);
-	path = (struct rg_qp_path){ .tmpl = t, .len = sizeof(t), .at = TMPL, .sq_psn = 0x700, .rq_psn = 0x800,
-				    .pmtu_log2 = 10 };
-	assert_int_equal(rg_qp_to_rts_path(&A.g, &A.aq, &q, QPN, ACCESS, &path), 0);
-	assert_int_equal(rg_qp_state(&A.g, &A.aq, SPOOF_QPN, RG_SCRATCH + 0x8000), RG_QPS_ERR);
-	fill(gp(&A, SRC), 64, 12);
-	{
-		struct rg_sge sge = { SRC, 64, LKEY };
-
-		rg_post_send(&A.g, &q, 0x91, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, &sge, 1);
-		rg_sq_ring(&A.g, &q);
-	}
-	capture();
-	assert_int_equal(frames_between(&fake, &B, f, 4), 0);
-}
-
 static struct rg_qp ud_qp[2], gsi_qp[2];
 static struct rg_cq ud_cq[2];
 
@@ -1178,6 +1144,72 @@ static void test_lossy(void **state)
 	}
 	print_message("retransmissions seen on the wire: %u\n", resent);
 	assert_true(resent > 0);
+}
+
+/*
+ * Server A runs with ip=192.168.200.10 (A's address): a QP whose template names another source
+ * address goes to error at RTS instead of onto the wire, a UD datagram through an address handle
+ * naming another source is not sent (the send completes, as UD may lose it), a datagram from B
+ * to another of A's would-be addresses is not delivered, and no frame from that address appears.
+ * (Every other test shows that A's own address is carried as before.)
+ */
+#define SPOOF_QPN 11
+#define SPOOF_IP  0xc0a8c863 /* 192.168.200.99 */
+static void test_ip_pinned(void **state)
+{
+	uint8_t t[RG_ROCE4_HDR_LEN];
+	struct rg_qp_path path;
+	struct rg_qp q;
+	struct frame f[4];
+	struct side fake = B;
+
+	(void)state;
+	fake.ip = SPOOF_IP;
+	qp_make(&A, &q, SPOOF_QPN, RG_QPT_RC, 0, UC_CQ, MR_BASE + 0xc8000, MR_BASE + 0xca000, 4);
+	rg_roce4_template(t, B.mac, A.mac, SPOOF_IP, B.ip, 0, 64);
+	path = (struct rg_qp_path){ .tmpl = t, .len = sizeof(t), .at = TMPL, .sq_psn = 0x700, .rq_psn = 0x800,
+				    .pmtu_log2 = 10 };
+	assert_int_equal(rg_qp_to_rts_path(&A.g, &A.aq, &q, QPN, ACCESS, &path), 0);
+	assert_int_equal(rg_qp_state(&A.g, &A.aq, SPOOF_QPN, RG_SCRATCH + 0x8000), RG_QPS_ERR);
+	fill(gp(&A, SRC), 64, 12);
+	{
+		struct rg_sge sge = { SRC, 64, LKEY };
+
+		rg_post_send(&A.g, &q, 0x91, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, &sge, 1);
+		rg_sq_ring(&A.g, &q);
+	}
+	/* UD out: an address handle whose source is 192.168.200.99 */
+	{
+		struct rg_sge sge = { SRC, 64, LKEY }, rsge = { RECV, 40 + 64, LKEY };
+		uint8_t cqe[RG_CQE_SIZE];
+
+		rg_roce4_template(t, B.mac, A.mac, SPOOF_IP, B.ip, 0, 64);
+		assert_int_equal(rg_ah_create(&A.g, &A.aq, UD_AH + 1, PD, RG_SCRATCH + 0x9100, t, sizeof(t)),
+				 RG_ASTS_OK);
+		rg_post_ud(&A.g, &ud_qp[0], 0x92, RG_WR_SEND, RG_WQE_SIG, 0, UD_AH + 1, UD_QPN, UD_QKEY, &sge, 1);
+		rg_sq_ring(&A.g, &ud_qp[0]);
+		cqe_get(&A, &ud_cq[0], cqe);
+		assert_int_equal(rg_cqe_npg_id(cqe), 0x92);
+		assert_false(rg_cqe_error(cqe));
+		assert_false(rg_cq_wait(&B.g, &ud_cq[1], cqe, 200));
+		/* UD in: B sends to A's MAC but to 192.168.200.98, not A's pinned address */
+		rg_post_recv(&A.g, &ud_qp[0], 0x93, 0, &rsge, 1);
+		rg_rq_ring(&A.g, &ud_qp[0]);
+		rg_roce4_template(t, A.mac, B.mac, B.ip, SPOOF_IP - 1, 0, 64);
+		assert_int_equal(rg_ah_create(&B.g, &B.aq, UD_AH + 1, PD, RG_SCRATCH + 0x9100, t, sizeof(t)),
+				 RG_ASTS_OK);
+		rg_post_ud(&B.g, &ud_qp[1], 0x94, RG_WR_SEND, RG_WQE_SIG, 0, UD_AH + 1, UD_QPN, UD_QKEY, &sge, 1);
+		rg_sq_ring(&B.g, &ud_qp[1]);
+		cqe_get(&B, &ud_cq[1], cqe);
+		assert_int_equal(rg_cqe_npg_id(cqe), 0x94);
+		assert_false(rg_cq_wait(&A.g, &ud_cq[0], cqe, 200));
+	}
+	capture();
+	assert_int_equal(frames_between(&fake, &B, f, 4), 0);
+	/* B's datagram did go out: A's node refused it, not the wire */
+	fake = A;
+	fake.ip = SPOOF_IP - 1;
+	assert_int_equal(frames_between(&B, &fake, f, 4), 1);
 }
 
 int main(int argc, char **argv)
