@@ -157,14 +157,21 @@ static uint16_t exec_dsm(struct nvmeof_req *r)
 {
 	static _Thread_local struct nvme_dsm_range ranges[NVME_DSM_MAX_RANGES];
 	struct nvmeof_target *t = r->q->t;
-	uint32_t nr = (le32_get(r->cmd->cdw10) & 0xffu) + 1u;
+	uint32_t nr = (le32_get(r->cmd->cdw10) & 0xffu) + 1u, need = nr * (uint32_t)sizeof(ranges[0]);
 	struct lba_range rg;
 	uint16_t st = check_nsid(r);
 
+	/*
+	 * The range list may come in a longer buffer (Linux's host can send a whole page for
+	 * any NR); only the first NR entries count, as Linux's nvmet reads them. A buffer
+	 * shorter than the list is refused.
+	 */
+	if (!st && r->xfer_len < need) {
+		r->err_loc = offsetof(struct nvme_cmd, dptr);
+		st = nvmeof_dnr(NVME_SC_SGL_INVALID_DATA);
+	}
 	if (!st)
-		st = nvmeof_req_expect_len(r, nr * (uint32_t)sizeof(ranges[0]));
-	if (!st)
-		st = nvmeof_req_from_host(r, 0, ranges, nr * (uint32_t)sizeof(ranges[0]));
+		st = nvmeof_req_from_host(r, 0, ranges, need);
 	if (st)
 		return st;
 	if (!(le32_get(r->cmd->cdw11) & NVME_DSM_AD))

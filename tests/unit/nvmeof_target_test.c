@@ -1125,9 +1125,24 @@ static void test_write_zeroes_dsm(void **state)
 	c.cdw11 = le32_set(0);
 	expect(1, &c, 0);
 	assert_memory_not_equal(ns.ram + 200 * 512, zero, 512);
-	/* The range list must be exactly (NR + 1) * 16 bytes. */
+	/* The range list needs (NR + 1) * 16 bytes: one byte short is refused, with nothing done. */
+	c.cdw11 = le32_set(1u << 2);
+	r[1].slba = le64_set(500);
 	sgl_keyed(&c, K_DATA, BUF_OFF, 16, 0);
 	expect(1, &c, DNR(NVME_SC_SGL_INVALID_DATA));
+	sgl_keyed(&c, K_DATA, BUF_OFF, 31, 0);
+	expect(1, &c, DNR(NVME_SC_SGL_INVALID_DATA));
+	assert_memory_not_equal(ns.ram + 200 * 512, zero, 512);
+	assert_memory_not_equal(ns.ram + 500 * 512, zero, 512);
+	/* A longer buffer (Linux sends a whole page): the first NR + 1 ranges count, the rest
+	 * of the page (here a third range that would fail) is not read. */
+	r[2].slba = le64_set(5000000);
+	r[2].nlb = le32_set(1);
+	sgl_keyed(&c, K_DATA, BUF_OFF, 4096, 0);
+	expect(1, &c, 0);
+	assert_memory_equal(ns.ram + 200 * 512, zero, 8 * 512);
+	assert_memory_equal(ns.ram + 500 * 512, zero, 24 * 512);
+	assert_memory_not_equal(ns.ram + 208 * 512, zero, 512);
 	/* Flush on RAM: nothing to write back, success. */
 	c = io_cmd(NVME_IO_FLUSH, 82, 0xffffffffu);
 	expect(1, &c, 0);
