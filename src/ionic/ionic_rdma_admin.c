@@ -260,6 +260,7 @@ static uint8_t admin_destroy_qp(struct ionic_dev *dev, uint32_t id)
 	if (!dev->rdma->qp[id].valid)
 		return IONIC_V1_ASTS_BAD_STATE;
 	qp_free(dev, &dev->rdma->qp[id]);
+	rdma_mw_qp_gone(dev, id); /* its type 2 windows are free again: the next QP of this id gets none */
 	/* After the free: a peer that answers (a DREQ on the GSI QP) finds this QP gone. */
 	rdma_peer_qp_gone(dev, id);
 	return IONIC_V1_ASTS_OK;
@@ -283,7 +284,9 @@ static uint8_t admin_create_mr(struct ionic_dev *dev, const struct ionic_admin_c
 	n.va = le64_get(c->va);
 	n.length = le64_get(c->length);
 	if (n.flags & IONIC_MRF_IS_MW) {
-		/* A memory window: nothing to translate until a bind, which this device does not do. */
+		/* A memory window: it names nothing until a BIND_MW binds it (ionic_rdma_mr.c). */
+		n.va = n.length = 0;
+		n.flags &= (uint16_t)~IONIC_MRF_ACCESS_MASK;
 	} else if (map_count == 0) {
 		n.fast_reg = true; /* pages come with a REG_MR work request */
 	} else if (map_count == 1) {
@@ -327,7 +330,8 @@ static uint8_t admin_destroy_mr(struct ionic_dev *dev, uint32_t id)
 		return IONIC_V1_ASTS_BAD_INDEX;
 	if (!dev->rdma->mr[index].valid)
 		return IONIC_V1_ASTS_BAD_STATE;
-	mr_free(dev, &dev->rdma->mr[index]);
+	if (rdma_mr_release(dev, index) != 0)
+		return IONIC_V1_ASTS_BAD_STATE; /* a region with windows bound to it stays */
 	return IONIC_V1_ASTS_OK;
 }
 
@@ -375,6 +379,7 @@ void rdma_admin_free_all(struct ionic_dev *dev)
 	memset(r->cq, 0, r->cq_hw * sizeof(*r->cq));
 	memset(r->ah, 0, r->ah_hw * sizeof(*r->ah));
 	r->qp_hw = r->mr_hw = r->cq_hw = r->ah_hw = 0;
+	r->mw2_bound = 0;
 }
 
 /* ---- the queue ----------------------------------------------------------------------------------------- */

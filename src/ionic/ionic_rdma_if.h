@@ -367,6 +367,16 @@ struct ionic_v1_reg_mr_bdy {
 };
 _Static_assert(sizeof(struct ionic_v1_reg_mr_bdy) == 48, "reg_mr body");
 
+/* BIND_MW (libionic): num_sge_key = the window's new key byte, imm_data_key = its current rkey. */
+struct ionic_v1_bind_mw_bdy {
+	be64 va;
+	be64 length;
+	be32 lkey;              /* the memory region bound to */
+	be16 flags;             /* IONIC_MRF_* access bits, and IS_MW (| INV_EN for type 2) */
+	uint8_t rsvd[26];
+};
+_Static_assert(sizeof(struct ionic_v1_bind_mw_bdy) == 48, "bind_mw body");
+
 #pragma pack(pop)
 
 #define IONIC_V1_WQE_PLD_OFFSET  32  /* SGEs or inline data, without spec */
@@ -416,7 +426,9 @@ enum {
 #define IONIC_MRF_REMOTE_WRITE   0x2u
 #define IONIC_MRF_REMOTE_READ    0x4u
 #define IONIC_MRF_REMOTE_ATOMIC  0x8u
+#define IONIC_MRF_MW_BIND        0x10u
 #define IONIC_MRF_ZERO_BASED     0x20u
+#define IONIC_MRF_ACCESS_MASK    0xfffu /* the access bits; the rest says what kind of key it is */
 #define IONIC_MRF_UKEY_EN        0x2000u
 #define IONIC_MRF_IS_MW          0x4000u
 #define IONIC_MRF_INV_EN         0x8000u

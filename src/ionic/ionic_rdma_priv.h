@@ -114,6 +114,12 @@ struct rdma_qp {
 	struct rdma_wire *wire;
 };
 
+/*
+ * A memory region, or a memory window when flags has IONIC_MRF_IS_MW
+ * (ionic_rdma_mr.c). For a window, registered means bound: it then covers
+ * [va, va + length) of the region at index mw_mr (whose key was mw_mr_id),
+ * with the remote rights in flags, and a type 2 window only for QP mw_qp.
+ */
 struct rdma_mr {
 	bool valid;
 	bool fast_reg;          /* created for fast registration: usable after REG_MR */
@@ -122,6 +128,8 @@ struct rdma_mr {
 	uint32_t pd;
 	uint16_t flags;         /* IONIC_MRF_* */
 	uint64_t va, length;
+	uint32_t nmw;           /* region: windows bound to it */
+	uint32_t mw_mr, mw_mr_id, mw_qp; /* window */
 	uint64_t base;          /* npages == 0: bus address of va */
 	uint64_t *pages;
 	uint32_t npages;
@@ -146,6 +154,7 @@ struct ionic_rdma {
 	struct rdma_mr *mr;     /* IONIC_RDMA_NMR */
 	struct rdma_ah *ah;     /* IONIC_RDMA_NAH */
 	uint64_t pts_used;      /* page-table entries held */
+	uint32_t mw2_bound;     /* type 2 windows bound (each to a QP) */
 	uint32_t rnr_waiters;   /* QPs whose send waits for the peer's receive */
 	/*
 	 * Bounded work: bytes (and a cost per WQE) the engine may still spend
@@ -189,10 +198,43 @@ int rdma_cq_post(struct ionic_dev *dev, uint32_t cq_id, struct ionic_v1_cqe *cqe
 /* Post an event on EQ eq_id and raise its interrupt. */
 void rdma_eq_post(struct ionic_dev *dev, uint32_t eq_id, uint8_t type, uint8_t code, uint32_t qid);
 
-/* Guest memory named by an lkey/rkey: access checks, then a copy. 0 or -ENOKEY/-EACCES/-EFAULT. */
+/* Spend n of the engine's budget for this slice (never below zero). */
+static inline void rdma_charge(struct ionic_rdma *r, uint64_t n)
+{
+	r->budget -= n < r->budget ? n : r->budget;
+}
+
+/* ---- the key table (ionic_rdma_mr.c) ---- */
+
+#define RDMA_NO_QP UINT32_MAX
+
+/*
+ * An access by key for qp (its PD and privilege; NULL: no QP, the key's own
+ * PD applies and no type 2 window serves): need is the IONIC_MRF_* rights it
+ * takes (0 for a local read). *mr gets the region (NULL for the privileged
+ * key 0, a bus address) and *off the offset of va inside it. 0 or
+ * -ENOKEY/-EACCES/-EFAULT.
+ */
+int rdma_mr_resolve(struct ionic_dev *dev, const struct rdma_qp *qp, uint32_t key, uint64_t va, size_t len,
+		    uint16_t need, const struct rdma_mr **mr, uint64_t *off);
+/* The same checks, then a copy. */
 enum rdma_xfer { RDMA_TO_GUEST, RDMA_FROM_GUEST };
-int rdma_mr_xfer(struct ionic_dev *dev, uint32_t pd, bool privileged, uint32_t key, uint64_t va, void *buf,
-		 size_t len, enum rdma_xfer dir, uint16_t need);
+int rdma_mr_xfer(struct ionic_dev *dev, const struct rdma_qp *qp, uint32_t key, uint64_t va, void *buf, size_t len,
+		 enum rdma_xfer dir, uint16_t need);
+/* The REG_MR and BIND_MW work requests of qp: 0 or the completion's IONIC_STS_*. */
+uint32_t rdma_reg_mr(struct ionic_dev *dev, const struct rdma_qp *qp, const struct ionic_v1_base_hdr *h,
+		     const void *body);
+uint32_t rdma_bind_mw(struct ionic_dev *dev, uint32_t qpid, const struct rdma_qp *qp,
+		      const struct ionic_v1_base_hdr *h, const void *body);
+/*
+ * Invalidate key for qp: LOCAL_INV (remote false) or a SEND with invalidate
+ * arriving on qp. 0, or -EINVAL/-EBUSY when the key cannot be invalidated.
+ */
+int rdma_key_invalidate(struct ionic_dev *dev, const struct rdma_qp *qp, uint32_t key, bool remote);
+/* QP qpid is destroyed: the type 2 windows bound to it are free again. */
+void rdma_mw_qp_gone(struct ionic_dev *dev, uint32_t qpid);
+/* DESTROY_MR of entry index: 0, or -EBUSY for a region with windows bound to it. */
+int rdma_mr_release(struct ionic_dev *dev, uint32_t index);
 
 /* Tell the driver that qpid's posted WQEs are flushed (it entered the error state). */
 void rdma_qp_flush(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp);

@@ -63,100 +63,6 @@ struct sgl {
 	uint64_t total;
 };
 
-enum xfer_dir { TO_GUEST, FROM_GUEST };
-
-/* ---- memory regions ------------------------------------------------------------------------ */
-
-/* Copy between buf and the guest pages of one MR, from byte off of the region. */
-static int mr_copy_pages(struct ionic_dev *dev, const struct rdma_mr *mr, uint64_t off, void *buf, size_t len,
-			 enum xfer_dir dir)
-{
-	uint8_t *p = buf;
-
-	if (mr->npages == 0) {
-		uint64_t addr = mr->base + off;
-
-		return dir == TO_GUEST ? ionic_dma_write(dev, addr, p, len) : ionic_dma_read(dev, addr, p, len);
-	}
-	off += mr->first_page_off;
-	while (len > 0) {
-		uint64_t pg = off >> mr->page_shift, in = off & ((1ull << mr->page_shift) - 1);
-		size_t n = (size_t)((1ull << mr->page_shift) - in);
-		int rc;
-
-		if (pg >= mr->npages)
-			return -EFAULT;
-		if (n > len)
-			n = len;
-		rc = dir == TO_GUEST ? ionic_dma_write(dev, mr->pages[pg] + in, p, n)
-				     : ionic_dma_read(dev, mr->pages[pg] + in, p, n);
-		if (rc)
-			return rc;
-		p += n;
-		off += n;
-		len -= n;
-	}
-	return 0;
-}
-
-/*
- * Resolve (key, va, len) for an access and copy. need is the IONIC_MRF_* bit
- * the access requires (0 for a local read). Key 0 is the privileged DMA key:
- * a bus address, honoured only for local access by a privileged QP.
- */
-/*
- * The checks of a key access without the copy: *mr gets the registration
- * (NULL for the privileged key 0) and *off the offset of va inside it.
- */
-static int mr_resolve(struct ionic_dev *dev, uint32_t pd, bool privileged, uint32_t key, uint64_t va, size_t len,
-		      uint16_t need, const struct rdma_mr **out, uint64_t *off)
-{
-	const struct rdma_mr *mr;
-	uint64_t start;
-	uint32_t index = key >> 8;
-
-	*out = NULL;
-	if (key == 0) {
-		if (!privileged || (need & (IONIC_MRF_REMOTE_READ | IONIC_MRF_REMOTE_WRITE | IONIC_MRF_REMOTE_ATOMIC)))
-			return -ENOKEY;
-		*off = va;
-		return 0;
-	}
-	if (index == 0 || index >= IONIC_RDMA_NMR)
-		return -ENOKEY;
-	mr = &dev->rdma->mr[index];
-	if (!mr->valid || !mr->registered || mr->id != key || (mr->flags & IONIC_MRF_IS_MW))
-		return -ENOKEY;
-	if (mr->pd != pd)
-		return -EACCES;
-	if ((mr->flags & need) != need)
-		return -EACCES;
-	start = (mr->flags & IONIC_MRF_ZERO_BASED) ? 0 : mr->va;
-	if (va < start)
-		return -EFAULT;
-	*off = va - start;
-	if (*off > mr->length || len > mr->length - *off)
-		return -EFAULT;
-	*out = mr;
-	return 0;
-}
-
-int rdma_mr_xfer(struct ionic_dev *dev, uint32_t pd, bool privileged, uint32_t key, uint64_t va, void *buf,
-		 size_t len, enum rdma_xfer dir, uint16_t need)
-{
-	const struct rdma_mr *mr;
-	uint64_t off;
-	int rc = mr_resolve(dev, pd, privileged, key, va, len, need, &mr, &off);
-
-	if (rc)
-		return rc;
-	if (!mr) /* key 0: a bus address */
-		return dir == RDMA_TO_GUEST ? ionic_dma_write(dev, va, buf, len) : ionic_dma_read(dev, va, buf, len);
-	if (len == 0)
-		return 0;
-	return mr_copy_pages(dev, mr, off, buf, len, dir == RDMA_TO_GUEST ? TO_GUEST : FROM_GUEST);
-}
-
 /* ---- WQE parsing ---------------------------------------------------------------------------- */
 
 /* The SGE list of a send or receive WQE of stride bytes; false if it cannot be one. */
@@ -299,10 +205,9 @@ static int ep_xfer(struct ionic_dev *dev, const struct endpoint *ep, struct curs
 		   size_t len, enum rdma_xfer dir)
 {
 	uint8_t *p = buf;
-	bool priv = (ep->qp->priv_flags & IONIC_QPF_PRIVILEGED) != 0;
 
 	if (!ep->sgl) {
-		int rc = rdma_mr_xfer(dev, ep->qp->pd, false, ep->rkey, ep->rva + *roff, buf, len, dir, ep->need);
+		int rc = rdma_mr_xfer(dev, ep->qp, ep->rkey, ep->rva + *roff, buf, len, dir, ep->need);
 
 		*roff += len;
 		return rc;
@@ -321,8 +226,7 @@ static int ep_xfer(struct ionic_dev *dev, const struct endpoint *ep, struct curs
 			continue;
 		}
 		n = left < len ? (size_t)left : len;
-		rc = rdma_mr_xfer(dev, ep->qp->pd, priv, ep->sgl->e[c->i].key, ep->sgl->e[c->i].va + c->off, p, n, dir,
-				  ep->need);
+		rc = rdma_mr_xfer(dev, ep->qp, ep->sgl->e[c->i].key, ep->sgl->e[c->i].va + c->off, p, n, dir, ep->need);
 		if (rc)
 			return rc;
 		p += n;
@@ -341,7 +245,6 @@ static int ep_xfer(struct ionic_dev *dev, const struct endpoint *ep, struct curs
 static bool ep_span(struct ionic_dev *dev, const struct endpoint *ep, struct cursor *c, uint64_t roff,
 		    uint64_t len, uint64_t *bus, size_t *n)
 {
-	bool priv = ep->sgl && (ep->qp->priv_flags & IONIC_QPF_PRIVILEGED) != 0;
 	const struct rdma_mr *mr;
 	uint64_t va, want, off;
 	uint32_t key;
@@ -363,7 +266,7 @@ static bool ep_span(struct ionic_dev *dev, const struct endpoint *ep, struct cur
 		if (want > len)
 			want = len;
 	}
-	if (mr_resolve(dev, ep->qp->pd, priv, key, va, want, ep->need, &mr, &off))
+	if (rdma_mr_resolve(dev, ep->qp, key, va, want, ep->need, &mr, &off))
 		return false;
 	if (!mr) {
 		*bus = va;
@@ -380,12 +283,6 @@ static bool ep_span(struct ionic_dev *dev, const struct endpoint *ep, struct cur
 	}
 	*n = (size_t)want;
 	return true;
-}
-
-/* Spend n of the budget (never below zero). */
-static void charge(struct ionic_rdma *r, uint64_t n)
-{
-	r->budget -= n < r->budget ? n : r->budget;
 }
 
 /*
@@ -502,7 +399,7 @@ static int xfer_step(struct ionic_dev *dev, struct xfer *x, bool bounded)
 				return XFER_DST_FAULT;
 		}
 		x->left -= n;
-		charge(r, n);
+		rdma_charge(r, n);
 	}
 	return XFER_DONE;
 }
@@ -623,13 +520,11 @@ static struct rdma_qp *peer_of(struct ionic_dev *dev, const struct rdma_qp *qp, 
 /* Every SGE of a local SGL resolves for the access (keys, PD, rights, ranges). */
 static bool sgl_ok(struct ionic_dev *dev, const struct rdma_qp *qp, const struct sgl *sgl, uint16_t need)
 {
-	bool priv = (qp->priv_flags & IONIC_QPF_PRIVILEGED) != 0;
-
 	for (unsigned int i = 0; i < sgl->n; i++) {
 		const struct rdma_mr *mr;
 		uint64_t off;
 
-		if (mr_resolve(dev, qp->pd, priv, sgl->e[i].key, sgl->e[i].va, sgl->e[i].len, need, &mr, &off))
+		if (rdma_mr_resolve(dev, qp, sgl->e[i].key, sgl->e[i].va, sgl->e[i].len, need, &mr, &off))
 			return false;
 	}
 	return true;
@@ -860,13 +755,14 @@ static int job_finish(struct ionic_dev *dev, struct rdma_job *j, struct rdma_qp 
 	struct wqe_ctx *w = &j->w;
 
 	rq_commit(dev, j, peer);
-	if (j->recv_op == IONIC_V1_CQE_RECV_OP_SEND_INV) {
-		uint32_t key = be32_get(w->h.imm_data_key), index = key >> 8;
-		struct rdma_mr *mr = index && index < IONIC_RDMA_NMR ? &dev->rdma->mr[index] : NULL;
-
-		/* Only a key of the receiver's PD that allows invalidation may be invalidated. */
-		if (mr && mr->valid && mr->id == key && mr->pd == peer->pd && (mr->flags & IONIC_MRF_INV_EN))
-			mr->registered = false;
+	if (j->recv_op == IONIC_V1_CQE_RECV_OP_SEND_INV &&
+	    rdma_key_invalidate(dev, peer, be32_get(w->h.imm_data_key), true) != 0) {
+		/* A key the receiver cannot invalidate: an invalid request, as on the wire (a NAK). */
+		complete_recv(dev, j->peer_id, peer, j->rid, &j->ri, 0, IONIC_STS_LOCAL_QP_OPER_ERR);
+		complete_msn(dev, w->qpid, w->qp, IONIC_STS_REMOTE_INV_REQ_ERR);
+		qp_error(dev, j->peer_id, peer, IONIC_V1_EQE_QP_ERR_REQUEST);
+		qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
+		return WQE_DONE;
 	}
 	if (j->recv_op != RECV_OP_NONE)
 		complete_recv(dev, j->peer_id, peer, j->rid, &j->ri, (uint32_t)w->sgl.total, 0);
@@ -1003,7 +899,7 @@ static int sgl_copy_at(struct ionic_dev *dev, struct rdma_qp *qp, const struct s
 		c.i++;
 	}
 	c.off = offset;
-	charge(dev->rdma, len);
+	rdma_charge(dev->rdma, len);
 	return ep_xfer(dev, &ep, &c, &unused, buf, len, dir);
 }
 
@@ -1230,7 +1126,7 @@ static uint32_t gather(struct ionic_dev *dev, struct wqe_ctx *w, void *buf, size
 
 	if (w->sgl.total > cap)
 		return IONIC_STS_REMOTE_INV_REQ_ERR;
-	charge(dev->rdma, w->sgl.total);
+	rdma_charge(dev->rdma, w->sgl.total);
 	return ep_xfer(dev, &src, &c, &unused, buf, (size_t)w->sgl.total, RDMA_FROM_GUEST) ? IONIC_STS_LOCAL_PROT_ERR
 											 : 0;
 }
@@ -1327,19 +1223,17 @@ static int exec_rc(struct ionic_dev *dev, struct rdma_job *j)
 		val = (uint64_t)be32_get(a.swap_add_high) << 32 | be32_get(a.swap_add_low);
 		cmp = (uint64_t)be32_get(a.compare_high) << 32 | be32_get(a.compare_low);
 		rc = (addr & 7) || !(peer->access & IONIC_QPF_REMOTE_ATOMIC) || w->qp->type != IONIC_QPT_RC ? -EACCES
-			: rdma_mr_xfer(dev, peer->pd, false, rkey, addr, &old, 8, RDMA_FROM_GUEST, IONIC_MRF_REMOTE_ATOMIC);
+			: rdma_mr_xfer(dev, peer, rkey, addr, &old, 8, RDMA_FROM_GUEST, IONIC_MRF_REMOTE_ATOMIC);
 		if (rc == 0) {
 			uint64_t host_old = le64toh(old), nv = w->h.op == IONIC_V1_OP_ATOMIC_FA ? host_old + val
 								   : (host_old == cmp ? val : host_old);
 			uint64_t le_new = htole64(nv);
 
 			if (nv != host_old)
-				rc = rdma_mr_xfer(dev, peer->pd, false, rkey, addr, &le_new, 8, RDMA_TO_GUEST,
-						  IONIC_MRF_REMOTE_ATOMIC);
+				rc = rdma_mr_xfer(dev, peer, rkey, addr, &le_new, 8, RDMA_TO_GUEST, IONIC_MRF_REMOTE_ATOMIC);
 		}
 		if (rc == 0)
-			rc = rdma_mr_xfer(dev, w->qp->pd, (w->qp->priv_flags & IONIC_QPF_PRIVILEGED) != 0,
-					  be32_get(a.sge.lkey), be64_get(a.sge.va), &old, 8, RDMA_TO_GUEST,
+			rc = rdma_mr_xfer(dev, w->qp, be32_get(a.sge.lkey), be64_get(a.sge.va), &old, 8, RDMA_TO_GUEST,
 					  IONIC_MRF_LOCAL_WRITE) ? 1 : 0;
 		if (rc) {
 			complete_msn(dev, w->qpid, w->qp, rc == 1 ? IONIC_STS_LOCAL_PROT_ERR : IONIC_STS_REMOTE_ACC_ERR);
@@ -1549,82 +1443,6 @@ static int exec_ud(struct ionic_dev *dev, struct wqe_ctx *w)
 	return WQE_DONE;
 }
 
-/* ---- local operations ---------------------------------------------------------------------------------- */
-
-static uint32_t exec_reg_mr(struct ionic_dev *dev, struct wqe_ctx *w)
-{
-	struct ionic_v1_reg_mr_bdy b;
-	uint32_t lkey = be32_get(w->h.imm_data_key), index = lkey >> 8, map_count;
-	struct rdma_mr *mr;
-	uint64_t *pages = NULL;
-	bool reused = false;
-	uint8_t shift;
-
-	memcpy(&b, w->wqe + sizeof(w->h), sizeof(b));
-	if (index == 0 || index >= IONIC_RDMA_NMR)
-		return IONIC_STS_MEM_MGMT_OPER_ERR;
-	mr = &dev->rdma->mr[index];
-	if (!mr->valid || !mr->fast_reg || mr->pd != w->qp->pd || mr->registered)
-		return IONIC_STS_MEM_MGMT_OPER_ERR;
-	map_count = be32_get(b.map_count);
-	shift = b.page_size_log2;
-	if (map_count == 0 || shift < 12 || shift > 30)
-		return IONIC_STS_MEM_MGMT_OPER_ERR;
-	if (map_count > 1) {
-		uint64_t off = be64_get(b.offset), length = be64_get(b.length);
-
-		if (off >= (1ull << shift) || length > ((uint64_t)map_count << shift) - off)
-			return IONIC_STS_MEM_MGMT_OPER_ERR;
-		/* The driver's table stays mapped until the MR goes; its contents are read now, into the
-		 * MR's own array when it is large enough (no allocation per registration). */
-		charge(dev->rdma, (uint64_t)map_count * sizeof(*pages));
-		if (mr->pages && mr->pages_cap >= map_count) {
-			if (map_count > mr->npages &&
-			    map_count - mr->npages > IONIC_RDMA_NPTS - dev->rdma->pts_used)
-				return IONIC_STS_MEM_MGMT_OPER_ERR;
-			if (ionic_dma_read(dev, be64_get(b.dma_addr), mr->pages, (size_t)map_count * sizeof(uint64_t)))
-				return IONIC_STS_MEM_MGMT_OPER_ERR;
-			for (uint32_t i = 0; i < map_count; i++)
-				mr->pages[i] = le64toh(mr->pages[i]);
-			reused = true;
-		} else if (rdma_pages_copy(dev, be64_get(b.dma_addr), map_count, &pages)) {
-			return IONIC_STS_MEM_MGMT_OPER_ERR;
-		}
-	}
-	dev->rdma->pts_used -= mr->npages; /* the previous registration's entries */
-	if (reused) {
-		dev->rdma->pts_used += map_count;
-	} else if (pages) {                /* a new array, already counted */
-		free(mr->pages);
-		mr->pages = pages;
-		mr->pages_cap = map_count;
-	}
-	mr->npages = map_count > 1 ? map_count : 0;
-	mr->base = map_count > 1 ? 0 : be64_get(b.dma_addr);
-	mr->page_shift = shift;
-	mr->first_page_off = map_count > 1 ? be64_get(b.offset) : 0;
-	mr->va = be64_get(b.va);
-	mr->length = be64_get(b.length);
-	mr->flags = (uint16_t)((mr->flags & ~0xfffu) | (be16_get(b.flags) & 0xfffu));
-	mr->id = index << 8 | w->h.num_sge_key;
-	mr->registered = true;
-	return 0;
-}
-
-static uint32_t exec_local_inv(struct ionic_dev *dev, struct wqe_ctx *w)
-{
-	uint32_t key = be32_get(w->h.imm_data_key), index = key >> 8;
-	struct rdma_mr *mr;
-
-	if (index == 0 || index >= IONIC_RDMA_NMR)
-		return IONIC_STS_MEM_MGMT_OPER_ERR;
-	mr = &dev->rdma->mr[index];
-	if (!mr->valid || mr->id != key || mr->pd != w->qp->pd || !(mr->flags & IONIC_MRF_INV_EN))
-		return IONIC_STS_MEM_MGMT_OPER_ERR;
-	mr->registered = false;
-	return 0;
-}
-
 /* ---- the queues ------------------------------------------------------------------------------------------ */
 
 static int exec_wqe(struct ionic_dev *dev, struct rdma_job *j)
@@ -1639,8 +1457,15 @@ static int exec_wqe(struct ionic_dev *dev, struct rdma_job *j)
 			w->qp->wire->waiting = true;
 			return WQE_BLOCKED;
 		}
-		st = w->h.op == IONIC_V1_OP_REG_MR ? exec_reg_mr(dev, w)
-		     : w->h.op == IONIC_V1_OP_LOCAL_INV ? exec_local_inv(dev, w) : IONIC_STS_LOCAL_QP_OPER_ERR;
+		if (w->h.op == IONIC_V1_OP_REG_MR)
+			st = rdma_reg_mr(dev, w->qp, &w->h, w->wqe + sizeof(w->h));
+		else if (w->h.op == IONIC_V1_OP_LOCAL_INV)
+			st = rdma_key_invalidate(dev, w->qp, be32_get(w->h.imm_data_key), false)
+				     ? IONIC_STS_MEM_MGMT_OPER_ERR : 0;
+		else if (w->qp->type == IONIC_QPT_UD)
+			st = IONIC_STS_LOCAL_QP_OPER_ERR; /* windows bind on connected QPs only */
+		else
+			st = rdma_bind_mw(dev, w->qpid, w->qp, &w->h, w->wqe + sizeof(w->h));
 		complete_npg(dev, w->qpid, w->qp, le64_get(w->h.wqe_id), st);
 		if (st)
 			qp_error(dev, w->qpid, w->qp, IONIC_V1_EQE_QP_ERR);
@@ -1727,7 +1552,7 @@ void rdma_sq_run(struct ionic_dev *dev, uint32_t qpid)
 			memcpy(&w->h, w->wqe, sizeof(w->h));
 			LOG_DEBUG("ionic rdma: QP %u SQ slot %u: op %u, %u SGEs, flags %#x", qpid, qp->sq.head & mask,
 				  w->h.op, w->h.num_sge_key, be16_get(w->h.flags));
-			charge(r, WQE_COST);
+			rdma_charge(r, WQE_COST);
 			rc = exec_wqe(dev, j);
 		}
 		if (rc == WQE_MORE) {
@@ -1863,13 +1688,9 @@ int ionic_rdma_peer_deliver(struct ionic_dev *dev, uint32_t guest_qpn, uint32_t 
 		qp_error(dev, guest_qpn, qp, IONIC_V1_EQE_QP_ERR);
 		return -EFAULT;
 	}
-	if (inv_rkey) {
-		uint32_t index = inv_rkey >> 8;
-		struct rdma_mr *mr = index && index < IONIC_RDMA_NMR ? &dev->rdma->mr[index] : NULL;
-
-		if (mr && mr->valid && mr->id == inv_rkey && mr->pd == qp->pd && (mr->flags & IONIC_MRF_INV_EN))
-			mr->registered = false;
-	}
+	if (inv_rkey && rdma_key_invalidate(dev, qp, inv_rkey, true) != 0)
+		LOG_DEBUG("ionic rdma: QP %u: a peer's SEND with invalidate named key %#x, which it cannot invalidate",
+			  guest_qpn, inv_rkey);
 	complete_recv(dev, guest_qpn, qp, rid, &ri, (uint32_t)(hdr + len), 0);
 	return 0;
 }
@@ -1883,21 +1704,16 @@ int ionic_rdma_peer_xfer(struct ionic_dev *dev, uint32_t guest_qpn, uint32_t rke
 		return -ENOKEY;
 	if (!(qp->access & (write ? IONIC_QPF_REMOTE_WRITE : IONIC_QPF_REMOTE_READ)))
 		return -EACCES;
-	charge(dev->rdma, len);
-	return rdma_mr_xfer(dev, qp->pd, false, rkey, addr, buf, len, write ? RDMA_TO_GUEST : RDMA_FROM_GUEST,
+	rdma_charge(dev->rdma, len);
+	return rdma_mr_xfer(dev, qp, rkey, addr, buf, len, write ? RDMA_TO_GUEST : RDMA_FROM_GUEST,
 			    write ? IONIC_MRF_REMOTE_WRITE : IONIC_MRF_REMOTE_READ);
 }
 
 int ionic_rdma_key_xfer(struct ionic_dev *dev, uint32_t rkey, uint64_t addr, void *buf, size_t len, bool write)
 {
-	uint32_t index = rkey >> 8;
-
-	/* No QP names a PD here: the registration's own PD is the one that applies. */
-	if (index == 0 || index >= IONIC_RDMA_NMR || !dev->rdma->mr[index].valid)
-		return -ENOKEY;
-	charge(dev->rdma, len);
-	return rdma_mr_xfer(dev, dev->rdma->mr[index].pd, false, rkey, addr, buf, len,
-			    write ? RDMA_TO_GUEST : RDMA_FROM_GUEST,
+	/* No QP here: the key's own PD applies, and a type 2 window (bound to a QP) serves no one. */
+	rdma_charge(dev->rdma, len);
+	return rdma_mr_xfer(dev, NULL, rkey, addr, buf, len, write ? RDMA_TO_GUEST : RDMA_FROM_GUEST,
 			    write ? IONIC_MRF_REMOTE_WRITE : IONIC_MRF_REMOTE_READ);
 }
 
@@ -2031,15 +1847,15 @@ int ionic_rdma_wire_atomic(struct ionic_dev *dev, uint32_t qpn, uint32_t rkey, u
 		return -ENOTCONN;
 	if ((va & 7) || !(qp->access & IONIC_QPF_REMOTE_ATOMIC))
 		return -EACCES;
-	charge(dev->rdma, 16);
-	rc = rdma_mr_xfer(dev, qp->pd, false, rkey, va, &old, 8, RDMA_FROM_GUEST, IONIC_MRF_REMOTE_ATOMIC);
+	rdma_charge(dev->rdma, 16);
+	rc = rdma_mr_xfer(dev, qp, rkey, va, &old, 8, RDMA_FROM_GUEST, IONIC_MRF_REMOTE_ATOMIC);
 	if (rc)
 		return rc;
 	host_old = le64toh(old);
 	nv = cmp_swap ? (host_old == compare ? swap_add : host_old) : host_old + swap_add;
 	le_new = htole64(nv);
 	if (nv != host_old)
-		rc = rdma_mr_xfer(dev, qp->pd, false, rkey, va, &le_new, 8, RDMA_TO_GUEST, IONIC_MRF_REMOTE_ATOMIC);
+		rc = rdma_mr_xfer(dev, qp, rkey, va, &le_new, 8, RDMA_TO_GUEST, IONIC_MRF_REMOTE_ATOMIC);
 	if (rc == 0)
 		*orig = host_old;
 	return rc;
@@ -2048,16 +1864,8 @@ int ionic_rdma_wire_atomic(struct ionic_dev *dev, uint32_t qpn, uint32_t rkey, u
 int ionic_rdma_wire_invalidate(struct ionic_dev *dev, uint32_t qpn, uint32_t rkey)
 {
 	struct rdma_qp *qp = wire_qp(dev, qpn);
-	uint32_t index = rkey >> 8;
-	struct rdma_mr *mr;
 
-	if (!qp || index == 0 || index >= IONIC_RDMA_NMR)
-		return -EINVAL;
-	mr = &dev->rdma->mr[index];
-	if (!mr->valid || mr->id != rkey || mr->pd != qp->pd || !(mr->flags & IONIC_MRF_INV_EN))
-		return -EINVAL;
-	mr->registered = false;
-	return 0;
+	return qp ? rdma_key_invalidate(dev, qp, rkey, true) : -EINVAL;
 }
 
 void ionic_rdma_wire_qp_fatal(struct ionic_dev *dev, uint32_t qpn, bool access)
@@ -2102,7 +1910,7 @@ int ionic_rdma_wire_ud_recv(struct ionic_dev *dev, const struct ionic_rdma_wire_
 	}
 	d = (struct endpoint){ .qp = qp, .sgl = &rsgl, .need = IONIC_MRF_LOCAL_WRITE };
 	c = (struct cursor){ &rsgl, 0, 0 };
-	charge(dev->rdma, GRH_BYTES + (uint64_t)len);
+	rdma_charge(dev->rdma, GRH_BYTES + (uint64_t)len);
 	if (ep_xfer(dev, &d, &c, &unused, grh, GRH_BYTES, RDMA_TO_GUEST) ||
 	    (len && ep_xfer(dev, &d, &c, &unused, (void *)payload, len, RDMA_TO_GUEST))) {
 		complete_recv(dev, ud->dest_qpn, qp, rid, &ri, 0, IONIC_STS_LOCAL_PROT_ERR);

@@ -2336,6 +2336,295 @@ static void test_dp_fast_reg(void **state)
 	fx_down(&d.f);
 }
 
+/* ---- memory windows: BIND_MW, access through a window, invalidation ---- */
+
+/* Slot k's RDMA WRITE of s to (rva, rkey) is refused by its peer (slot k ^ 1): REMOTE_ACC as the k-side's
+ * msn-th completion, both QPs in ERR with their events; then both connected again (MSNs restart at 1). */
+static void mw_write_refused(struct dp *d, int k, uint32_t msn, uint64_t rva, uint32_t rkey, const struct rg_sge *s)
+{
+	rg_post_rdma(&d->f.g, &d->qp[k], 0x77, RG_WR_RDMA_WRITE, RG_WQE_SIG, 0, rva, rkey, s, 1);
+	rg_sq_ring(&d->f.g, &d->qp[k]);
+	expect_msn(d, scq(d, k), d->qp[k].id, msn, RG_STS_REMOTE_ACC);
+	expect_flushed(d, k);
+	expect_flushed(d, k ^ 1);
+	expect_qp_events(d, 2, (const uint32_t[]){ d->qp[k].id, d->qp[k ^ 1].id },
+			 (const uint8_t[]){ RG_EQE_QP_ERR, RG_EQE_QP_ERR_ACCESS });
+	dp_connect(d, k);
+	dp_connect(d, k ^ 1);
+}
+
+/* Slot 1 (B) posts a BIND_MW that must fail: MEM_MGMT_OPER on its own SEND_NPG CQE, B in ERR, then back. */
+static void mw_bind_refused(struct dp *d, uint64_t id, uint32_t mw_rkey, uint8_t new_key, uint64_t va, uint64_t len,
+			    uint32_t lkey, uint16_t flags)
+{
+	rg_post_bind_mw(&d->f.g, &d->qp[1], id, RG_WQE_SIG, mw_rkey, new_key, va, len, lkey, flags);
+	rg_sq_ring(&d->f.g, &d->qp[1]);
+	expect_npg(d, scq(d, 1), d->qp[1].id, id, RG_STS_MEM_MGMT_OPER);
+	expect_local_fault(d, 1);
+	dp_connect(d, 1);
+}
+
+static void mw_bind_ok(struct dp *d, uint64_t id, uint32_t mw_rkey, uint8_t new_key, uint64_t va, uint64_t len,
+		       uint32_t lkey, uint16_t flags)
+{
+	rg_post_bind_mw(&d->f.g, &d->qp[1], id, RG_WQE_SIG, mw_rkey, new_key, va, len, lkey, flags);
+	rg_sq_ring(&d->f.g, &d->qp[1]);
+	expect_npg(d, scq(d, 1), d->qp[1].id, id, 0);
+}
+
+/*
+ * Memory windows as ionic_rdma and libionic use them (ionic_alloc_mw: CREATE_MR
+ * with IS_MW, | INV_EN for type 2; ionic_v1_prep_bind: the BIND_MW WQE), B
+ * (QP 21) binding windows on its region t and A (QP 20) using them, with the
+ * IBA's rule for each misuse: a window is a remote key only, covers its range
+ * with its rights, a type 1 window is rebound and unbound (length 0) at will
+ * and never invalidated, a type 2 window binds only when free and serves only
+ * the QP that bound it until LOCAL_INV, a SEND with invalidate, its
+ * deallocation or that QP's destruction; a region with windows bound to it
+ * stays. Every byte of the buffers is checked after every step.
+ */
+static void test_dp_mw(void **state)
+{
+	struct dp d;
+	const struct tmr src = { .index = 1, .key = 0x11, .pd = 1, .flags = RG_MRF_LOCAL_WRITE, .va = 0x10000,
+				 .len = 0x1000, .base = DP_BUF };
+	const struct tmr rbuf = { .index = 2, .key = 0x22, .pd = 1, .flags = RG_MRF_LOCAL_WRITE, .va = 0x20000,
+				  .len = 0x1000, .base = DP_BUF + 0x1000 };
+	/* The region windows bind to: two pages out of order, va 0x100 into the first. */
+	const struct tmr t = { .index = 3, .key = 0x33, .pd = 1, .va = 0x7700000100ull, .len = 0x1800, .npages = 2,
+			       .flags = RG_MRF_LOCAL_WRITE | RG_MRF_MW_BIND, .pages = { DP_BUF + 0x5000, DP_BUF + 0x3000 } };
+	/* A region that allows binding but not local writes, and one of PD 2. */
+	const struct tmr ro = { .index = 4, .key = 0x44, .pd = 1, .va = 0x30000, .len = 0x1000,
+				.flags = RG_MRF_MW_BIND, .base = DP_BUF + 0x7000 };
+	const struct tmr *sm[1] = { &src }, *rm[1] = { &rbuf };
+	const uint16_t rw = RG_MRF_LOCAL_WRITE | RG_MRF_REMOTE_WRITE | RG_MRF_REMOTE_READ; /* as rdma-core's tests */
+	const uint64_t w1va = t.va + 0x200, w2va = t.va + 0x40;
+	uint32_t mw1 = RG_KEY(5, 0x50), mw2 = RG_KEY(6, 0x60);
+	struct rg_qp *a, *b;
+	struct rg_sge s, r;
+	uint8_t msg[0x200], *im;
+
+	(void)state;
+	dp_up(&d, RG_QPT_RC);
+	a = &d.qp[0];
+	b = &d.qp[1];
+	/* Slots 2 and 3: QPs 22 and 23 of the same PD, connected to each other. */
+	for (int k = 2; k < 4; k++) {
+		dp_qp(&d, k, DP_QPN(k), RG_QPT_RC, 0);
+		assert_int_equal(rg_qp_create(&d.f.g, &d.f.aq, &d.qp[k]), 0);
+	}
+	dp_connect(&d, 2);
+	dp_connect(&d, 3);
+	assert_int_equal(tmr_create(&d, &src), RG_ASTS_OK);
+	assert_int_equal(tmr_create(&d, &rbuf), RG_ASTS_OK);
+	assert_int_equal(tmr_create(&d, &t), RG_ASTS_OK);
+	assert_int_equal(tmr_create(&d, &ro), RG_ASTS_OK);
+	/* ionic_alloc_mw: CREATE_MR with no pages, va and length 0, flags MW1 / MW2. */
+	assert_int_equal(rg_mr_create(&d.f.g, &d.f.aq, 5, 0x50, 1, 0, 0, 0, 0, RG_MRF_MW1, 0), RG_ASTS_OK);
+	assert_int_equal(rg_mr_create(&d.f.g, &d.f.aq, 6, 0x60, 1, 0, 0, 0, 0, RG_MRF_MW2, 0), RG_ASTS_OK);
+	assert_int_equal(rg_mr_create(&d.f.g, &d.f.aq, 7, 0x70, 2, 0, 0, 0, 0, RG_MRF_MW1, 0), RG_ASTS_OK);
+	pattern(&d, DP_BUF, 0x1000, 9);
+	memset(gp(&d, DP_BUF + 0x1000), 0xa5, 0x7000);
+	im = image_take(&d);
+
+	/* A fresh window names nothing. */
+	s = sge_of(&src, 0, 0x40);
+	mw_write_refused(&d, 0, 1, w1va, mw1, &s);
+	image_check(&d, im);
+
+	/* Type 1 (ibv_bind_mw): new key 0x51, 4 KiB from 0x200 into t, read and write. */
+	mw_bind_ok(&d, 0xb1, mw1, 0x51, w1va, 0x1000, tkey(&t), rw | RG_MRF_MW1);
+	mw1 = RG_KEY(5, 0x51);
+	/* A WRITE through it, across t's page boundary; then a READ of its first bytes. */
+	s = sge_of(&src, 0x100, 0x180);
+	rg_post_rdma(&d.f.g, a, 1, RG_WR_RDMA_WRITE, RG_WQE_SIG, 0, w1va + 0xd80, mw1, &s, 1);
+	rg_sq_ring(&d.f.g, a);
+	expect_msn(&d, scq(&d, 0), a->id, 1, 0);
+	gather(&d, sm, &s, 1, msg);
+	tmr_copy(&d, &t, 0x200 + 0xd80, msg, 0x180, im);
+	image_check(&d, im);
+	pattern(&d, tmr_bus(&t, 0x200, &(uint64_t){ 0 }), 0x40, 77);
+	tmr_copy(&d, &t, 0x200, msg, 0x40, NULL);
+	tmr_copy(&d, &t, 0x200, msg, 0x40, im);
+	r = sge_of(&src, 0x800, 0x40);
+	rg_post_rdma(&d.f.g, a, 2, RG_WR_RDMA_READ, RG_WQE_SIG, 0, w1va, mw1, &r, 1);
+	rg_sq_ring(&d.f.g, a);
+	expect_msn(&d, scq(&d, 0), a->id, 2, 0);
+	memcpy(im + 0x800, msg, 0x40);
+	image_check(&d, im);
+
+	/* Refused through the window, nothing written: the key it had before the bind, one byte past its end, one
+	 * byte before its start, an atomic it does not allow. */
+	s = sge_of(&src, 0x300, 0x20);
+	mw_write_refused(&d, 0, 3, w1va, RG_KEY(5, 0x50), &s);
+	mw_write_refused(&d, 0, 1, w1va + 0x1000 - 0x1f, mw1, &s);
+	mw_write_refused(&d, 0, 1, w1va - 1, mw1, &s);
+	r = sge_of(&src, 0x900, 8);
+	rg_post_atomic(&d.f.g, a, 3, RG_WR_ATOMIC_FA, RG_WQE_SIG, w1va, mw1, 1, 0, &r);
+	rg_sq_ring(&d.f.g, a);
+	expect_msn(&d, scq(&d, 0), a->id, 1, RG_STS_REMOTE_ACC);
+	expect_flushed(&d, 0);
+	expect_flushed(&d, 1);
+	expect_qp_events(&d, 2, (const uint32_t[]){ a->id, b->id }, (const uint8_t[]){ RG_EQE_QP_ERR, RG_EQE_QP_ERR_ACCESS });
+	dp_reconnect(&d);
+	image_check(&d, im);
+
+	/* A window is no local key: a SEND from it is A's own protection error. */
+	s = (struct rg_sge){ w1va, 0x10, mw1 };
+	rg_post_send(&d.f.g, a, 4, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, &s, 1);
+	rg_sq_ring(&d.f.g, a);
+	expect_msn(&d, scq(&d, 0), a->id, 1, RG_STS_LOCAL_PROT);
+	expect_local_fault(&d, 0);
+	dp_connect(&d, 0);
+
+	/* A type 1 window is PD-wide: QP 22 writes through it to QP 23 (which bound nothing). */
+	s = sge_of(&src, 0x400, 0x30);
+	rg_post_rdma(&d.f.g, &d.qp[2], 5, RG_WR_RDMA_WRITE, RG_WQE_SIG, 0, w1va + 0x10, mw1, &s, 1);
+	rg_sq_ring(&d.f.g, &d.qp[2]);
+	expect_msn(&d, scq(&d, 2), d.qp[2].id, 1, 0);
+	gather(&d, sm, &s, 1, msg);
+	tmr_copy(&d, &t, 0x210, msg, 0x30, im);
+	image_check(&d, im);
+
+	/* Binds refused, each MEM_MGMT_OPER (IBV_WC_MW_BIND_ERR): a window of PD 2; a type 1 window asked for as
+	 * type 2; zero-based type 1 (o10-36.2.2); a region without MW_BIND (C10-73); remote write rights on a
+	 * region without local write (C10-74); a range past t (C10-75); a window as the region; the old key. */
+	mw_bind_refused(&d, 0xe1, RG_KEY(7, 0x70), 0x71, w1va, 0x100, tkey(&t), rw | RG_MRF_MW1);
+	mw_bind_refused(&d, 0xe2, mw1, 0x52, w1va, 0x100, tkey(&t), rw | RG_MRF_MW2);
+	mw_bind_refused(&d, 0xe3, mw1, 0x52, w1va, 0x100, tkey(&t), rw | RG_MRF_ZERO_BASED | RG_MRF_MW1);
+	mw_bind_refused(&d, 0xe4, mw1, 0x52, src.va, 0x100, tkey(&src), rw | RG_MRF_MW1);
+	mw_bind_refused(&d, 0xe5, mw1, 0x52, ro.va, 0x100, tkey(&ro), RG_MRF_REMOTE_WRITE | RG_MRF_MW1);
+	mw_bind_refused(&d, 0xe6, mw1, 0x52, t.va + 0x1000, 0x801, tkey(&t), rw | RG_MRF_MW1);
+	mw_bind_refused(&d, 0xe7, mw1, 0x52, w1va, 0x100, mw1, rw | RG_MRF_MW1);
+	mw_bind_refused(&d, 0xe8, RG_KEY(5, 0x50), 0x52, w1va, 0x100, tkey(&t), rw | RG_MRF_MW1);
+	/* ... none of which changed the window. */
+	s = sge_of(&src, 0x500, 0x20);
+	rg_post_rdma(&d.f.g, a, 6, RG_WR_RDMA_WRITE, RG_WQE_SIG, 0, w1va + 0xfe0, mw1, &s, 1);
+	rg_sq_ring(&d.f.g, a);
+	expect_msn(&d, scq(&d, 0), a->id, 1, 0);
+	gather(&d, sm, &s, 1, msg);
+	tmr_copy(&d, &t, 0x200 + 0xfe0, msg, 0x20, im);
+	image_check(&d, im);
+	/* Read-only binding of the region without local write is fine. */
+	mw_bind_ok(&d, 0xb2, RG_KEY(5, 0x51), 0x52, ro.va + 0x10, 0x20, tkey(&ro), RG_MRF_REMOTE_READ | RG_MRF_MW1);
+	mw1 = RG_KEY(5, 0x52);
+	/* A type 1 window cannot be invalidated (o10-37.2.26). */
+	rg_post_local_inv(&d.f.g, b, 0xe9, RG_WQE_SIG, mw1);
+	rg_sq_ring(&d.f.g, b);
+	expect_npg(&d, scq(&d, 1), b->id, 0xe9, RG_STS_MEM_MGMT_OPER);
+	expect_local_fault(&d, 1);
+	dp_connect(&d, 1);
+	/* Unbound by a bind of length 0 (new key 0x53): nothing through it, neither key. */
+	mw_bind_ok(&d, 0xb3, mw1, 0x53, 0, 0, 0, RG_MRF_MW1);
+	s = sge_of(&src, 0x600, 0x10);
+	mw_write_refused(&d, 0, 2, ro.va + 0x10, RG_KEY(5, 0x53), &s);
+	mw_write_refused(&d, 0, 1, ro.va + 0x10, mw1, &s);
+	mw1 = RG_KEY(5, 0x53);
+
+	/* Type 2 (IBV_WR_BIND_MW), bound by B with every remote right: A writes and adds through it. */
+	mw_bind_ok(&d, 0xb4, mw2, 0x61, w2va, 0x100, tkey(&t),
+		   rw | RG_MRF_REMOTE_ATOMIC | RG_MRF_MW2);
+	mw2 = RG_KEY(6, 0x61);
+	s = sge_of(&src, 0x700, 0x80);
+	rg_post_rdma(&d.f.g, a, 7, RG_WR_RDMA_WRITE, RG_WQE_SIG, 0, w2va + 0x40, mw2, &s, 1);
+	rg_sq_ring(&d.f.g, a);
+	expect_msn(&d, scq(&d, 0), a->id, 1, 0);
+	gather(&d, sm, &s, 1, msg);
+	tmr_copy(&d, &t, 0x80, msg, 0x80, im);
+	image_check(&d, im);
+	{
+		uint64_t old;
+
+		tmr_copy(&d, &t, 0x40 + 0x48, (uint8_t *)&old, 8, NULL); /* little-endian, like the device's view */
+		r = sge_of(&src, 0x900, 8);
+		rg_post_atomic(&d.f.g, a, 8, RG_WR_ATOMIC_FA, RG_WQE_SIG, w2va + 0x48, mw2, 5, 0, &r);
+		rg_sq_ring(&d.f.g, a);
+		expect_msn(&d, scq(&d, 0), a->id, 2, 0);
+		memcpy(im + 0x900, &old, 8);
+		old = htole64(le64toh(old) + 5);
+		tmr_copy(&d, &t, 0x88, (uint8_t *)&old, 8, im);
+		image_check(&d, im);
+	}
+	/* Only through the QP that bound it: QP 22 -> 23 is refused. */
+	s = sge_of(&src, 0x780, 0x10);
+	mw_write_refused(&d, 2, 2, w2va, mw2, &s);
+	/* A bound type 2 window cannot be bound again (o10-37.2.30), nor unbound by length 0 (o10-37.2.40). */
+	mw_bind_refused(&d, 0xea, mw2, 0x62, w2va, 0x10, tkey(&t), rw | RG_MRF_MW2);
+	/* Nor can t go, or be invalidated, while windows are bound to it. */
+	assert_int_equal(rg_mr_destroy(&d.f.g, &d.f.aq, tkey(&t)), RG_ASTS_BAD_STATE);
+
+	/* LOCAL_INV from A (another QP of the PD): the window is free; its key names nothing. */
+	rg_post_local_inv(&d.f.g, a, 0xc1, RG_WQE_SIG, mw2);
+	rg_sq_ring(&d.f.g, a);
+	expect_npg(&d, scq(&d, 0), a->id, 0xc1, 0);
+	mw_write_refused(&d, 0, 3, w2va, mw2, &s);
+	image_check(&d, im);
+	/* Bound again (key 0x62) and invalidated by A's SEND with invalidate: B's receive says so. */
+	mw_bind_ok(&d, 0xb5, mw2, 0x62, w2va, 0x100, tkey(&t), rw | RG_MRF_MW2);
+	mw2 = RG_KEY(6, 0x62);
+	r = sge_of(&rbuf, 0, 0x40);
+	rg_post_recv(&d.f.g, b, 0x51, 0, &r, 1);
+	rg_post_recv(&d.f.g, b, 0x52, 0, &r, 1);
+	rg_rq_ring(&d.f.g, b);
+	s = sge_of(&src, 0xa00, 0x10);
+	rg_post_send(&d.f.g, a, 9, RG_WR_SEND_INV, RG_WQE_SIG, mw2, 0, 0, 0, &s, 1);
+	rg_sq_ring(&d.f.g, a);
+	expect_recv(&d, rcq(&d, 1), b->id, 0x51, a->id | RG_RECV_SEND_INV << 24, mw2, 0x10);
+	expect_msn(&d, scq(&d, 0), a->id, 1, 0);
+	gather(&d, sm, &s, 1, msg);
+	scatter(&d, im, rm, &r, 1, msg, 0x10);
+	image_check(&d, im);
+	/* A SEND with invalidate naming the type 1 window: an invalid request (B's receive in error, A's
+	 * REMOTE_INV_REQ, both in ERR). */
+	rg_post_send(&d.f.g, a, 10, RG_WR_SEND_INV, RG_WQE_SIG, mw1, 0, 0, 0, &s, 1);
+	rg_sq_ring(&d.f.g, a);
+	expect_recv_full(&d, rcq(&d, 1), b->id, 0x52, a->id | RG_RECV_SEND_INV << 24, NULL, mw1, 0,
+			 RG_STS_LOCAL_QP_OPER);
+	expect_msn(&d, scq(&d, 0), a->id, 2, RG_STS_REMOTE_INV_REQ);
+	expect_flushed(&d, 0);
+	expect_flushed(&d, 1);
+	expect_qp_events(&d, 2, (const uint32_t[]){ a->id, b->id }, (const uint8_t[]){ RG_EQE_QP_ERR, RG_EQE_QP_ERR_REQUEST });
+	dp_reconnect(&d);
+	/* The invalidated window is free: through it nothing; bound again it works. */
+	s = sge_of(&src, 0xb00, 0x10);
+	mw_write_refused(&d, 0, 1, w2va, mw2, &s);
+	mw_bind_ok(&d, 0xb6, mw2, 0x63, w2va, 0x100, tkey(&t), rw | RG_MRF_MW2);
+	mw2 = RG_KEY(6, 0x63);
+	rg_post_rdma(&d.f.g, a, 11, RG_WR_RDMA_WRITE, RG_WQE_SIG, 0, w2va, mw2, &s, 1);
+	rg_sq_ring(&d.f.g, a);
+	expect_msn(&d, scq(&d, 0), a->id, 1, 0);
+	gather(&d, sm, &s, 1, msg);
+	tmr_copy(&d, &t, 0x40, msg, 0x10, im);
+	image_check(&d, im);
+
+	/* B destroyed and created again with the same number: the window it bound is free. */
+	assert_int_equal(rg_qp_destroy(&d.f.g, &d.f.aq, b->id), 0);
+	assert_int_equal(rg_qp_create(&d.f.g, &d.f.aq, b), 0);
+	dp_reconnect(&d);
+	mw_write_refused(&d, 0, 1, w2va, mw2, &s);
+	/* Bound again, then deallocated: its key names nothing. */
+	mw_bind_ok(&d, 0xb7, mw2, 0x64, w2va, 0x100, tkey(&t), rw | RG_MRF_MW2);
+	mw2 = RG_KEY(6, 0x64);
+	assert_int_equal(rg_mr_destroy(&d.f.g, &d.f.aq, mw2), RG_ASTS_OK);
+	mw_write_refused(&d, 0, 1, w2va, mw2, &s);
+	/* t still has the type 1 window... */
+	mw_bind_ok(&d, 0xb8, mw1, 0x54, w1va, 0x10, tkey(&t), rw | RG_MRF_MW1);
+	assert_int_equal(rg_mr_destroy(&d.f.g, &d.f.aq, tkey(&t)), RG_ASTS_BAD_STATE);
+	rg_post_local_inv(&d.f.g, b, 0xeb, RG_WQE_SIG, tkey(&t));
+	rg_sq_ring(&d.f.g, b);
+	expect_npg(&d, scq(&d, 1), b->id, 0xeb, RG_STS_MEM_MGMT_OPER);
+	expect_local_fault(&d, 1);
+	dp_connect(&d, 1);
+	/* ... until it is unbound; then t goes, and the windows too. */
+	mw_bind_ok(&d, 0xb9, RG_KEY(5, 0x54), 0x55, 0, 0, 0, RG_MRF_MW1);
+	assert_int_equal(rg_mr_destroy(&d.f.g, &d.f.aq, tkey(&t)), RG_ASTS_OK);
+	assert_int_equal(rg_mr_destroy(&d.f.g, &d.f.aq, RG_KEY(5, 0x55)), RG_ASTS_OK);
+	assert_int_equal(rg_mr_destroy(&d.f.g, &d.f.aq, RG_KEY(7, 0x70)), RG_ASTS_OK);
+	expect_quiet(&d);
+	image_check(&d, im);
+	fx_down(&d.f);
+}
+
 /* ---- the MSN sequence and SEND_NPG ids ---- */
 
 static void test_dp_msn_npg(void **state)
@@ -3087,11 +3376,12 @@ static void test_dp_bad_wqes(void **state)
 		expect_local_fault(&d, 0);
 		expect_untouched(&d, 1);
 	}
-	/* BIND_MW (refused) is a local operation: its own SEND_NPG CQE, LOCAL_QP_OPER. */
+	/* BIND_MW is a local operation: naming no window, its own SEND_NPG CQE with MEM_MGMT_OPER
+	 * (libionic's IBV_WC_MW_BIND_ERR); test_dp_mw has the rest. */
 	dp_connect(&d, 0);
 	rg_post_send(&d.f.g, a, 0x0b0b, RG_WR_BIND_MW, RG_WQE_SIG, RG_KEY(9, 1), 0, 0, 0, NULL, 0);
 	rg_sq_ring(&d.f.g, a);
-	expect_npg(&d, scq(&d, 0), a->id, 0x0b0b, RG_STS_LOCAL_QP_OPER);
+	expect_npg(&d, scq(&d, 0), a->id, 0x0b0b, RG_STS_MEM_MGMT_OPER);
 	expect_local_fault(&d, 0);
 	expect_untouched(&d, 1);
 	/* LOCAL_INV of a key no MR has, and of an MR without INV_EN: MEM_MGMT_OPER. */
@@ -4530,6 +4820,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_dp_rdma, vfc_fixture_open, vfc_fixture_close),
 		cmocka_unit_test_setup_teardown(test_dp_atomics, vfc_fixture_open, vfc_fixture_close),
 		cmocka_unit_test_setup_teardown(test_dp_fast_reg, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_dp_mw, vfc_fixture_open, vfc_fixture_close),
 		cmocka_unit_test_setup_teardown(test_dp_msn_npg, vfc_fixture_open, vfc_fixture_close),
 		cmocka_unit_test_setup_teardown(test_dp_rnr, vfc_fixture_open, vfc_fixture_close),
 		cmocka_unit_test_setup_teardown(test_dp_ud, vfc_fixture_open, vfc_fixture_close),

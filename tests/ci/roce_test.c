@@ -728,6 +728,103 @@ static void test_local_error_in_order(void **state)
 	capture();
 }
 
+/* B's BIND_MW of window mw_rkey (new key byte) over [va, va + len) of its MR 6: completes on its own. */
+#define MW_MR    RG_KEY(MR_IDX + 3, 0x66)
+static void mw_bind(uint32_t mw_rkey, uint8_t key, uint64_t va, uint32_t len, uint16_t flags)
+{
+	uint8_t cqe[RG_CQE_SIZE];
+	uint64_t id = ++B.wqe_id;
+
+	rg_post_bind_mw(&B.g, &B.qp, id, RG_WQE_SIG, mw_rkey, key, va, len, MW_MR, flags);
+	rg_sq_ring(&B.g, &B.qp);
+	cqe_get(&B, &B.scq, cqe);
+	assert_int_equal(rg_cqe_type(cqe), RG_CQE_SEND_NPG);
+	assert_int_equal(rg_cqe_npg_id(cqe), id);
+	assert_false(rg_cqe_error(cqe));
+}
+
+/* A's next send completion is an error with status sts; both QPs end in ERR. */
+static void both_in_error(uint32_t sts)
+{
+	uint8_t cqe[RG_CQE_SIZE];
+
+	cqe_get(&A, &A.scq, cqe);
+	assert_true(rg_cqe_error(cqe));
+	assert_int_equal(rg_cqe_status(cqe), sts);
+	assert_int_equal(rg_qp_state(&A.g, &A.aq, QPN, RG_SCRATCH + 0x8000), RG_QPS_ERR);
+	assert_int_equal(rg_qp_state(&B.g, &B.aq, QPN, RG_SCRATCH + 0x8000), RG_QPS_ERR);
+}
+
+/*
+ * Memory windows across the wire: B binds a type 2 window (bound to its QP) on a region of its
+ * own; A's multi-packet WRITE and READ go through the window's rkey, byte-exact, and a SEND
+ * with invalidate naming it frees it, after which a WRITE through it is NAKed (remote access
+ * error). Then a type 1 window: a WRITE through it works, and a SEND with invalidate naming it
+ * is an invalid request (a type 1 window cannot be invalidated), NAKed.
+ */
+static void test_mw(void **state)
+{
+	const uint64_t win = TARGET + 0x1000;
+	uint32_t w2 = RG_KEY(9, 0x91), w1 = RG_KEY(10, 0xa1);
+	const uint16_t rw = RG_MRF_LOCAL_WRITE | RG_MRF_REMOTE_WRITE | RG_MRF_REMOTE_READ;
+	uint8_t cqe[RG_CQE_SIZE];
+	struct frame f[16];
+	unsigned n;
+
+	(void)state;
+	assert_int_equal(rg_mr_create(&B.g, &B.aq, MR_IDX + 3, 0x66, PD, TARGET, 0x10000, 1, TARGET,
+				      RG_MRF_LOCAL_WRITE | RG_MRF_MW_BIND, 12), RG_ASTS_OK);
+	assert_int_equal(rg_mr_create(&B.g, &B.aq, 9, 0x90, PD, 0, 0, 0, 0, RG_MRF_MW2, 0), RG_ASTS_OK);
+	assert_int_equal(rg_mr_create(&B.g, &B.aq, 10, 0xa0, PD, 0, 0, 0, 0, RG_MRF_MW1, 0), RG_ASTS_OK);
+	mw_bind(RG_KEY(9, 0x90), 0x91, win, 0x2000, rw | RG_MRF_MW2);
+	fill(gp(&A, SRC), 3000, 21);
+	memset(gp(&B, TARGET), 0, 0x4000);
+	rdma_post(&A, RG_WR_RDMA_WRITE, 0, win + 0x100, w2, SRC, 3000);
+	send_ok(&A);
+	assert_memory_equal(gp(&B, win + 0x100), gp(&A, SRC), 3000);
+	assert_int_equal(gp(&B, win + 0xff)[0], 0);
+	assert_int_equal(gp(&B, win + 0x100 + 3000)[0], 0);
+	fill(gp(&B, win + 0x1000), 2000, 22);
+	memset(gp(&A, READ_TO), 0, 4096);
+	rdma_post(&A, RG_WR_RDMA_READ, 0, win + 0x1000, w2, READ_TO, 2000);
+	send_ok(&A);
+	assert_memory_equal(gp(&A, READ_TO), gp(&B, win + 0x1000), 2000);
+	/* SEND with invalidate naming it: B's receive reports the key; the window is free. */
+	recv_post(&B, 0x81, RECV, 64);
+	send_post(&A, RG_WR_SEND_INV, w2, SRC, 16);
+	send_ok(&A);
+	recv_ok(&B, 0x81, RG_RECV_SEND_INV, 16, &A, 0);
+	rdma_post(&A, RG_WR_RDMA_WRITE, 0, win + 0x100, w2, SRC + 100, 64);
+	both_in_error(RG_STS_REMOTE_ACC);
+	assert_memory_equal(gp(&B, win + 0x100), gp(&A, SRC), 64); /* unchanged */
+	capture();
+	n = frames_between(&B, &A, f, 16);
+	assert_true(n >= 1);
+	assert_int_equal(f[n - 1].opcode, OP_ACK);
+	assert_int_equal(f[n - 1].syndrome, 0x60 | 2); /* NAK: remote access error */
+
+	reconnect(0x3000, 0x4000);
+	mw_bind(RG_KEY(10, 0xa0), 0xa1, win, 0x100, rw | RG_MRF_MW1);
+	rdma_post(&A, RG_WR_RDMA_WRITE, 0, win + 0x80, w1, SRC + 200, 0x80);
+	send_ok(&A);
+	assert_memory_equal(gp(&B, win + 0x80), gp(&A, SRC + 200), 0x80);
+	recv_post(&B, 0x82, RECV, 64);
+	send_post(&A, RG_WR_SEND_INV, w1, SRC, 16);
+	both_in_error(RG_STS_REMOTE_INV_REQ);
+	cqe_get(&B, &B.rcq, cqe);
+	assert_true(rg_cqe_error(cqe));
+	capture();
+	n = frames_between(&B, &A, f, 16);
+	assert_true(n >= 1);
+	assert_int_equal(f[n - 1].opcode, OP_ACK);
+	assert_int_equal(f[n - 1].syndrome, 0x60 | 1); /* NAK: invalid request */
+	reconnect(0x5000, 0x6000);
+	assert_int_equal(rg_mr_destroy(&B.g, &B.aq, RG_KEY(MR_IDX + 3, 0x66)), RG_ASTS_BAD_STATE); /* w1 bound */
+	assert_int_equal(rg_mr_destroy(&B.g, &B.aq, w1), RG_ASTS_OK);
+	assert_int_equal(rg_mr_destroy(&B.g, &B.aq, RG_KEY(9, 0x91)), RG_ASTS_OK);
+	assert_int_equal(rg_mr_destroy(&B.g, &B.aq, RG_KEY(MR_IDX + 3, 0x66)), RG_ASTS_OK);
+}
+
 #define UD_QPN  7
 #define UD_CQ   12
 #define UD_QKEY 0x1234u
@@ -1229,6 +1326,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_rnr),
 		cmocka_unit_test(test_other_direction),
 		cmocka_unit_test(test_local_error_in_order),
+		cmocka_unit_test(test_mw),
 		cmocka_unit_test(test_ud),
 		cmocka_unit_test(test_ud_too_long),
 		cmocka_unit_test(test_gsi_too_long),

@@ -607,6 +607,19 @@ uint32_t rg_post_reg_mr(struct ionic_guest *g, struct rg_qp *qp, uint64_t wqe_id
 	return sq_put(g, qp, w);
 }
 
+uint32_t rg_post_bind_mw(struct ionic_guest *g, struct rg_qp *qp, uint64_t wqe_id, uint16_t flags, uint32_t mw_rkey,
+			 uint8_t new_key, uint64_t va, uint64_t length, uint32_t mr_lkey, uint16_t mw_flags)
+{
+	uint8_t w[WQE_MAX] = { 0 };
+
+	wqe_hdr(w, wqe_id, RG_WR_BIND_MW, new_key, flags, mw_rkey);
+	rg_be64(w + 16, va);
+	rg_be64(w + 24, length);
+	rg_be32(w + 32, mr_lkey);
+	rg_be16(w + 36, mw_flags);
+	return sq_put(g, qp, w);
+}
+
 uint32_t rg_post_local_inv(struct ionic_guest *g, struct rg_qp *qp, uint64_t wqe_id, uint16_t flags, uint32_t rkey)
 {
 	uint8_t w[WQE_MAX] = { 0 };

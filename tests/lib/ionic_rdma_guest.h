@@ -198,8 +198,12 @@ enum { RG_QPS_RESET = 0, RG_QPS_INIT = 1, RG_QPS_RTR = 2, RG_QPS_RTS = 3, RG_QPS
 #define RG_MRF_REMOTE_WRITE  0x2u
 #define RG_MRF_REMOTE_READ   0x4u
 #define RG_MRF_REMOTE_ATOMIC 0x8u
+#define RG_MRF_MW_BIND       0x10u
+#define RG_MRF_ZERO_BASED    0x20u
 #define RG_MRF_FAST_REG      0xa000u /* UKEY_EN | INV_EN: ib_alloc_mr */
 #define RG_MRF_INV_EN        0x8000u
+#define RG_MRF_MW1           0x4000u /* IS_MW: ionic_alloc_mw of a type 1 window */
+#define RG_MRF_MW2           0xc000u /* IS_MW | INV_EN: type 2 */
 enum {
 	RG_WR_SEND = 0, RG_WR_SEND_INV = 1, RG_WR_SEND_IMM = 2, RG_WR_RDMA_READ = 3, RG_WR_RDMA_WRITE = 4,
 	RG_WR_RDMA_WRITE_IMM = 5, RG_WR_ATOMIC_CS = 6, RG_WR_ATOMIC_FA = 7, RG_WR_REG_MR = 8, RG_WR_LOCAL_INV = 9,
@@ -342,6 +346,13 @@ uint32_t rg_post_atomic(struct ionic_guest *g, struct rg_qp *qp, uint64_t wqe_id
 uint32_t rg_post_reg_mr(struct ionic_guest *g, struct rg_qp *qp, uint64_t wqe_id, uint16_t flags, uint32_t lkey,
 			uint8_t new_key, uint64_t va, uint64_t length, uint64_t offset, uint64_t dma_addr,
 			uint32_t map_count, uint16_t mr_flags, uint8_t page_log2);
+/*
+ * BIND_MW as libionic builds it (ionic_v1_prep_bind): num_sge_key = the new key byte,
+ * imm_data_key = the window's rkey, va be64 @16, length be64 @24, the MR's lkey be32 @32,
+ * flags be16 @36 (access bits | RG_MRF_MW1 or RG_MRF_MW2).
+ */
+uint32_t rg_post_bind_mw(struct ionic_guest *g, struct rg_qp *qp, uint64_t wqe_id, uint16_t flags, uint32_t mw_rkey,
+			 uint8_t new_key, uint64_t va, uint64_t length, uint32_t mr_lkey, uint16_t mw_flags);
 /* LOCAL_INV of rkey. */
 uint32_t rg_post_local_inv(struct ionic_guest *g, struct rg_qp *qp, uint64_t wqe_id, uint16_t flags, uint32_t rkey);
 /* Raw bytes (up to the stride) at the SQ / RQ producer slot, the rest of the slot zeroed. */

@@ -17,6 +17,7 @@ GUEST_PACKAGES=(
 	kmod iproute2 pciutils procps ethtool util-linux   # devices, drivers, links
 	iputils-ping                                        # ICMP checks against the segment
 	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest libibverbs-dev
+	python3-pyverbs                                     # rdma-core's own test suite (rdma-core-vm)
 	nvme-cli fio curl e2fsprogs
 	awscli s3cmd                                        # S3 clients of the demo's tour
 	gcc libc6-dev                                       # checks may compile small verbs programs
