@@ -25,7 +25,11 @@ GUEST_PACKAGES=(
 )
 
 ensure_chroot "$GUESTROOT"
+# rdma-core's test suite comes as python3-pyverbs's documentation: exempt from the no-doc rule.
+printf 'path-include=/usr/share/doc/rdma-core/tests/*\n' >"$GUESTROOT/etc/dpkg/dpkg.cfg.d/91ernic-rdma-tests"
 chroot_ensure_pkgs "$GUESTROOT" "${GUEST_PACKAGES[@]}"
+[ -e "$GUESTROOT/usr/share/doc/rdma-core/tests/run_tests.py" ] ||
+	chroot_apt "$GUESTROOT" install --reinstall python3-pyverbs
 chroot_run "$GUESTROOT" apt-get clean
 
 install -D -m 644 "$KO" "$GUESTROOT/usr/lib/modules/$KVER/updates/ionic_rdma.ko"
