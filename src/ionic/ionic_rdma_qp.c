@@ -1090,8 +1090,17 @@ void rdma_wire_modify(struct ionic_dev *dev, uint32_t qpid)
 	p.timeout = qp->timeout & 31;
 	p.retry_cnt = qp->retry & 7;
 	p.rnr_retry = (qp->retry >> 4) & 7;
-	/* rrq_depth is the order of max_rd_atomic (the driver sends order_base_2); at least 1, at most 16. */
-	p.max_rd_atomic = (uint8_t)(1u << (qp->rrq_depth < 4 ? qp->rrq_depth : 4));
+	/*
+	 * The driver sends rrq_depth = order_base_2(max_rd_atomic + 2) - 1 and reads back
+	 * max_rd_atomic as 2^rrq_depth - 1 (ionic_controlpath.c: a ring with a hole): that many READs
+	 * and atomics may be outstanding, so a peer that granted one never sees two. At least 1
+	 * (no depth given), at most 16.
+	 */
+	{
+		unsigned d = qp->rrq_depth > 5 ? 5 : qp->rrq_depth, n = d ? (1u << d) - 1 : 1;
+
+		p.max_rd_atomic = (uint8_t)(n > 16 ? 16 : n);
+	}
 	p.min_rnr_timer = qp->rnr_timer & 31;
 	p.rts = qp->state == IONIC_QPS_RTS;
 	p.uc = qp->type == IONIC_QPT_UC;

@@ -679,8 +679,9 @@ static void test_other_direction(void **state)
 	B.sq_psn += 3 + 5;
 }
 
-/* Both QPs through RESET to RTS again with fresh PSNs (what a reconnection does). */
-static void reconnect(uint32_t psn_a, uint32_t psn_b)
+/* Both QPs through RESET to RTS again with fresh PSNs (what a reconnection does), A's read depth
+ * rrq_depth as ionic_modify_qp sends it (0: the default). */
+static void reconnect_rrq(uint32_t psn_a, uint32_t psn_b, uint8_t rrq_depth)
 {
 	uint8_t t[RG_ROCE4_HDR_LEN];
 	struct rg_qp_path path;
@@ -694,7 +695,8 @@ static void reconnect(uint32_t psn_a, uint32_t psn_b)
 
 		rg_roce4_template(t, peer->mac, me->mac, me->ip, peer->ip, 0, 64);
 		path = (struct rg_qp_path){ .tmpl = t, .len = sizeof(t), .at = TMPL, .sq_psn = me->sq_psn,
-					    .rq_psn = peer->sq_psn, .pmtu_log2 = 10 };
+					    .rq_psn = peer->sq_psn, .pmtu_log2 = 10,
+					    .rrq_depth = me == &A ? rrq_depth : 0 };
 		assert_int_equal(rg_qp_to_rts_path(&me->g, &me->aq, &me->qp, QPN, ACCESS, &path), 0);
 		/* what the error left in the CQs (flush notices) is not this test's */
 		while (rg_cq_poll(&me->g, &me->scq, cqe) || rg_cq_poll(&me->g, &me->rcq, cqe))
@@ -702,6 +704,11 @@ static void reconnect(uint32_t psn_a, uint32_t psn_b)
 		rg_cq_ack(&me->g, &me->scq);
 		rg_cq_ack(&me->g, &me->rcq);
 	}
+}
+
+static void reconnect(uint32_t psn_a, uint32_t psn_b)
+{
+	reconnect_rrq(psn_a, psn_b, 0);
 }
 
 /*
@@ -840,6 +847,47 @@ static void test_mw(void **state)
 	assert_int_equal(rg_mr_destroy(&B.g, &B.aq, w1), RG_ASTS_OK);
 	assert_int_equal(rg_mr_destroy(&B.g, &B.aq, RG_KEY(9, 0x91)), RG_ASTS_OK);
 	assert_int_equal(rg_mr_destroy(&B.g, &B.aq, RG_KEY(MR_IDX + 3, 0x66)), RG_ASTS_OK);
+}
+
+/*
+ * The initiator depth the driver asked for holds on the wire: with max_rd_atomic 1 (ionic_modify_qp
+ * sends rrq_depth = order_base_2(1 + 2) - 1 = 1, and reads back 2^1 - 1 = 1) three READs of three
+ * responses each go one at a time: no READ request leaves A before the last response of the one
+ * before it has come in. A peer that granted one outstanding READ never sees two.
+ */
+static void test_max_rd_atomic(void **state)
+{
+	struct frame f[64];
+	unsigned n, reqs = 0, lasts = 0;
+
+	(void)state;
+	reconnect_rrq(0x7000, 0x8000, 1);
+	fill(gp(&B, TARGET), 3 * 2500, 31);
+	memset(gp(&A, READ_TO), 0, 3 * 2500);
+	for (int i = 0; i < 3; i++)
+		rdma_post(&A, RG_WR_RDMA_READ, 0, TARGET + 2500u * i, LKEY, READ_TO + 2500u * i, 2500);
+	for (int i = 0; i < 3; i++)
+		send_ok(&A);
+	assert_memory_equal(gp(&A, READ_TO), gp(&B, TARGET), 3 * 2500);
+	capture();
+	/* In the order A's TAP saw them, both ways: each request after the previous one's LAST. */
+	n = 0;
+	for (unsigned i = 0; i < nframes && n < 64; i++)
+		if (!resent(i))
+			f[n++] = frames[i];
+	for (unsigned i = 0; i < n; i++) {
+		if (f[i].sip == A.ip && f[i].opcode == OP_READ_REQ) {
+			if (reqs != lasts)
+				dump_frames("test_max_rd_atomic");
+			assert_int_equal(reqs, lasts); /* the one before it is complete */
+			reqs++;
+		} else if (f[i].sip == B.ip && f[i].opcode == OP_READ_RESP_LAST) {
+			lasts++;
+		}
+	}
+	assert_int_equal(reqs, 3);
+	assert_int_equal(lasts, 3);
+	reconnect(0x9000, 0xa000);
 }
 
 #define UD_QPN  7
@@ -1339,6 +1387,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_other_direction),
 		cmocka_unit_test(test_local_error_in_order),
 		cmocka_unit_test(test_mw),
+		cmocka_unit_test(test_max_rd_atomic),
 		cmocka_unit_test(test_ud),
 		cmocka_unit_test(test_ud_too_long),
 		cmocka_unit_test(test_gsi_too_long),

@@ -433,7 +433,7 @@ int rg_qp_modify_path(struct ionic_guest *g, struct rg_aq *aq, struct rg_qp *qp,
 	p[26] = 12;                        /* RNR timer */
 	p[27] = 14;                        /* timeout */
 	p[28] = 4;                         /* rsq depth */
-	p[29] = 4;                         /* rrq depth */
+	p[29] = path && path->rrq_depth ? path->rrq_depth : 4; /* rrq depth */
 	p[39] = (uint8_t)(state | cur << 4);
 	rg_le32(p + 40, ~0u);
 	rg_le32(p + 44, ~0u);

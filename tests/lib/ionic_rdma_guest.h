@@ -302,6 +302,7 @@ struct rg_qp_path {
 	uint64_t at;
 	uint32_t sq_psn, rq_psn;
 	uint8_t pmtu_log2;
+	uint8_t rrq_depth;      /* 0: 4 (the driver's order for max_rd_atomic 15 and 16) */
 };
 int rg_qp_modify_path(struct ionic_guest *g, struct rg_aq *aq, struct rg_qp *qp, uint8_t state, uint8_t cur,
 		      uint32_t arg, uint16_t access, const struct rg_qp_path *path);

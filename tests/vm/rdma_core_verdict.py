@@ -98,7 +98,7 @@ def main():
     not_ok = [f"{t} {got[t][0]}{' ' + got[t][1] if got[t][1] else ''}" for t in passes
               if t in got and got[t][0] != "ok"]
     if missing:
-        print(f"note: {len(missing)} listed tests are not in this version of the suite: {' '.join(missing[:10])}")
+        print(f"note: {len(missing)} listed tests did not run (another version of the suite, or a part of it)")
     verdict(not not_ok, "rdma-core-listed-passes",
             f"{len(passes) - len(missing) - len(not_ok)} of {len(passes) - len(missing)} passed" +
             "".join("; " + t for t in not_ok[:10]))
