@@ -15,6 +15,9 @@
 #   /mnt/job/host-request and waits for host-request.done (SIGUSR1 = a simulated firmware reset).
 #   "stats" makes the first server log its counters (SIGUSR2); host-request.done then holds the
 #   lines it logged and its CPU time so far ("cpu TICKS CLK_TCK"), for per-operation profiles.
+#   "blocks" answers "NAME ALLOCATED SIZE" (bytes) for each file= image of the servers' arguments.
+#   In --server-args, @WORK@ stands for the run's work directory (file=@WORK@/ns.img: an image
+#   that lives and goes with the run).
 #   --qemu-args "ARGS": extra QEMU arguments (split at spaces), e.g. a virtio-net NIC for comparisons.
 #   --disk PATH (repeatable): attach the raw image PATH as a virtio-blk disk (host page cache,
 #   writeback) whose serial is the file's name without its extension, e.g. a comparison disk.
@@ -365,7 +368,7 @@ start_server() {
 		sock=$SOCK_DIR/ernic$((i + 1)).sock log=$WORK/server$((i + 1)).log
 	fi
 	SOCKS[i]=$sock SERVER_LOGS[i]=$log
-	read -r -a argv <<<"${SERVER_ARGS_LIST[i]}"
+	read -r -a argv <<<"${SERVER_ARGS_LIST[i]//@WORK@/$WORK}"
 	"${NS_PREFIX[@]}" "$BINARY" --socket "$sock" "${argv[@]}" >"$log" 2>&1 8>&- &
 	SERVER_PIDS[i]=$!
 	for ((n = 0; n < 300; n++)); do
@@ -400,6 +403,18 @@ server_stats() {
 	tail -n +$((lines + 1)) "$log" | grep -E 'dev_cmds|ionic rdma: .* admin commands'
 	echo "cpu $(awk '{ print $14 + $15 }' "/proc/$pid/stat") $(getconf CLK_TCK)"
 }
+# image_blocks: for every file= image in the servers' arguments, "NAME ALLOCATED SIZE" (bytes the
+# host's file system holds for it, and its size), to show a guest what its discards freed.
+image_blocks() {
+	local a f
+	for a in "${SERVER_ARGS_LIST[@]}"; do
+		for f in $(grep -o 'file=[^, ]*' <<<"${a//@WORK@/$WORK}"); do
+			f=${f#file=}
+			[ -f "$f" ] && echo "$(basename "$f") $(($(stat -c '%b * %B' "$f"))) $(stat -c %s "$f")"
+		done
+	done
+	return 0
+}
 if [ -n "$BINARY" ]; then
 	for i in "${!SERVER_ARGS_LIST[@]}"; do start_server "$i"; done
 	# Requests from the guest to the host side: a check writes "signal USR1" into host-request in
@@ -414,6 +429,7 @@ if [ -n "$BINARY" ]; then
 			case $req in
 			"signal USR1") kill -USR1 "${SERVER_PIDS[0]}" && echo done >"$f.done" ;;
 			stats) server_stats "${SERVER_PIDS[0]}" "${SERVER_LOGS[0]}" >"$f.tmp" && mv "$f.tmp" "$f.done" ;;
+			blocks) image_blocks >"$f.tmp" && mv "$f.tmp" "$f.done" ;;
 			*) echo refused >"$f.done" ;;
 			esac
 			rm -f "$f"
