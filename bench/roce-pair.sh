@@ -5,7 +5,9 @@
 #   the emulated NIC: a server of its own with --backend roce, its TAP on the bridge (192.168.200.x)
 #   a virtio-net NIC on the same bridge with the stock rdma_rxe on it (192.168.201.x)
 # and perftest between them over each in turn, in the same boot: ib_write_bw with 64 KiB and
-# 1 MiB messages and ib_write_lat with 64 B, rounds alternating the order (ionic rxe, rxe ionic).
+# 1 MiB messages, ib_read_bw with 1 MiB both ways (1m-read-bw-to-main: the main guest reads the
+# peer's memory; -to-peer the other way) and ib_write_lat with 64 B, rounds alternating the order
+# (ionic rxe, rxe ionic).
 # The rxe<->rxe figures are the denominator of the ionic<->ionic ones: under emulation absolute
 # guest figures mean little, the ratios are the result.
 # Writes bench/results/roce-pair-raw.csv (every run), bench/results/roce-pair.csv (medians and
@@ -35,14 +37,18 @@ if [ "${1:-}" != --report ]; then
 	echo "$out" | grep -E '^(ok|not ok)' || true
 	job=$(echo "$out" | sed -n 's/^# job files kept in //p')
 	if [ -z "$job" ] || [ ! -s "$job/run1/boot-1.out" ]; then echo "bench/roce-pair.sh: the guest printed nothing" >&2; exit 1; fi
+	# The client's figures: the main guest's, and the peer's for the READ it makes of the main's memory.
 	tr -d '\r' <"$job/run1/boot-1.out" >"$RES/roce-pair-boot.txt"
+	tr -d '\r' <"$job/run1/peer/boot-1.out" 2>/dev/null | grep '^PAIR-FIGURE' >>"$RES/roce-pair-boot.txt" || true
 	# PAIR-FIGURE name=rR-DEV-CASE.main-to-peer client=... bytes=B iters=N bw_MiBps=X ... | lat_avg_us=X lat_typical_us=Y ...
+	# (CASE.peer-to-main: the peer was the client; a READ brings the main guest's memory to it.)
 	awk 'BEGIN { print "round,device,case,bytes,iters,value,unit" }
 	/^PAIR-FIGURE name=r[0-9]+-/ {
 		delete kv
 		for (i = 2; i <= NF; i++) { split($i, a, "="); kv[a[1]] = a[2] }
 		split(kv["name"], n, "."); split(n[1], p, "-")
 		c = substr(n[1], length(p[1]) + length(p[2]) + 3)
+		if (c ~ /read-bw$/) c = c (n[2] == "peer-to-main" ? "-to-peer" : "-to-main")
 		if (c ~ /-bw$/) { v = kv["bw_MiBps"]; u = "MiB/s" } else { v = kv["lat_typical_us"]; u = "us" }
 		print substr(p[1], 2) "," p[2] "," c "," kv["bytes"] "," kv["iters"] "," v "," u
 	}' "$RES/roce-pair-boot.txt" >"$RES/roce-pair-raw.csv"

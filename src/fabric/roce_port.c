@@ -38,6 +38,20 @@ struct port_qp {
 	bool remote_mac_known;
 	uint8_t remote_mac[NET_ETH_ALEN];
 	uint16_t sport;
+	uint8_t tos;
+	uint16_t pkey;
+	uint32_t remote_qpn;
+	/*
+	 * Its send rate (roce_rate.h): what the pump lets out of it, cut by the
+	 * peer's CNPs and by losses the transport saw (the counters of those
+	 * last looked at), raised while quiet. paced: it had frames to send and
+	 * no tokens at the last look (the node's deadline then includes it).
+	 */
+	struct roce_rate rate;
+	bool paced;
+	uint64_t seen_timeouts, seen_read_again;
+	uint64_t cnp_us;        /* the last CNP sent for it (valid when cnp_sent) */
+	bool cnp_sent;
 	void (*resp_fatal)(void *ctx);
 	const struct roce_rc_ops *resp_ops;     /* the owner's */
 	void *resp_ctx;
@@ -49,6 +63,7 @@ struct port_qp {
 
 struct rx_slot {
 	size_t len;
+	bool backlog;           /* it arrived with half the ring or more waiting: the node is falling behind */
 	uint8_t frame[ROCE_PORT_FRAME_MAX];
 };
 
@@ -88,6 +103,7 @@ struct roce_port {
 	bool (*ud_recv)(void *ctx, const struct roce_pkt *pkt);
 	void *ud_ctx;
 	uint32_t ud_psn;        /* UD packets carry a PSN the receiver ignores: a counter */
+	unsigned cnp_budget;    /* CNPs this pump call may still send (behind, the node must not add a storm) */
 	struct roce_port_stats stats;
 };
 
@@ -209,7 +225,58 @@ static void qp_send(struct port_qp *qp, const uint8_t *frame, size_t len)
 		dmac = n->mac;
 	memcpy(((struct net_eth_hdr *)port->tx)->dst, dmac, NET_ETH_ALEN);
 	memcpy(((struct net_eth_hdr *)port->tx)->src, qp->local_mac, NET_ETH_ALEN);
+	roce_rate_sent(&qp->rate, len, port->now_us);
 	port_out(port, port->tx, len);
+}
+
+/*
+ * The node is falling behind on what qp's peer sends (it arrived with a
+ * backlog): a CNP to the peer's QP, at most one per ROCE_PORT_CNP_GAP_US, as
+ * a RoCE NIC answers frames a congested switch marked.
+ */
+static void cnp_send(struct roce_port *port, struct port_qp *qp, uint64_t now_us)
+{
+	uint8_t f[ROCE_L2L4_LEN + sizeof(struct roce_bth) + ROCE_CNP_RSVD_LEN + ROCE_ICRC_LEN];
+	struct roce_frame_desc d;
+	size_t len;
+
+	if ((qp->cnp_sent && now_us - qp->cnp_us < ROCE_PORT_CNP_GAP_US) || port->cnp_budget == 0)
+		return;
+	port->cnp_budget--;
+	memset(&d, 0, sizeof(d));
+	d.src_ip = qp->local_ip;
+	d.dst_ip = qp->remote_ip;
+	d.tos = qp->tos;
+	d.ttl = 64;
+	d.df = true;
+	d.sport = qp->sport;
+	d.opcode = ROCE_CNP;
+	d.pkey = qp->pkey;
+	d.becn = true;
+	d.dqpn = qp->remote_qpn;
+	if (roce_build(&d, f, sizeof(f), &len) != ROCE_OK)
+		return;
+	qp->cnp_sent = true;
+	qp->cnp_us = now_us;
+	port->stats.cnp_sent++;
+	qp_send(qp, f, len);
+}
+
+/* A congestion signal for qp's sending (a CNP, or a loss its transport saw). */
+static void rate_signal(struct roce_port *port, struct port_qp *qp, uint64_t now_us)
+{
+	if (roce_rate_signal(&qp->rate, now_us))
+		port->stats.rate_cuts++;
+}
+
+/* Losses the transport counted since the last look: each look that finds one is a signal. */
+static void loss_check(struct roce_port *port, struct port_qp *qp, uint64_t now_us)
+{
+	if (qp->req.timeouts != qp->seen_timeouts || qp->resp.read_again != qp->seen_read_again) {
+		qp->seen_timeouts = qp->req.timeouts;
+		qp->seen_read_again = qp->resp.read_again;
+		rate_signal(port, qp, now_us);
+	}
 }
 
 /* ---- the owner's callbacks, with the QP in between ---------------------------- */
@@ -454,6 +521,10 @@ int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_
 	memcpy(qp->remote_mac, cfg->remote_mac, NET_ETH_ALEN);
 	qp->resp_fatal = cfg->resp_fatal;
 	qp->sport = cfg->sport != 0 ? cfg->sport : roce_port_sport(qpn, cfg->remote_qpn);
+	qp->tos = cfg->tos;
+	qp->pkey = cfg->pkey;
+	qp->remote_qpn = cfg->remote_qpn;
+	roce_rate_init(&qp->rate, now_us);
 	qp->resp_ops = ro;
 	qp->resp_ctx = cfg->resp_ctx;
 	qp->req_ops = qo;
@@ -548,6 +619,13 @@ const struct roce_rc_req *roce_port_qp_requester(const struct roce_port *port, u
 	return qp == NULL ? NULL : &qp->req;
 }
 
+const struct roce_rate *roce_port_qp_rate(const struct roce_port *port, uint32_t qpn)
+{
+	const struct port_qp *qp = qp_find(port, qpn);
+
+	return qp == NULL ? NULL : &qp->rate;
+}
+
 const struct roce_rc_resp *roce_port_qp_responder(const struct roce_port *port, uint32_t qpn)
 {
 	const struct port_qp *qp = qp_find(port, qpn);
@@ -621,6 +699,7 @@ static void port_deliver(void *ctx, const uint8_t *frame, size_t len)
 	s = &port->rxq[(port->rx_head + port->rx_count) % ROCE_PORT_RXQ];
 	memcpy(s->frame, frame, len);
 	s->len = len;
+	s->backlog = port->rx_count >= ROCE_PORT_BACKLOG;
 	port->rx_count++;
 	port->stats.frames_in++;
 }
@@ -652,8 +731,11 @@ static void arp_input(struct roce_port *port, const uint8_t *frame, size_t len)
 	port_out(port, f, net_arp_build(f, sizeof(f), NET_ARP_OP_REPLY, port->mac, port->ip, a.sha, a.spa));
 }
 
-/* A frame to 4791: DestQP, then roce_parse() at that QP's path MTU, then the addresses. */
-static void roce_input(struct roce_port *port, const uint8_t *frame, size_t len, uint64_t now_us)
+/*
+ * A frame to 4791: DestQP, then roce_parse() at that QP's path MTU, then the
+ * addresses. backlog: it came in while the node was behind (a CNP is owed).
+ */
+static void roce_input(struct roce_port *port, const uint8_t *frame, size_t len, bool backlog, uint64_t now_us)
 {
 	const struct roce_bth *bth = (const struct roce_bth *)(frame + ROCE_L2L4_LEN);
 	struct port_qp *qp = NULL;
@@ -692,13 +774,26 @@ static void roce_input(struct roce_port *port, const uint8_t *frame, size_t len,
 		drop(port, ROCE_PORT_DROP_IP_SRC);
 		return;
 	}
+	if (pkt.bth->opcode == ROCE_CNP) {
+		/* The peer is falling behind what this QP sends. */
+		port->stats.cnp_received++;
+		rate_signal(port, qp, now_us);
+		return;
+	}
+	if (backlog)
+		cnp_send(port, qp, now_us);
 	if (pkt.op->request) {
 		port->stats.to_responder++;
 		if (roce_rc_resp_input(&qp->resp, &pkt) == ROCE_RC_IN_FATAL_NAK && qp->resp_fatal != NULL)
 			qp->resp_fatal(qp->resp_ctx);
+		loss_check(port, qp, now_us); /* a READ asked for again */
 	} else {
+		enum roce_rc_req_in v;
+
 		port->stats.to_requester++;
-		roce_rc_req_input(&qp->req, &pkt, now_us);
+		v = roce_rc_req_input(&qp->req, &pkt, now_us);
+		if (v == ROCE_RC_REQ_IN_SEQ_NAK || v == ROCE_RC_REQ_IN_IMPLIED_NAK)
+			rate_signal(port, qp, now_us); /* the peer missed packets of ours */
 	}
 }
 
@@ -708,6 +803,7 @@ unsigned roce_port_pump(struct roce_port *port, unsigned budget, uint64_t now_us
 
 	port->now_us = now_us;
 	port->busy++;
+	port->cnp_budget = ROCE_PORT_CNP_PER_PUMP;
 	while (done < budget && port->rx_count > 0) {
 		struct rx_slot *s = &port->rxq[port->rx_head];
 		const struct net_eth_hdr *eh = (const struct net_eth_hdr *)s->frame;
@@ -719,14 +815,18 @@ unsigned roce_port_pump(struct roce_port *port, unsigned budget, uint64_t now_us
 		if (be16_get(eh->type) == NET_ETHERTYPE_ARP)
 			arp_input(port, s->frame, s->len);
 		else
-			roce_input(port, s->frame, s->len, now_us);
+			roce_input(port, s->frame, s->len, s->backlog, now_us);
 		port->rx_head = (port->rx_head + 1) % ROCE_PORT_RXQ;
 		port->rx_count--;
 		done++;
 	}
 	/*
-	 * The requesters in turn, one packet each per round, so that no QP starves the others; each
-	 * round starts one place further on. Only the QPs that exist are visited.
+	 * The QPs in turn, one packet each per round, so that no QP starves the
+	 * others; each round starts one place further on. Only the QPs that
+	 * exist are visited. A QP's responses owed (READ responses, and what
+	 * waits behind them) go before its own requests; either only while its
+	 * rate has tokens for them (a QP without is "paced": the node's deadline
+	 * wakes the owner when it has).
 	 */
 	for (bool any = true; any && done < budget && port->nqp > 0;) {
 		unsigned nqp = port->nqp;
@@ -734,8 +834,30 @@ unsigned roce_port_pump(struct roce_port *port, unsigned budget, uint64_t now_us
 		any = false;
 		for (unsigned k = 0; k < nqp && done < budget; k++) {
 			struct port_qp *qp = port->qp_list[(port->pump_next + k) % nqp];
+			bool resp = roce_rc_resp_pending(&qp->resp);
+			unsigned n;
 
-			if (roce_rc_req_pump(&qp->req, 1, now_us) == 1) {
+			if (!resp && !roce_rc_req_may_send(&qp->req, now_us)) {
+				qp->paced = false;
+				continue;
+			}
+			if (!roce_rate_ready(&qp->rate, now_us)) {
+				if (!qp->paced)
+					port->stats.paced++;
+				qp->paced = true;
+				continue;
+			}
+			qp->paced = false;
+			if (resp) {
+				bool was = roce_rc_resp_in_error(&qp->resp);
+
+				n = roce_rc_resp_pump(&qp->resp, 1);
+				if (!was && roce_rc_resp_in_error(&qp->resp) && qp->resp_fatal != NULL)
+					qp->resp_fatal(qp->resp_ctx); /* the memory went while a READ was answered */
+			} else {
+				n = roce_rc_req_pump(&qp->req, 1, now_us);
+			}
+			if (n == 1) {
 				done++;
 				any = true;
 			}
@@ -750,8 +872,10 @@ void roce_port_tick(struct roce_port *port, uint64_t now_us)
 {
 	port->now_us = now_us;
 	port->busy++;
-	for (unsigned i = 0; i < port->nqp; i++)
+	for (unsigned i = 0; i < port->nqp; i++) {
 		roce_rc_req_tick(&port->qp_list[i]->req, now_us);
+		loss_check(port, port->qp_list[i], now_us); /* an ACK timeout */
+	}
 	port->busy--;
 }
 
@@ -760,8 +884,12 @@ uint64_t roce_port_next_deadline(const struct roce_port *port)
 	uint64_t d = UINT64_MAX, q;
 
 	for (unsigned i = 0; i < port->nqp; i++) {
-		q = roce_rc_req_next_deadline(&port->qp_list[i]->req);
+		const struct port_qp *qp = port->qp_list[i];
+
+		q = roce_rc_req_next_deadline(&qp->req);
 		if (q < d)
+			d = q;
+		if (qp->paced && (q = roce_rate_next_us(&qp->rate, port->now_us)) < d)
 			d = q;
 	}
 	return d;

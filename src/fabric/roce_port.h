@@ -49,6 +49,7 @@
 #include <stdint.h>
 
 #include "fabric/roce_rc.h"
+#include "fabric/roce_rate.h"
 #include "fabric/roce_rc_req.h"
 #include "fabric/roce_wire.h"
 
@@ -66,6 +67,9 @@ struct net_switch;
 #define ROCE_PORT_LOCAL_MACS 16
 #define ROCE_PORT_NEIGH 16              /* neighbour table entries */
 #define ROCE_PORT_RXQ 64                /* received frames held until roce_port_pump() */
+#define ROCE_PORT_BACKLOG (ROCE_PORT_RXQ * 3 / 4) /* a frame that finds this many waiting: the node is behind */
+#define ROCE_PORT_CNP_GAP_US 50         /* at most one CNP per QP this often */
+#define ROCE_PORT_CNP_PER_PUMP 4        /* and at most this many per roce_port_pump() call */
 #define ROCE_PORT_ARP_RETRY_US 1000     /* at most one ARP request per unresolved neighbour this often */
 
 /* The largest frame a node sends or takes: the requester's largest is also above the responder's. */
@@ -94,6 +98,10 @@ struct roce_port_stats {
 	uint64_t arp_requests, arp_replies;     /* sent */
 	uint64_t ud_in, ud_out;                 /* UD datagrams handed to the handler (refused ones too), sent */
 	uint64_t neigh_learned;         /* entries made or changed */
+	/* congestion control (roce_rate.h) */
+	uint64_t cnp_sent, cnp_received;        /* CNPs: the node behind on a peer's frames / a peer behind on ours */
+	uint64_t rate_cuts;             /* a QP's rate halved (CNP, sequence or implied NAK, timeout, READ asked again) */
+	uint64_t paced;                 /* a QP with frames to send found its rate out of tokens */
 	uint64_t drops[ROCE_PORT_DROP_NUM];
 	uint64_t parse_err[ROCE_ERR_NUM];
 };
@@ -251,6 +259,8 @@ void roce_port_set_tx_hook(struct roce_port *port, bool (*drop)(void *ctx, const
 			   void *ctx);
 
 const struct roce_port_stats *roce_port_stats(const struct roce_port *port);
+/* QP qpn's send rate (roce_rate.h; NULL: no such QP). */
+const struct roce_rate *roce_port_qp_rate(const struct roce_port *port, uint32_t qpn);
 const char *roce_port_drop_name(enum roce_port_drop d);
 
 /* The UDP source port for a QP pair: flow entropy in 49152..65535. */

@@ -88,11 +88,12 @@ int roce_rc_resp_init(struct roce_rc_resp *q, const struct roce_rc_resp_cfg *cfg
 /* ---- sending ------------------------------------------------------------------- */
 
 /*
- * Build and hand over one response. The addresses are those of the latest
- * request, swapped: the responder has no address vector of its own.
+ * Build and hand over one response, its AETH carrying msn. The addresses are
+ * those of the latest request, swapped: the responder has no address vector
+ * of its own.
  */
-static void resp_send(struct roce_rc_resp *q, uint8_t opcode, uint32_t psn, uint8_t syndrome, uint64_t orig,
-		      const void *payload, uint32_t len)
+static void resp_send_msn(struct roce_rc_resp *q, uint8_t opcode, uint32_t psn, uint8_t syndrome, uint32_t msn,
+			  uint64_t orig, const void *payload, uint32_t len)
 {
 	uint8_t frame[ROCE_RC_FRAME_MAX];
 	struct roce_frame_desc d;
@@ -113,7 +114,7 @@ static void resp_send(struct roce_rc_resp *q, uint8_t opcode, uint32_t psn, uint
 	d.dqpn = q->rqpn;
 	d.psn = psn & ROCE_PSN_MASK;
 	d.aeth.syndrome = syndrome;
-	d.aeth.msn = q->msn;
+	d.aeth.msn = msn & ROCE_AETH_MSN_MASK;
 	d.atomic_orig = orig;
 	d.payload = payload;
 	d.payload_len = len;
@@ -127,13 +128,61 @@ static void resp_send(struct roce_rc_resp *q, uint8_t opcode, uint32_t psn, uint
 	q->ops->send_frame(q->ctx, frame, flen);
 }
 
+static void resp_send(struct roce_rc_resp *q, uint8_t opcode, uint32_t psn, uint8_t syndrome, uint64_t orig,
+		      const void *payload, uint32_t len)
+{
+	resp_send_msn(q, opcode, psn, syndrome, q->msn, orig, payload, len);
+}
+
+/*
+ * The outbox. A READ's responses leave when the owner pumps them, at its
+ * pace; everything answered after the READ queues behind them, since a
+ * requester takes an ACK of a later PSN as a sign that the READ responses
+ * before it were lost. Without a READ in the way, answers go at once.
+ */
+static struct roce_rc_out *out_at(struct roce_rc_resp *q, unsigned i)
+{
+	return &q->out[(q->out_head + i) % ROCE_RC_OUTBOX];
+}
+
+static void out_push(struct roce_rc_resp *q, const struct roce_rc_out *o)
+{
+	if (q->out_count == ROCE_RC_OUTBOX) {
+		q->out_full++; /* beyond what a requester may have outstanding: it will ask again */
+		return;
+	}
+	*out_at(q, q->out_count) = *o;
+	q->out_count++;
+}
+
+static void out_pop(struct roce_rc_resp *q)
+{
+	q->out_head = (q->out_head + 1) % ROCE_RC_OUTBOX;
+	q->out_count--;
+}
+
 static void send_ack(struct roce_rc_resp *q, uint32_t psn, uint8_t syndrome)
 {
+	struct roce_rc_out *t;
+
 	if (q->uc)
 		return; /* UC answers nothing */
 	if (roce_aeth_kind(syndrome) == ROCE_AETH_KIND_ACK)
 		q->ack_behind = false;
-	resp_send(q, ROCE_RC_ACKNOWLEDGE, psn, syndrome, 0, NULL, 0);
+	if (q->out_count == 0) {
+		resp_send(q, ROCE_RC_ACKNOWLEDGE, psn, syndrome, 0, NULL, 0);
+		return;
+	}
+	/* Behind READ responses: a positive ACK stands in for the positive ACK queued just before it. */
+	t = out_at(q, q->out_count - 1);
+	if (t->kind == ROCE_RC_OUT_ACK && roce_aeth_kind(t->syndrome) == ROCE_AETH_KIND_ACK &&
+	    roce_aeth_kind(syndrome) == ROCE_AETH_KIND_ACK) {
+		t->psn = psn;
+		t->msn = q->msn;
+		t->syndrome = syndrome;
+		return;
+	}
+	out_push(q, &(struct roce_rc_out){ .kind = ROCE_RC_OUT_ACK, .syndrome = syndrome, .psn = psn, .msn = q->msn });
 }
 
 static uint8_t syn_ack(void)
@@ -214,6 +263,7 @@ static enum roce_rc_in fatal_cur(struct roce_rc_resp *q, uint32_t psn, enum roce
 
 void roce_rc_resp_set_error(struct roce_rc_resp *q)
 {
+	q->out_count = 0; /* nothing more goes out */
 	if (q->cur == ROCE_RC_CUR_SEND || q->recv_held) {
 		struct roce_rc_recv_cqe c = { .status = ROCE_RC_WC_FLUSH_ERR,
 					      .byte_len = q->recv_held ? 0 : q->recv_off };
@@ -419,43 +469,30 @@ static enum roce_rc_in do_write(struct roce_rc_resp *q, const struct roce_pkt *p
 /* ---- RDMA READ ----------------------------------------------------------------- */
 
 /*
- * Send the responses of a READ of len bytes at rkey/va, the first one with
- * PSN psn (one PSN per response packet; FIRST, LAST and ONLY carry
- * an AETH, MIDDLE does not). Returns the index of the packet whose memory
- * read failed, or UINT32_MAX when all went out.
+ * Whether the memory of a READ of len bytes at rkey/va can be read: its first
+ * and last bytes (a key names one contiguous range with one set of rights).
+ * The responses themselves read it when they leave (roce_rc_resp_pump).
  */
-static uint32_t read_respond(struct roce_rc_resp *q, uint32_t psn, uint32_t rkey, uint64_t va, uint32_t len)
+static bool read_ok(struct roce_rc_resp *q, uint32_t rkey, uint64_t va, uint32_t len)
 {
-	uint8_t data[4096];
-	uint32_t n = read_pkts(q, len);
+	uint8_t b;
 
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t off = i * q->pmtu;     /* < len <= 2^31, no wrap */
-		uint32_t chunk = len - off < q->pmtu ? len - off : q->pmtu;
-		uint8_t opcode;
+	return len == 0 || (q->ops->mem_read(q->ctx, rkey, va, &b, 1) == 0 &&
+			    q->ops->mem_read(q->ctx, rkey, va + len - 1, &b, 1) == 0);
+}
 
-		if (len == 0)
-			chunk = 0;
-		if (n == 1)
-			opcode = ROCE_RC_RDMA_READ_RESPONSE_ONLY;
-		else if (i == 0)
-			opcode = ROCE_RC_RDMA_READ_RESPONSE_FIRST;
-		else if (i == n - 1)
-			opcode = ROCE_RC_RDMA_READ_RESPONSE_LAST;
-		else
-			opcode = ROCE_RC_RDMA_READ_RESPONSE_MIDDLE;
-		if (chunk > 0 && q->ops->mem_read(q->ctx, rkey, va + off, data, chunk) != 0)
-			return i;
-		resp_send(q, opcode, roce_psn_add(psn, i), syn_ack(), 0, chunk ? data : NULL, chunk);
-	}
-	return UINT32_MAX;
+/* Queue the responses of a READ of len bytes at rkey/va, the first with PSN psn, their AETHs with msn. */
+static void read_queue(struct roce_rc_resp *q, uint32_t psn, uint32_t rkey, uint64_t va, uint32_t len, uint32_t msn)
+{
+	out_push(q, &(struct roce_rc_out){ .kind = ROCE_RC_OUT_READ, .psn = psn, .msn = msn, .n = read_pkts(q, len),
+					   .rkey = rkey, .len = len, .va = va });
 }
 
 static enum roce_rc_in do_read(struct roce_rc_resp *q, const struct roce_pkt *p)
 {
 	const uint32_t psn = pkt_psn(p);
 	struct roce_rc_rd_entry e = { .atomic = false };
-	uint32_t n, bad;
+	uint32_t n;
 
 	if (q->cur != ROCE_RC_CUR_NONE)
 		return fatal_cur(q, psn, ROCE_NAK_INVALID_REQ, ROCE_RC_WC_LOC_QP_OP_ERR);
@@ -467,18 +504,17 @@ static enum roce_rc_in do_read(struct roce_rc_resp *q, const struct roce_pkt *p)
 	if (e.va > UINT64_MAX - e.len)
 		return fatal(q, psn, ROCE_NAK_REM_ACCESS_ERR, false, 0, ROCE_RC_WC_SUCCESS, 0);
 	n = read_pkts(q, e.len);
+	if (!read_ok(q, e.rkey, e.va, e.len))
+		return fatal(q, psn, ROCE_NAK_REM_ACCESS_ERR, false, 0, ROCE_RC_WC_SUCCESS, 0);
 	/*
 	 * The READ is a message, counted in the MSN as soon as it is accepted
-	 * (IBA C9-148 allows it; rxe does the same), so its AETHs carry it.
-	 * A memory fault part way sends the NAK with the PSN of the response
-	 * that could not be read (the earlier ones are already on the wire).
+	 * (IBA C9-148 allows it; rxe does the same), so its AETHs carry it. A
+	 * memory fault part way (the region went while the responses were
+	 * leaving) sends the NAK with the PSN of the response that could not be
+	 * read: roce_rc_resp_pump().
 	 */
 	q->msn = (q->msn + 1) & ROCE_AETH_MSN_MASK;
-	bad = read_respond(q, psn, e.rkey, e.va, e.len);
-	if (bad != UINT32_MAX) {
-		q->msn = (q->msn - 1) & ROCE_AETH_MSN_MASK;
-		return fatal(q, roce_psn_add(psn, bad), ROCE_NAK_REM_ACCESS_ERR, false, 0, ROCE_RC_WC_SUCCESS, 0);
-	}
+	read_queue(q, psn, e.rkey, e.va, e.len, q->msn);
 	advance(q, n);
 	e.first_psn = psn;
 	e.last_psn = roce_psn_add(psn, n - 1);
@@ -487,6 +523,14 @@ static enum roce_rc_in do_read(struct roce_rc_resp *q, const struct roce_pkt *p)
 }
 
 /* ---- atomics ------------------------------------------------------------------- */
+
+static void atomic_ack(struct roce_rc_resp *q, uint32_t psn, uint64_t orig)
+{
+	if (q->out_count == 0)
+		resp_send(q, ROCE_RC_ATOMIC_ACKNOWLEDGE, psn, syn_ack(), orig, NULL, 0);
+	else
+		out_push(q, &(struct roce_rc_out){ .kind = ROCE_RC_OUT_ATOMIC, .psn = psn, .msn = q->msn, .va = orig });
+}
 
 static enum roce_rc_in do_atomic(struct roce_rc_resp *q, const struct roce_pkt *p)
 {
@@ -507,7 +551,7 @@ static enum roce_rc_in do_atomic(struct roce_rc_resp *q, const struct roce_pkt *
 	q->msn = (q->msn + 1) & ROCE_AETH_MSN_MASK;
 	advance(q, 1);
 	rd_record(q, &e);
-	resp_send(q, ROCE_RC_ATOMIC_ACKNOWLEDGE, psn, syn_ack(), e.orig, NULL, 0);
+	atomic_ack(q, psn, e.orig);
 	return ROCE_RC_IN_EXECUTED;
 }
 
@@ -537,8 +581,27 @@ static enum roce_rc_in do_duplicate(struct roce_rc_resp *q, const struct roce_pk
 		room = ((e->last_psn - psn) & ROCE_PSN_MASK) + 1;
 		if (read_pkts(q, len) > room)
 			return fatal_cur(q, psn, ROCE_NAK_INVALID_REQ, ROCE_RC_WC_LOC_QP_OP_ERR);
-		if (read_respond(q, psn, rkey, va, len) != UINT32_MAX)
+		/*
+		 * Responses of that READ still owed: those from psn on go (again).
+		 * Ones that had gone were lost on the way; ones not yet sent were
+		 * only slow (the outbox is paced), and need nothing more.
+		 */
+		for (unsigned i = 0; i < q->out_count; i++) {
+			struct roce_rc_out *o = out_at(q, i);
+			uint32_t k = (psn - o->psn) & ROCE_PSN_MASK;
+
+			if (o->kind != ROCE_RC_OUT_READ || k >= o->n)
+				continue;
+			if (k < o->next) {
+				o->next = k;
+				q->read_again++;
+			}
+			return ROCE_RC_IN_DUPLICATE;
+		}
+		if (!read_ok(q, rkey, va, len))
 			return fatal_cur(q, psn, ROCE_NAK_REM_ACCESS_ERR, ROCE_RC_WC_LOC_QP_OP_ERR);
+		q->read_again++;
+		read_queue(q, psn, rkey, va, len, q->msn);
 		return ROCE_RC_IN_DUPLICATE;
 	}
 	if (opcode == ROCE_RC_COMPARE_SWAP || opcode == ROCE_RC_FETCH_ADD) {
@@ -546,7 +609,7 @@ static enum roce_rc_in do_duplicate(struct roce_rc_resp *q, const struct roce_pk
 		e = rd_find(q, psn, true);
 		if (e == NULL || e->first_psn != psn)
 			return fatal_cur(q, psn, ROCE_NAK_INVALID_REQ, ROCE_RC_WC_LOC_QP_OP_ERR);
-		resp_send(q, ROCE_RC_ATOMIC_ACKNOWLEDGE, psn, syn_ack(), e->orig, NULL, 0);
+		atomic_ack(q, psn, e->orig);
 		return ROCE_RC_IN_DUPLICATE;
 	}
 	/* SEND or WRITE: acknowledge everything before ePSN again, at once, whatever AckReq says. */
@@ -667,4 +730,50 @@ enum roce_rc_in roce_rc_resp_input(struct roce_rc_resp *q, const struct roce_pkt
 
 	q->stats[v]++;
 	return v;
+}
+
+unsigned roce_rc_resp_pump(struct roce_rc_resp *q, unsigned budget)
+{
+	uint8_t data[4096];
+	unsigned sent = 0;
+
+	while (sent < budget && q->out_count > 0) {
+		struct roce_rc_out *o = out_at(q, 0);
+
+		sent++;
+		if (o->kind == ROCE_RC_OUT_ACK) {
+			resp_send_msn(q, ROCE_RC_ACKNOWLEDGE, o->psn, o->syndrome, o->msn, 0, NULL, 0);
+			out_pop(q);
+		} else if (o->kind == ROCE_RC_OUT_ATOMIC) {
+			resp_send_msn(q, ROCE_RC_ATOMIC_ACKNOWLEDGE, o->psn, syn_ack(), o->msn, o->va, NULL, 0);
+			out_pop(q);
+		} else {
+			uint32_t off = o->next * q->pmtu;       /* < len <= 2^31, no wrap */
+			uint32_t chunk = o->len - off < q->pmtu ? o->len - off : q->pmtu;
+			uint32_t psn = roce_psn_add(o->psn, o->next);
+			uint8_t opcode;
+
+			if (o->len == 0)
+				chunk = 0;
+			if (o->n == 1)
+				opcode = ROCE_RC_RDMA_READ_RESPONSE_ONLY;
+			else if (o->next == 0)
+				opcode = ROCE_RC_RDMA_READ_RESPONSE_FIRST;
+			else if (o->next == o->n - 1)
+				opcode = ROCE_RC_RDMA_READ_RESPONSE_LAST;
+			else
+				opcode = ROCE_RC_RDMA_READ_RESPONSE_MIDDLE;
+			if (chunk > 0 && q->ops->mem_read(q->ctx, o->rkey, o->va + off, data, chunk) != 0) {
+				/* The memory went while the responses were leaving: NAK this one, the QP to error. */
+				resp_send_msn(q, ROCE_RC_ACKNOWLEDGE, psn, roce_syn_nak(ROCE_NAK_REM_ACCESS_ERR),
+					      o->msn - 1, 0, NULL, 0);
+				roce_rc_resp_set_error(q);
+				break;
+			}
+			resp_send_msn(q, opcode, psn, syn_ack(), o->msn, 0, chunk ? data : NULL, chunk);
+			if (++o->next == o->n)
+				out_pop(q);
+		}
+	}
+	return sent;
 }

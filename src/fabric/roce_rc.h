@@ -159,6 +159,29 @@ struct roce_rc_rd_entry {
 	uint64_t orig;          /* atomic: the value returned */
 };
 
+/*
+ * A response the responder still owes, queued in PSN order behind the READ
+ * responses ahead of it (the outbox: "Sending" in roce_rc.c).
+ */
+enum roce_rc_out_kind {
+	ROCE_RC_OUT_READ,       /* READ responses first_psn + next .. last, of len bytes at rkey/va */
+	ROCE_RC_OUT_ATOMIC,     /* an ATOMIC ACKNOWLEDGE with va as the original value */
+	ROCE_RC_OUT_ACK,        /* an ACK or NAK with syndrome */
+};
+
+struct roce_rc_out {
+	uint8_t kind;           /* enum roce_rc_out_kind */
+	uint8_t syndrome;
+	uint32_t psn;           /* READ: the first response's; else the packet's */
+	uint32_t msn;           /* the AETH's MSN as it stood when the request was answered */
+	uint32_t next, n;       /* READ: responses sent, and how many in all */
+	uint32_t rkey, len;
+	uint64_t va;            /* READ: the first response's address; ATOMIC: the original value */
+};
+
+/* Outbox entries: every READ and atomic a requester may have outstanding, an ACK after each, and a NAK. */
+#define ROCE_RC_OUTBOX (2 * ROCE_RC_RD_RING + 2)
+
 struct roce_rc_resp {
 	const struct roce_rc_ops *ops;
 	void *ctx;
@@ -187,9 +210,14 @@ struct roce_rc_resp {
 	uint8_t peer_mac[NET_ETH_ALEN], local_mac[NET_ETH_ALEN];
 	uint32_t peer_ip, local_ip;
 	uint16_t ip_id;
+	/* responses owed: out[out_head], ... out_count of them (roce_rc_resp_pump) */
+	struct roce_rc_out out[ROCE_RC_OUTBOX];
+	unsigned out_head, out_count;
 	/* counters */
 	uint64_t stats[ROCE_RC_IN_NUM];
 	uint64_t frames_sent, build_errors;
+	uint64_t out_full;      /* a response the outbox had no room for (not sent: the requester retries) */
+	uint64_t read_again;    /* READs asked for again after their responses had gone out (lost on the way) */
 };
 
 /* 0, or -EINVAL for a NULL ops member, a bad path MTU or a field wider than the wire's. */
@@ -197,6 +225,19 @@ int roce_rc_resp_init(struct roce_rc_resp *q, const struct roce_rc_resp_cfg *cfg
 
 /* One packet roce_parse() accepted (at q's path MTU), addressed to this QP. */
 enum roce_rc_in roce_rc_resp_input(struct roce_rc_resp *q, const struct roce_pkt *pkt);
+
+/*
+ * Send up to budget of the responses owed (READ responses, and what queued
+ * behind them); how many went. A READ's responses are not sent from
+ * roce_rc_resp_input(): they wait in the outbox until the owner lets them
+ * out at the pace it chooses, and every ACK, NAK or ATOMIC ACKNOWLEDGE for
+ * a later request waits behind them (responses leave in PSN order). A
+ * memory fault while reading one sends its remote access NAK instead and
+ * puts the QP in error (roce_rc_resp_in_error() turns true inside this call).
+ */
+unsigned roce_rc_resp_pump(struct roce_rc_resp *q, unsigned budget);
+/* Responses owed (roce_rc_resp_pump has work). */
+static inline bool roce_rc_resp_pending(const struct roce_rc_resp *q) { return q->out_count > 0; }
 
 /* The owner moves the QP to error: a receive in progress completes with ROCE_RC_WC_FLUSH_ERR. */
 void roce_rc_resp_set_error(struct roce_rc_resp *q);

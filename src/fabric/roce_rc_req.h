@@ -241,6 +241,11 @@ uint64_t roce_rc_req_next_deadline(const struct roce_rc_req *q);
 void roce_rc_req_set_error(struct roce_rc_req *q);
 
 static inline bool roce_rc_req_in_error(const struct roce_rc_req *q) { return q->error; }
+/* Whether roce_rc_req_pump() may have a packet to send now (it may still find its window or depth full). */
+static inline bool roce_rc_req_may_send(const struct roce_rc_req *q, uint64_t now_us)
+{
+	return !q->error && q->send_psn != q->next_psn && !(q->rnr_wait && now_us < q->rnr_until);
+}
 static inline unsigned roce_rc_req_queued(const struct roce_rc_req *q) { return q->count; }
 
 /* The RNR NAK timer codes of IBA Table 45 in microseconds (code 0 is 655.36 ms). */

@@ -74,6 +74,7 @@ static const struct roce_opcode_info roce_opcodes[256] = {
 	[ROCE_UD_SEND_ONLY] = OP("UD_SEND_ONLY", H(ROCE_HDR_DETH), ROCE_SEG_ONLY, true, true),
 	[ROCE_UD_SEND_ONLY_WITH_IMMEDIATE] =
 		OP("UD_SEND_ONLY_WITH_IMMEDIATE", H(ROCE_HDR_DETH) | H(ROCE_HDR_IMMDT), ROCE_SEG_ONLY, true, true),
+	[ROCE_CNP] = OP("CNP", H(ROCE_HDR_CNP), ROCE_SEG_ONLY, false, false),
 };
 
 #undef H
@@ -87,6 +88,7 @@ static const uint8_t roce_hdr_size[ROCE_HDR_NUM] = {
 	[ROCE_HDR_ATOMICACKETH] = sizeof(struct roce_atomicacketh),
 	[ROCE_HDR_IMMDT] = sizeof(struct roce_immdt),
 	[ROCE_HDR_IETH] = sizeof(struct roce_ieth),
+	[ROCE_HDR_CNP] = ROCE_CNP_RSVD_LEN,
 };
 
 const struct roce_opcode_info *roce_opcode_info(uint8_t opcode)
@@ -303,6 +305,10 @@ enum roce_err roce_build(const struct roce_frame_desc *d, uint8_t *buf, size_t c
 		memcpy(p + off, &h, sizeof(h));
 		off += sizeof(h);
 	}
+	if (op->hdrs & ROCE_H(ROCE_HDR_CNP)) {
+		memset(p + off, 0, ROCE_CNP_RSVD_LEN);
+		off += ROCE_CNP_RSVD_LEN;
+	}
 	if (d->payload_len > 0)
 		memcpy(p + off, d->payload, d->payload_len);
 	off += d->payload_len;
@@ -406,6 +412,8 @@ enum roce_err roce_parse(const uint8_t *frame, size_t len, uint32_t pmtu, struct
 		pkt->imm = roce_take(frame, &off, sizeof(*pkt->imm));
 	if (op->hdrs & ROCE_H(ROCE_HDR_IETH))
 		pkt->ieth = roce_take(frame, &off, sizeof(*pkt->ieth));
+	if (op->hdrs & ROCE_H(ROCE_HDR_CNP))
+		off += ROCE_CNP_RSVD_LEN; /* reserved: not looked at */
 
 	/* Payload and pad (IBA ch. 9: the packet is a multiple of 4 bytes; FIRST/MIDDLE carry the path MTU). */
 	region = len - off - ROCE_ICRC_LEN;

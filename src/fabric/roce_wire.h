@@ -1,7 +1,8 @@
 /*
  * RoCEv2 wire format: InfiniBand transport packets (IBA Vol 1, ch. 9) carried
  * in Ethernet II / IPv4 / UDP as the RoCEv2 annex (A17) specifies. IPv4 only,
- * no VLAN tag; RC, UC and UD opcodes only (the ones the device's queue pairs use).
+ * no VLAN tag; RC, UC and UD opcodes (the ones the device's queue pairs use) and
+ * the CNP of the annex's congestion control.
  *
  * Headers are packed structs with their sizes asserted; multi-byte fields are
  * be16/be32/be64 (util/endian.h) and sub-byte fields are reached through the
@@ -218,6 +219,11 @@ enum roce_opcode {
 	ROCE_UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE = 0x2b,
 	ROCE_UD_SEND_ONLY = 0x64,
 	ROCE_UD_SEND_ONLY_WITH_IMMEDIATE = 0x65,
+	/*
+	 * The RoCEv2 Congestion Notification Packet (annex A17.9.3): a receiver whose queue backs up
+	 * tells the sending QP (DestQP) to slow down. BTH with BECN set, PSN 0, then 16 reserved bytes.
+	 */
+	ROCE_CNP = 0x81,
 };
 
 /* Extension headers an opcode carries; on the wire they follow the BTH in this order. */
@@ -229,8 +235,10 @@ enum roce_hdr {
 	ROCE_HDR_ATOMICACKETH,
 	ROCE_HDR_IMMDT,
 	ROCE_HDR_IETH,
+	ROCE_HDR_CNP,           /* a CNP's 16 reserved bytes (zero when sent, ignored when received) */
 	ROCE_HDR_NUM,
 };
+#define ROCE_CNP_RSVD_LEN 16
 #define ROCE_H(h) (1u << (h))
 
 enum roce_seg {

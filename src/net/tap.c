@@ -69,6 +69,12 @@ struct tap {
 	struct tap_stats stats;
 	struct coalesce co;
 	struct held_ack ack;
+	/* frames the kernel's queue refused, oldest first: hold[hold_head], ... hold_n of them */
+	struct held_frame {
+		uint8_t *buf;     /* the virtio_net_hdr (when vnet) and the frame, as written */
+		size_t len;
+	} hold[TAP_TX_HOLD];
+	unsigned hold_head, hold_n;
 	/*
 	 * One frame as read, and a byte more: a longer frame is cut, and shows as a
 	 * read() that fills the buffer (or, from the tun driver, returns the whole length).
@@ -93,10 +99,17 @@ static void tap_gone(struct tap *t, int err)
  * guest's doorbells and the other connections between batches (the TAP stays
  * readable, and epoll reports it again at once).
  */
+static void flush_held(struct tap *t);
+
 static void on_readable(void *arg, uint32_t events)
 {
 	struct tap *t = arg;
 	size_t hdr = t->vnet ? net_offload_hdr_size() : 0, taken = 0;
+
+	if (events & EPOLLOUT)
+		flush_held(t);
+	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
+		return;
 
 	for (int i = 0; i < TAP_READS_PER_WAKEUP && taken < TAP_BYTES_PER_WAKEUP && t->fd >= 0; i++) {
 		ssize_t n = read(t->fd, t->buf, sizeof(t->buf));
@@ -129,6 +142,67 @@ static void on_readable(void *arg, uint32_t events)
 	(void)events;
 }
 
+/* Hold a frame the kernel could not take now (written again by on_event when the TAP is writable). */
+static void hold_frame(struct tap *t, const struct iovec *iov, int n)
+{
+	struct held_frame *h;
+	size_t len = 0;
+
+	if (t->hold_n == TAP_TX_HOLD) {
+		t->stats.tx_dropped++;
+		t->stats.tx_held_full++;
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		len += iov[i].iov_len;
+	h = &t->hold[(t->hold_head + t->hold_n) % TAP_TX_HOLD];
+	h->buf = malloc(len);
+	if (h->buf == NULL) {
+		t->stats.tx_dropped++;
+		return;
+	}
+	h->len = 0;
+	for (int i = 0; i < n; i++) {
+		memcpy(h->buf + h->len, iov[i].iov_base, iov[i].iov_len);
+		h->len += iov[i].iov_len;
+	}
+	if (t->hold_n++ == 0 && t->watch)
+		evloop_mod_fd(t->loop, t->watch, EPOLLIN | EPOLLOUT);
+	t->stats.tx_held++;
+}
+
+/* A write failed: the device is gone (detach), or its queue is full (the caller holds the frame). */
+static bool write_failed(struct tap *t)
+{
+	if (errno == EIO || errno == EBADFD || errno == ENODEV) {
+		tap_gone(t, errno);
+		return false;
+	}
+	return errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS || errno == EINTR;
+}
+
+/* Write what is held, oldest first, until the kernel refuses one again. */
+static void flush_held(struct tap *t)
+{
+	while (t->hold_n > 0 && t->fd >= 0) {
+		struct held_frame *h = &t->hold[t->hold_head];
+
+		if (write(t->fd, h->buf, h->len) != (ssize_t)h->len) {
+			if (write_failed(t))
+				return;
+			t->stats.tx_dropped++; /* refused for good: never again */
+		} else {
+			t->stats.tx_frames++;
+		}
+		free(h->buf);
+		h->buf = NULL;
+		t->hold_head = (t->hold_head + 1) % TAP_TX_HOLD;
+		t->hold_n--;
+	}
+	if (t->hold_n == 0 && t->watch)
+		evloop_mod_fd(t->loop, t->watch, EPOLLIN);
+}
+
 static void write_frame(struct tap *t, const struct virtio_net_hdr *vh, const uint8_t *frame, size_t len)
 {
 	struct virtio_net_hdr none = { 0 };
@@ -140,11 +214,15 @@ static void write_frame(struct tap *t, const struct virtio_net_hdr *vh, const ui
 
 	if (t->fd < 0)
 		return;
+	/* Behind frames already held, in order; a full queue holds the frame rather than drop it. */
+	if (t->hold_n > 0) {
+		hold_frame(t, t->vnet ? iov : iov + 1, t->vnet ? 2 : 1);
+		return;
+	}
 	if (writev(t->fd, t->vnet ? iov : iov + 1, t->vnet ? 2 : 1) != want) {
-		/* A full queue (nobody reads the host side) drops, as a wire would; a vanished device detaches. */
-		if (errno == EIO || errno == EBADFD || errno == ENODEV)
-			tap_gone(t, errno);
-		else
+		if (write_failed(t))
+			hold_frame(t, t->vnet ? iov : iov + 1, t->vnet ? 2 : 1);
+		else if (t->fd >= 0)
 			t->stats.tx_dropped++;
 		return;
 	}
@@ -444,16 +522,19 @@ void tap_close(struct tap *t)
 	t->flush_pending = false;
 	LOG_INFO("tap %s: %llu frames in (%llu of them segmentation-offload super-frames, %llu refused), "
 		 "%llu out (%llu of them merged segmentation-offload writes, %llu ACKs folded into later ones), "
-		 "%llu dropped",
+		 "%llu dropped (%llu with %u held already), %llu held until the kernel could take them",
 		 t->name, (unsigned long long)t->stats.rx_frames, (unsigned long long)t->stats.offload.gso_frames,
 		 (unsigned long long)t->stats.rx_dropped, (unsigned long long)t->stats.tx_frames,
 		 (unsigned long long)t->stats.gso_frames, (unsigned long long)t->stats.acks_superseded,
-		 (unsigned long long)t->stats.tx_dropped);
+		 (unsigned long long)t->stats.tx_dropped, (unsigned long long)t->stats.tx_held_full, TAP_TX_HOLD,
+		 (unsigned long long)t->stats.tx_held);
 	/* A persistent device keeps its features: the next reader may not want super-frames. */
 	if (t->rx_offloads && t->fd >= 0)
 		ioctl(t->fd, TUNSETOFFLOAD, 0ul);
 	if (t->watch)
 		evloop_del_fd(t->loop, t->watch);
+	for (; t->hold_n > 0; t->hold_n--, t->hold_head = (t->hold_head + 1) % TAP_TX_HOLD)
+		free(t->hold[t->hold_head].buf);
 	if (t->port >= 0)
 		net_switch_detach(t->sw, t->port);
 	if (t->fd >= 0)

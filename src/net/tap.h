@@ -29,9 +29,17 @@ struct tap;
 
 #define TAP_READS_PER_WAKEUP 64
 #define TAP_BYTES_PER_WAKEUP (256u << 10)
+/*
+ * Frames the kernel's queue refused (a write that would block): held in order
+ * and written when the TAP is writable again, up to this many; a frame past
+ * them is dropped and counted (tx_held_full).
+ */
+#define TAP_TX_HOLD 512
 
 struct tap_stats {
 	uint64_t rx_frames, tx_frames, tx_dropped;
+	uint64_t tx_held;     /* frames the kernel's queue could not take at once: held, written when it could */
+	uint64_t tx_held_full; /* of tx_dropped: frames that found TAP_TX_HOLD held already */
 	uint64_t gso_frames;  /* writes that carried several merged TCP segments */
 	uint64_t acks_superseded;  /* pure ACKs never written: a later one of the batch said more */
 	uint64_t rx_dropped;  /* frames refused: a bad offload header (counted by cause in offload), too long */

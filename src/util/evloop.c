@@ -231,6 +231,15 @@ void evloop_del_fd(struct evloop *loop, struct ev_watch *w)
 	loop->dead = w;
 }
 
+int evloop_mod_fd(struct evloop *loop, struct ev_watch *w, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = w };
+
+	if (w == NULL || w->dead)
+		return -EINVAL;
+	return epoll_ctl(loop->epfd, EPOLL_CTL_MOD, w->fd, &ev) < 0 ? -errno : 0;
+}
+
 void evloop_stop(struct evloop *loop)
 {
 	loop->stop = true;

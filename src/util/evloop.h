@@ -45,6 +45,8 @@ void evloop_free(struct evloop *loop);
 struct ev_watch *evloop_add_fd(struct evloop *loop, int fd, uint32_t events, ev_fd_cb cb, void *arg);
 /* Stop watching; call before closing the fd. w must not be used afterwards; NULL is ignored. */
 void evloop_del_fd(struct evloop *loop, struct ev_watch *w);
+/* Change the events a watch waits for. 0 or -errno. */
+int evloop_mod_fd(struct evloop *loop, struct ev_watch *w, uint32_t events);
 
 /*
  * A periodic timer: cb(arg, 0) every interval_ms (first after interval_ms),

@@ -24,7 +24,11 @@
  * sets that up with nftables), checking that everything still completes,
  * once and byte for byte, and that retransmissions were seen.
  *
- * Usage: roce-ci-client SOCK_A SOCK_B TAP_A TAP_B [lossy] (run inside the namespace).
+ * With "bulk" it moves 1 MiB and 16 MiB by WRITE, READ and SEND both ways at
+ * a 4096-byte path MTU, byte for byte; the wrapper checks that nothing was
+ * dropped at either TAP and nothing resent (the senders are paced).
+ *
+ * Usage: roce-ci-client SOCK_A SOCK_B TAP_A TAP_B [lossy|bulk] (run inside the namespace).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -41,6 +45,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -241,6 +246,8 @@ static uint8_t *gp(struct side *s, uint64_t bus)
 	return guest_ptr(&s->g, bus);
 }
 
+static uint8_t pmtu_log2 = 10; /* the path MTU both QPs get: 1024, or 4096 in bulk mode */
+
 static void side_up(struct side *s, struct side *peer)
 {
 	uint8_t t[RG_ROCE4_HDR_LEN];
@@ -269,7 +276,7 @@ static void side_up(struct side *s, struct side *peer)
 	assert_int_equal(rg_qp_create(&s->g, &s->aq, &s->qp), 0);
 	rg_roce4_template(t, peer->mac, s->mac, s->ip, peer->ip, 0, 64);
 	path = (struct rg_qp_path){ .tmpl = t, .len = sizeof(t), .at = TMPL, .sq_psn = s->sq_psn,
-				    .rq_psn = peer->sq_psn, .pmtu_log2 = 10 };
+				    .rq_psn = peer->sq_psn, .pmtu_log2 = pmtu_log2 };
 	assert_int_equal(rg_qp_to_rts_path(&s->g, &s->aq, &s->qp, QPN, ACCESS, &path), 0);
 }
 
@@ -1369,8 +1376,127 @@ static void test_ip_pinned(void **state)
 	assert_int_equal(frames_between(&B, &fake, f, 4), 1);
 }
 
+/* ---- bulk: large transfers through the pacing (roce-ci.sh checks nothing was dropped or resent) ---- */
+
+/*
+ * Each side maps a memfd of BULK_SIZE beside the client's 4 MiB (MAP_NORESERVE: pages exist once
+ * touched) and registers it as one MR: a 16 MiB source, a 16 MiB target and a 16 MiB receive area.
+ */
+#define BULK_IOVA   0x40000000ull
+#define BULK_MAX    (16u << 20)
+#define BULK_SIZE   (3ull * BULK_MAX)
+#define BULK_SRC    BULK_IOVA
+#define BULK_DST    (BULK_IOVA + BULK_MAX)
+#define BULK_RECV   (BULK_IOVA + 2ull * BULK_MAX)
+#define BULK_IDX    9
+#define BULK_KEY    0x9b
+#define BULK_LKEY   RG_KEY(BULK_IDX, BULK_KEY)
+#define BULK_CQE_MS 120000
+
+static uint8_t *bulk_mem[2];
+
+static uint8_t *bulk_at(struct side *s, uint64_t iova)
+{
+	return bulk_mem[s == &B] + (iova - BULK_IOVA);
+}
+
+static void bulk_map(struct side *s)
+{
+	struct vfu_dma_map m = { .argsz = sizeof(m), .flags = VFU_DMA_READ | VFU_DMA_WRITE, .iova = BULK_IOVA,
+				 .size = BULK_SIZE };
+	uint8_t rep[16];
+	size_t rlen;
+	uint32_t err = 1;
+	int fd = memfd_create("roce-ci-bulk", MFD_CLOEXEC);
+	void *p;
+
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)BULK_SIZE), 0);
+	p = mmap(NULL, BULK_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+	assert_true(p != MAP_FAILED);
+	assert_int_equal(vfc_call(&s->c, VFU_CMD_DMA_MAP, &m, sizeof(m), &fd, 1, rep, sizeof(rep), &rlen, &err), 0);
+	assert_int_equal(err, 0);
+	close(fd);
+	bulk_mem[s == &B] = p;
+	assert_int_equal(rg_mr_create(&s->g, &s->aq, BULK_IDX, BULK_KEY, PD, BULK_IOVA, BULK_SIZE, 1, BULK_IOVA,
+				      RG_MRF_LOCAL_WRITE | RG_MRF_REMOTE_WRITE | RG_MRF_REMOTE_READ, 12), RG_ASTS_OK);
+}
+
+static void test_bulk_connect(void **state)
+{
+	(void)state;
+	pmtu_log2 = 12; /* what ib_read_bw and ib_write_bw use */
+	side_up(&A, &B);
+	side_up(&B, &A);
+	bulk_map(&A);
+	bulk_map(&B);
+}
+
+/* The next completion of cq, successful, within BULK_CQE_MS (16 MiB may take long on a loaded host). */
+static void bulk_cqe(struct side *s, struct rg_cq *cq, uint8_t type)
+{
+	uint8_t cqe[RG_CQE_SIZE];
+
+	assert_true(rg_cq_wait(&s->g, cq, cqe, BULK_CQE_MS));
+	rg_cq_ack(&s->g, cq);
+	assert_false(rg_cqe_error(cqe));
+	assert_int_equal(rg_cqe_type(cqe), type);
+}
+
+/* from WRITEs len bytes into to, READs them back, then SENDs them: byte for byte each time. */
+static void bulk_round(struct side *from, struct side *to, uint32_t len, uint32_t seed)
+{
+	struct rg_sge sge = { BULK_SRC, len, BULK_LKEY };
+
+	fill(bulk_at(from, BULK_SRC), len, seed);
+	memset(bulk_at(to, BULK_DST), 0, len);
+	rg_post_rdma(&from->g, &from->qp, ++from->wqe_id, RG_WR_RDMA_WRITE, RG_WQE_SIG, 0, BULK_DST, BULK_LKEY,
+		     &sge, 1);
+	rg_sq_ring(&from->g, &from->qp);
+	bulk_cqe(from, &from->scq, RG_CQE_SEND_MSN);
+	assert_memory_equal(bulk_at(to, BULK_DST), bulk_at(from, BULK_SRC), len);
+	/* READ it back into from's receive area */
+	fill(bulk_at(to, BULK_DST), len, seed + 1);
+	sge = (struct rg_sge){ BULK_RECV, len, BULK_LKEY };
+	rg_post_rdma(&from->g, &from->qp, ++from->wqe_id, RG_WR_RDMA_READ, RG_WQE_SIG, 0, BULK_DST, BULK_LKEY,
+		     &sge, 1);
+	rg_sq_ring(&from->g, &from->qp);
+	bulk_cqe(from, &from->scq, RG_CQE_SEND_MSN);
+	assert_memory_equal(bulk_at(from, BULK_RECV), bulk_at(to, BULK_DST), len);
+	/* SEND into a receive of the same size */
+	fill(bulk_at(from, BULK_SRC), len, seed + 2);
+	sge = (struct rg_sge){ BULK_RECV, len, BULK_LKEY };
+	rg_post_recv(&to->g, &to->qp, 0xb0, 0, &sge, 1);
+	rg_rq_ring(&to->g, &to->qp);
+	sge = (struct rg_sge){ BULK_SRC, len, BULK_LKEY };
+	rg_post_send(&from->g, &from->qp, ++from->wqe_id, RG_WR_SEND, RG_WQE_SIG, 0, 0, 0, 0, &sge, 1);
+	rg_sq_ring(&from->g, &from->qp);
+	bulk_cqe(from, &from->scq, RG_CQE_SEND_MSN);
+	bulk_cqe(to, &to->rcq, RG_CQE_RECV);
+	assert_memory_equal(bulk_at(to, BULK_RECV), bulk_at(from, BULK_SRC), len);
+}
+
+static void test_bulk_1m(void **state)
+{
+	(void)state;
+	bulk_round(&A, &B, 1u << 20, 51);
+	bulk_round(&B, &A, 1u << 20, 61);
+}
+
+static void test_bulk_16m(void **state)
+{
+	(void)state;
+	bulk_round(&A, &B, BULK_MAX, 71);
+	bulk_round(&B, &A, BULK_MAX, 81);
+}
+
 int main(int argc, char **argv)
 {
+	const struct CMUnitTest bulk[] = {
+		cmocka_unit_test(test_bulk_connect),
+		cmocka_unit_test(test_bulk_1m),
+		cmocka_unit_test(test_bulk_16m),
+	};
 	const struct CMUnitTest lossy[] = {
 		cmocka_unit_test(test_connect),
 		cmocka_unit_test(test_lossy),
@@ -1397,7 +1523,7 @@ int main(int argc, char **argv)
 	};
 
 	if (argc < 5) {
-		fprintf(stderr, "usage: %s SOCK_A SOCK_B TAP_A TAP_B [lossy]\n", argv[0]);
+		fprintf(stderr, "usage: %s SOCK_A SOCK_B TAP_A TAP_B [lossy|bulk]\n", argv[0]);
 		return 2;
 	}
 	A.sock = argv[1];
@@ -1406,5 +1532,7 @@ int main(int argc, char **argv)
 	tap_b_name = argv[4];
 	if (argc > 5 && strcmp(argv[5], "lossy") == 0)
 		return cmocka_run_group_tests_name("roce-ci-lossy", lossy, group_setup, group_teardown);
+	if (argc > 5 && strcmp(argv[5], "bulk") == 0)
+		return cmocka_run_group_tests_name("roce-ci-bulk", bulk, group_setup, group_teardown);
 	return cmocka_run_group_tests_name("roce-ci", tests, group_setup, group_teardown);
 }

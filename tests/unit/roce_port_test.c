@@ -70,7 +70,7 @@ struct node {
 	struct comp comp[NCOMP];
 	unsigned ncomp;
 	/* the send-path hook */
-	unsigned tx_frames, tx_roce, tx_arp;
+	unsigned tx_frames, tx_roce, tx_arp, tx_cnp;
 	bool drop_arp;                  /* drop every ARP frame the node sends */
 	unsigned drop_mask;             /* drop its RoCE frames number i (from 0) with bit i set */
 	bool (*drop_op)(const struct roce_pkt *p);      /* and RoCE frames this picks, once each */
@@ -160,6 +160,12 @@ static bool tx_hook(void *ctx, const uint8_t *f, size_t len)
 	assert_int_equal(be32_get(p.ip->src), n->ip);
 	assert_int_equal(be16_get(p.udp->sport), roce_port_sport(n->qpn, n->peer_qpn));
 	assert_int_equal(roce_bth_dqpn(p.bth), n->peer_qpn);
+	if (p.bth->opcode == ROCE_CNP) {
+		/* annex A17.9.3: BECN set, PSN 0, to the sending QP */
+		assert_true(roce_bth_becn(p.bth));
+		assert_int_equal(roce_bth_psn(p.bth), 0);
+		n->tx_cnp++;
+	}
 	idx = n->tx_roce++;
 	if (idx < 32 && (n->drop_mask & (1u << idx)) != 0) {
 		n->dropped++;
@@ -1498,6 +1504,88 @@ static void test_many_qps(void **state)
  * filter taking RoCE to each; one more distinct MAC is refused until the
  * last QP of another is gone.
  */
+/* Pump node n alone until it has nothing more to do at this time; frames handled or sent. */
+static unsigned pump_alone(struct node *n)
+{
+	unsigned total = 0, k;
+
+	while ((k = roce_port_pump(n->port, 16, W->now)) != 0)
+		total += k;
+	return total;
+}
+
+/*
+ * Congestion control between two nodes (roce_rate.h, DCQCN's reaction point and a notification
+ * point that answers its own backlog). A sends 64 packets while B, falling behind, is not pumped:
+ * when B takes them, those that found ROCE_PORT_BACKLOG or more waiting earn A one CNP (not one per
+ * packet: at most one per ROCE_PORT_CNP_GAP_US per QP), which halves A's rate and empties its
+ * tokens. Then A lets out only what its rate earns: nothing at the same instant, about rate x dt
+ * over dt, and every packet waits, none is lost; a quiet stretch of sending raises the rate again.
+ */
+static void test_congestion(void **state)
+{
+	const struct roce_rate *ra;
+	uint64_t rate0, frames0, bytes, dt = 100;
+	unsigned sent;
+
+	(void)state;
+	setup(true);
+	ra = roce_port_qp_rate(A->port, QPN_A);
+	assert_non_null(ra);
+	rate0 = ra->rate;
+	assert_int_equal(rate0, ROCE_RATE_START);
+	for (unsigned i = 0; i < 8; i++) {
+		fill(A, i, LBUF, i);
+		assert_int_equal(post(A, i, ROCE_RC_REQ_WRITE, LBUF, (uint64_t)i * LBUF), 0);
+	}
+	/* 64 packets leave A at once (within a burst's worth of tokens), none handled by B yet */
+	sent = A->tx_roce;
+	pump_alone(A);
+	assert_int_equal(A->tx_roce - sent, 64);
+	assert_int_equal(B->tx_cnp, 0);
+	/* B catches up: one CNP for the packets that found a backlog */
+	pump_alone(B);
+	assert_int_equal(B->tx_cnp, 1);
+	assert_int_equal(roce_port_stats(B->port)->cnp_sent, 1);
+	/* A takes it: rate halved, tokens gone */
+	pump_alone(A);
+	assert_int_equal(roce_port_stats(A->port)->cnp_received, 1);
+	assert_int_equal(roce_port_stats(A->port)->rate_cuts, 1);
+	assert_int_equal(ra->rate, rate0 / 2); /* alpha starts at 1: the first cut halves */
+	assert_true(ra->tokens <= 0);
+	run();
+	for (unsigned i = 0; i < 8; i++) {
+		expect_comp(A, i, i, ROCE_RC_REQ_WC_SUCCESS, LBUF);
+		assert_memory_equal(B->mr + (size_t)i * LBUF, A->lbuf[i], LBUF);
+	}
+	/* Paced: nothing leaves at the instant of the cut... */
+	W->now += ROCE_RATE_CUT_GAP_US;
+	assert_true(roce_rate_signal((struct roce_rate *)ra, W->now)); /* (the test's hand: another cut) */
+	for (unsigned i = 0; i < 6; i++) {
+		fill(A, i + 8, LBUF, i + 8);
+		assert_int_equal(post(A, i + 8, ROCE_RC_REQ_WRITE, LBUF, (uint64_t)i * LBUF), 0);
+	}
+	frames0 = A->tx_roce;
+	pump_alone(A);
+	assert_int_equal(A->tx_roce - frames0, 0);
+	assert_true(roce_port_stats(A->port)->paced > 0);
+	/* ... the node's deadline says when it may go on ... */
+	assert_true(roce_port_next_deadline(A->port) > W->now);
+	assert_true(roce_port_next_deadline(A->port) <= W->now + 2);
+	/* ... and over dt only what the rate earns (a packet may overdraw by one) */
+	W->now += dt;
+	pump_alone(A);
+	bytes = (A->tx_roce - frames0) * (uint64_t)(MTU + 62);
+	assert_true(A->tx_roce - frames0 >= 1);
+	assert_true(bytes <= ra->rate * dt / 1000000 + 2 * (MTU + 62));
+	run();
+	for (unsigned i = 8; i < 14; i++)
+		expect_comp(A, i, i, ROCE_RC_REQ_WC_SUCCESS, LBUF);
+	assert_int_equal(A->dropped + B->dropped, 0);
+	assert_int_equal(drops(A, ROCE_PORT_DROP_RX_FULL) + drops(B, ROCE_PORT_DROP_RX_FULL), 0);
+	teardown_world();
+}
+
 static void test_guest_local_macs(void **state)
 {
 	struct roce_port_cfg ca = { .name = "guest", .guest = true };
@@ -1579,6 +1667,7 @@ int main(void)
 		cmocka_unit_test(test_api),
 		cmocka_unit_test(test_many_qps),
 		cmocka_unit_test(test_guest_local_macs),
+		cmocka_unit_test(test_congestion),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

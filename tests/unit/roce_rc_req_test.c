@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 
 #include "fabric/roce_rc.h"
@@ -228,9 +229,10 @@ static void deliver(bool to_resp)
 	q->head = (q->head + 1) % QLEN;
 	q->n--;
 	assert_int_equal(roce_parse(f, len, LMTU, &p), ROCE_OK);
-	if (to_resp)
+	if (to_resp) {
 		(void)roce_rc_resp_input(&L->resp, &p);
-	else
+		roce_rc_resp_pump(&L->resp, UINT_MAX);
+	} else
 		(void)roce_rc_req_input(&L->req, &p, L->now);
 }
 

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <limits.h>
 #include <string.h>
 
 #include "fabric/roce_rc.h"
@@ -227,7 +228,8 @@ static struct roce_frame_desc req(uint8_t opcode, uint32_t psn, uint32_t plen)
 	return d;
 }
 
-static enum roce_rc_in feed(struct roce_rc_resp *q, const struct roce_frame_desc *d)
+/* The packet d describes, into the responder; what it owes stays in its outbox. */
+static enum roce_rc_in feed_held(struct roce_rc_resp *q, const struct roce_frame_desc *d)
 {
 	uint8_t f[ROCE_RC_FRAME_MAX];
 	struct roce_pkt p;
@@ -236,6 +238,16 @@ static enum roce_rc_in feed(struct roce_rc_resp *q, const struct roce_frame_desc
 	assert_int_equal(roce_build(d, f, sizeof(f), &len), ROCE_OK);
 	assert_int_equal(roce_parse(f, len, MTU, &p), ROCE_OK);
 	return roce_rc_resp_input(q, &p);
+}
+
+/* The same, and everything owed sent (the owner paces the outbox; here the wire takes all of it). */
+static enum roce_rc_in feed(struct roce_rc_resp *q, const struct roce_frame_desc *d)
+{
+	enum roce_rc_in v = feed_held(q, d);
+
+	roce_rc_resp_pump(q, UINT_MAX);
+	assert_false(roce_rc_resp_pending(q));
+	return v;
 }
 
 static enum roce_rc_in feed_op(struct roce_rc_resp *q, uint8_t opcode, uint32_t psn, uint32_t plen)
@@ -541,15 +553,104 @@ static void test_read_bad_rkey(void **state)
 	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_READ_REQUEST, 9, 0, 0x7777, 0x100000, 64), ROCE_RC_IN_FATAL_NAK);
 	assert_int_equal(F.nframes, 1);
 	expect_nak(0, 9, ROCE_NAK_REM_ACCESS_ERR, 0);
-	/* a READ running off the end of its region: the responses before the fault, then the NAK */
+	/* a READ running off the end of its region: refused whole before any response, NAK at its PSN */
 	setup_qp(&q, 9);
 	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_READ_REQUEST, 9, 0, 0x1000, 0x100000 + MR_LEN - MTU, 2 * MTU),
 			 ROCE_RC_IN_FATAL_NAK);
+	assert_int_equal(F.nframes, 1);
+	expect_nak(0, 9, ROCE_NAK_REM_ACCESS_ERR, 0);
+	assert_true(roce_rc_resp_in_error(&q));
+}
+
+/*
+ * The region goes while a READ's responses are leaving (they leave at the owner's pace): the
+ * responses before the fault went, then the NAK at the PSN of the one that could not be read,
+ * carrying the MSN before the READ; the QP is in error and nothing more is sent.
+ */
+static void test_read_region_gone(void **state)
+{
+	struct roce_rc_resp q;
+	struct roce_frame_desc d;
+
+	(void)state;
+	setup_qp(&q, 9);
+	d = req(ROCE_RC_RDMA_READ_REQUEST, 9, 0);
+	d.reth.rkey = 0x1000;
+	d.reth.va = 0x100000;
+	d.reth.len = 3 * MTU;
+	assert_int_equal(feed_held(&q, &d), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(F.nframes, 0); /* nothing before the owner lets it out */
+	assert_true(roce_rc_resp_pending(&q));
+	assert_int_equal(roce_rc_resp_pump(&q, 1), 1);
+	F.mem.mr[0].valid = false;
+	assert_int_equal(roce_rc_resp_pump(&q, 10), 1);
 	assert_int_equal(F.nframes, 2);
 	assert_int_equal(sent(0).bth->opcode, ROCE_RC_RDMA_READ_RESPONSE_FIRST);
 	expect_nak(1, 10, ROCE_NAK_REM_ACCESS_ERR, 0);
 	assert_true(roce_rc_resp_in_error(&q));
+	assert_false(roce_rc_resp_pending(&q));
+	assert_int_equal(roce_rc_resp_pump(&q, 10), 0);
+	F.mem.mr[0].valid = true;
 }
+
+/*
+ * Responses leave in PSN order: what the responder answers after a READ waits behind the READ's
+ * responses (a requester takes an ACK of a later PSN as the loss of the READ responses before
+ * it). A READ of 3 MTUs, two SENDs and an atomic arrive before any response has left: the outbox
+ * sends the three READ responses, one ACK for both SENDs (the later positive ACK stands in for the
+ * earlier), then the ATOMIC ACKNOWLEDGE, each AETH with the MSN of its own time. A duplicate of
+ * the READ while its responses are still owed adds nothing; once they have gone, the part asked
+ * again goes again (as a READ of its own) and is counted as lost on the way.
+ */
+static void test_outbox_order(void **state)
+{
+	struct roce_rc_resp q;
+	struct roce_frame_desc d;
+	const uint8_t ack = roce_syn_ack(ROCE_AETH_CREDITS_INVALID);
+
+	(void)state;
+	setup_qp(&q, 100);
+	post_recv(64);
+	post_recv(64);
+	d = req(ROCE_RC_RDMA_READ_REQUEST, 100, 0);
+	d.reth.rkey = 0x1000;
+	d.reth.va = 0x100000;
+	d.reth.len = 3 * MTU;
+	assert_int_equal(feed_held(&q, &d), ROCE_RC_IN_EXECUTED);
+	d = req(ROCE_RC_SEND_ONLY, 103, 16);
+	assert_int_equal(feed_held(&q, &d), ROCE_RC_IN_EXECUTED);
+	d = req(ROCE_RC_SEND_ONLY, 104, 16);
+	assert_int_equal(feed_held(&q, &d), ROCE_RC_IN_EXECUTED);
+	d = req(ROCE_RC_FETCH_ADD, 105, 0);
+	d.atomic.va = 0x100000;
+	d.atomic.rkey = 0x1000;
+	d.atomic.swap_add = 1;
+	assert_int_equal(feed_held(&q, &d), ROCE_RC_IN_EXECUTED);
+	/* The READ asked again from its second response, before any went: nothing new is owed. */
+	d = req(ROCE_RC_RDMA_READ_REQUEST, 101, 0);
+	d.reth.rkey = 0x1000;
+	d.reth.va = 0x100000 + MTU;
+	d.reth.len = 2 * MTU;
+	assert_int_equal(feed_held(&q, &d), ROCE_RC_IN_DUPLICATE);
+	assert_int_equal(q.read_again, 0);
+	assert_int_equal(F.nframes, 0);
+	assert_int_equal(roce_rc_resp_pump(&q, UINT_MAX), 5);
+	assert_int_equal(F.nframes, 5);
+	expect_aeth(0, ROCE_RC_RDMA_READ_RESPONSE_FIRST, 100, ack, 1);
+	assert_int_equal(sent(1).bth->opcode, ROCE_RC_RDMA_READ_RESPONSE_MIDDLE);
+	assert_int_equal(roce_bth_psn(sent(1).bth), 101);
+	expect_aeth(2, ROCE_RC_RDMA_READ_RESPONSE_LAST, 102, ack, 1);
+	expect_aeth(3, ROCE_RC_ACKNOWLEDGE, 104, ack, 3);
+	expect_aeth(4, ROCE_RC_ATOMIC_ACKNOWLEDGE, 105, ack, 4);
+	/* Asked again after the responses went: they go again from there, counted as lost. */
+	assert_int_equal(feed(&q, &d), ROCE_RC_IN_DUPLICATE);
+	assert_int_equal(q.read_again, 1);
+	assert_int_equal(F.nframes, 7);
+	expect_aeth(5, ROCE_RC_RDMA_READ_RESPONSE_FIRST, 101, ack, 4);
+	expect_aeth(6, ROCE_RC_RDMA_READ_RESPONSE_LAST, 102, ack, 4);
+	assert_int_equal(F.ncqe, 2);
+}
+
 
 /* ---- atomics ---- */
 
@@ -1394,6 +1495,8 @@ int main(void)
 		cmocka_unit_test(test_write_longer_than_reth),
 		cmocka_unit_test(test_read),
 		cmocka_unit_test(test_read_bad_rkey),
+		cmocka_unit_test(test_read_region_gone),
+		cmocka_unit_test(test_outbox_order),
 		cmocka_unit_test(test_atomics),
 		cmocka_unit_test(test_atomic_errors),
 		cmocka_unit_test(test_duplicate_send),

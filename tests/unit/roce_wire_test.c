@@ -174,6 +174,8 @@ static void test_opcode_table(void **state)
 			rc++;
 		else if ((o & ROCE_TRANSPORT_MASK) == ROCE_TRANSPORT_UD)
 			ud++;
+		else if (o == ROCE_CNP)
+			assert_true(op->hdrs == ROCE_H(ROCE_HDR_CNP) && !op->payload && !op->request);
 		if ((o & ROCE_TRANSPORT_MASK) == ROCE_TRANSPORT_UC) {
 			/* A UC opcode is its RC twin in every respect but the transport bits. */
 			const struct roce_opcode_info *twin = roce_opcode_info(ROCE_UC_TO_RC(o));
@@ -188,14 +190,14 @@ static void test_opcode_table(void **state)
 		/* UD packets carry a DETH, RC ones never */
 		assert_int_equal(!!(op->hdrs & ROCE_H(ROCE_HDR_DETH)), (o & ROCE_TRANSPORT_MASK) == ROCE_TRANSPORT_UD);
 	}
-	assert_int_equal(n, 37);
+	assert_int_equal(n, 38);               /* RC, UC, UD and the CNP */
 	assert_int_equal(rc, 23);
 	assert_int_equal(uc, 12);
 	assert_int_equal(ud, 2);
 	assert_null(roce_opcode_info(0x15));    /* reserved between FETCH_ADD and SEND_LAST_INV */
 	assert_null(roce_opcode_info(0x2c));    /* UC has no READ, atomics or invalidation */
 	assert_null(roce_opcode_info(0x40));    /* RD: not ours */
-	assert_null(roce_opcode_info(0x81));    /* CNP */
+	assert_int_equal(roce_hdrs_len(roce_opcode_info(ROCE_CNP)->hdrs), ROCE_CNP_RSVD_LEN);
 	assert_int_equal(roce_hdrs_len(roce_opcode_info(ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE)->hdrs), 20);
 	assert_int_equal(roce_hdrs_len(roce_opcode_info(ROCE_RC_ATOMIC_ACKNOWLEDGE)->hdrs), 12);
 	assert_int_equal(roce_hdrs_len(roce_opcode_info(ROCE_RC_COMPARE_SWAP)->hdrs), 28);
@@ -263,7 +265,7 @@ static void test_round_trip_every_opcode(void **state)
 			}
 		}
 	}
-	assert_int_equal(n, 37 * 7);
+	assert_int_equal(n, 38 * 7);
 }
 
 static void test_aeth_syndromes(void **state)
@@ -391,7 +393,8 @@ static const struct mutation mutations[] = {
 	{ "BTH TVer 15", ROCE_RC_SEND_ONLY, BTHO(1), 0x0f, 0xf0, true, MTU, ROCE_ERR_BTH_VERSION },
 	{ "opcode RD SEND_ONLY", ROCE_RC_SEND_ONLY, BTHO(0), 0x44, 0x00, true, MTU, ROCE_ERR_OPCODE },
 	{ "opcode reserved 0x15", ROCE_RC_SEND_ONLY, BTHO(0), 0x15, 0x00, true, MTU, ROCE_ERR_OPCODE },
-	{ "opcode CNP", ROCE_RC_SEND_ONLY, BTHO(0), 0x81, 0x00, true, MTU, ROCE_ERR_OPCODE },
+	{ "opcode CNP on a short SEND (fewer bytes than a CNP's 16 reserved)", ROCE_RC_SEND_ONLY, BTHO(0), 0x81,
+	  0x00, true, MTU, ROCE_ERR_HDR_SHORT },
 	{ "pad on ACK", ROCE_RC_ACKNOWLEDGE, BTHO(1), 0x10, 0xcf, true, MTU, ROCE_ERR_PAYLOAD_UNEXPECTED },
 	{ "pad on READ REQUEST", ROCE_RC_RDMA_READ_REQUEST, BTHO(1), 0x30, 0xcf, true, MTU,
 	  ROCE_ERR_PAYLOAD_UNEXPECTED },
@@ -562,10 +565,10 @@ static void test_icrc_masked_fields(void **state)
 
 /*
  * A RoCEv2 CNP (opcode 0x81) captured on a ConnectX-4 Lx: IPv4 TOS 0xc2,
- * TTL 64, UDP source port 0 and checksum 0, BECN set, 16 reserved bytes.
- * Hardware computed its ICRC (82 fd 00 2a on the wire, value 0x2a00fd82).
- * Not an RC/UD opcode, so the parser refuses it after the ICRC-independent
- * checks; the ICRC routine must agree with the hardware.
+ * TTL 64, UDP source port 0 and checksum 0, BECN set, DestQP 0x118, PSN 0,
+ * 16 reserved bytes. Hardware computed its ICRC (82 fd 00 2a on the wire,
+ * value 0x2a00fd82): the parser takes it, the ICRC routine agrees with the
+ * hardware, and the builder makes the same frame from its fields.
  */
 static const uint8_t cx4_cnp[] = {
 	0xe4, 0x1d, 0x2d, 0xab, 0x2b, 0xc2, 0x7c, 0xfe, 0x90, 0x64, 0x3b, 0x32, 0x08, 0x00, 0x45, 0xc2,
@@ -583,7 +586,25 @@ static void test_known_cx4_cnp(void **state)
 	(void)state;
 	assert_int_equal(roce_icrc(cx4_cnp + ETH_IP, sizeof(cx4_cnp) - ETH_IP - ROCE_ICRC_LEN), 0x2a00fd82);
 	assert_int_equal(roce_icrc_get(cx4_cnp + sizeof(cx4_cnp) - ROCE_ICRC_LEN), 0x2a00fd82);
-	assert_int_equal(roce_parse(cx4_cnp, sizeof(cx4_cnp), MTU, &p), ROCE_ERR_OPCODE);
+	assert_int_equal(roce_parse(cx4_cnp, sizeof(cx4_cnp), MTU, &p), ROCE_OK);
+	assert_int_equal(p.bth->opcode, ROCE_CNP);
+	assert_true(roce_bth_becn(p.bth));
+	assert_false(roce_bth_fecn(p.bth));
+	assert_int_equal(roce_bth_dqpn(p.bth), 0x118);
+	assert_int_equal(roce_bth_psn(p.bth), 0);
+	assert_int_equal(roce_bth_pkey(p.bth), 0xffff);
+	{
+		struct roce_frame_desc d = { .src_ip = 0x0a001101, .dst_ip = 0x0a001201, .tos = 0xc2, .ttl = 64,
+					     .ip_id = 0x718c, .df = true, .sport = 0, .opcode = ROCE_CNP,
+					     .pkey = 0xffff, .becn = true, .dqpn = 0x118 };
+		size_t len;
+
+		memcpy(d.dst_mac, cx4_cnp, 6);
+		memcpy(d.src_mac, cx4_cnp + 6, 6);
+		assert_int_equal(roce_build(&d, f, sizeof(f), &len), ROCE_OK);
+		assert_int_equal(len, sizeof(cx4_cnp));
+		assert_memory_equal(f, cx4_cnp, sizeof(cx4_cnp));
+	}
 	/* one flipped bit anywhere in the ICRC's coverage changes it */
 	for (size_t i = ETH_IP; i < sizeof(cx4_cnp) - ROCE_ICRC_LEN; i++) {
 		memcpy(f, cx4_cnp, sizeof(f));

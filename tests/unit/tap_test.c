@@ -4,8 +4,9 @@
  * virtio_net_hdr before each), with the real event loop and switch. The test
  * is the host kernel: it writes super-frames, hostile headers and frames too
  * long into its end, and reads what the server writes back. Checks the
- * receive path and its per-wakeup bound, and that pure ACKs of one batch
- * fold into the last one except duplicates.
+ * receive path and its per-wakeup bound, that pure ACKs of one batch fold
+ * into the last one except duplicates, and that frames the kernel's queue
+ * cannot take at once are held and written in order, not dropped.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -86,6 +87,7 @@ struct world {
 	struct net_switch *sw;
 	struct tap *tap;
 	int host;               /* the host kernel's end */
+	int tapfd;              /* the TAP's end (the attachment owns it) */
 	int always;             /* an eventfd that stays readable: every loop turn has a batch */
 	struct ev_watch *always_w;
 	int ep;                 /* a port the test sends from, as an endpoint would */
@@ -156,6 +158,7 @@ static int setup(void **state)
 	w->ep = net_switch_attach(w->sw, &ep);
 	w->tap = tap_attach_fd(sv[0], true, "tap-test", w->loop, w->sw, err, sizeof(err));
 	w->host = sv[1];
+	w->tapfd = sv[0];
 	if (w->tap == NULL || w->always_w == NULL)
 		return -1;
 	*state = w;
@@ -412,6 +415,59 @@ static void test_acks_folded(void **state)
 	assert_int_equal(tap_stats(w->tap)->acks_superseded, 3);
 }
 
+/*
+ * Frames the kernel's queue cannot take at once (a write that would block) are held, not dropped,
+ * and written in order as the queue drains: here the socket pair's queue takes a few datagrams, the
+ * endpoint sends 200 data frames while the host reads nothing, then the host reads and the loop
+ * turns until all 200 have come, in order (a gap between each two, so that none merge). Past TAP_TX_HOLD frames held, the next is dropped and
+ * counted as such.
+ */
+static void test_tx_held(void **state)
+{
+	struct world *w = *state;
+	uint8_t f[2048];
+	unsigned got = 0, turns = 0;
+	const struct tap_stats *st = tap_stats(w->tap);
+	size_t n;
+
+	host_hello(w);
+	/* A small queue: what its sender may have unread in the pair, as a TAP's queue of frames. */
+	assert_int_equal(setsockopt(w->tapfd, SOL_SOCKET, SO_SNDBUF, &(int){ 16384 }, sizeof(int)), 0);
+	for (unsigned i = 0; i < 200; i++) {
+		n = tcp_frame(f, host_mac, ep_mac, EP_IP, HOST_IP, 9000, 40000, 5000 + 1000 * i, 1, F_ACK | F_PSH,
+			      65535, 100);
+		net_switch_input(w->sw, w->ep, f, n);
+	}
+	run_batch(w);
+	assert_true(st->tx_held >= 150);
+	assert_int_equal(st->tx_dropped, 0);
+	while (got < 200) {
+		while ((n = host_read(w, f, sizeof(f))) > 0) {
+			assert_int_equal(n, 14 + 40 + 100);
+			assert_int_equal(get32(f + 34 + 4), 5000 + 1000 * got); /* in the order sent */
+			got++;
+		}
+		run_batch(w);
+		assert_true(++turns < 1000);
+	}
+	assert_int_equal(st->tx_frames, 200);
+	assert_int_equal(st->tx_dropped, 0);
+	expect_none(w);
+	/* Nobody reads: what the queue takes, TAP_TX_HOLD held, and the rest dropped as "held full". */
+	uint64_t frames0 = st->tx_frames, held0 = st->tx_held;
+
+	for (unsigned i = 0; i < TAP_TX_HOLD + 100; i++) {
+		n = tcp_frame(f, host_mac, ep_mac, EP_IP, HOST_IP, 9000, 40000, 100000 + 1000 * i, 1, F_ACK | F_PSH,
+			      65535, 100);
+		net_switch_input(w->sw, w->ep, f, n);
+	}
+	run_batch(w); /* the last one leaves the batch's merge buffer */
+	assert_int_equal(st->tx_held - held0, TAP_TX_HOLD);
+	assert_true(st->tx_held_full > 0);
+	assert_int_equal(st->tx_dropped, st->tx_held_full);
+	assert_int_equal(st->tx_frames - frames0 + TAP_TX_HOLD + st->tx_held_full, TAP_TX_HOLD + 100);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -419,6 +475,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rx_batch_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rx_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acks_folded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tx_held, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("tap-unit", tests, NULL, NULL);

@@ -24,7 +24,11 @@
 #   --file PATH (repeatable): copy PATH into every run's job directory under its own name, next to
 #   check.sh (the check finds it in "$(dirname "$0")"), e.g. a source file the guest compiles.
 #   --server-log REGEX: after the servers stopped, the first one's log must match REGEX
-#   (grep -E), e.g. its closing statistics (check server-log).
+#   (grep -E), e.g. its closing statistics (check server-log); --peer-server-log the same for the
+#   peer's server (check server-log-peer).
+#   After the runs, the frames the kernel dropped at each TAP of the run's namespace are printed
+#   (tx_dropped: frames its queue toward a reader had no room for); a guest asks for them at any
+#   time with the host request "tapdrops" (answer: "TAP COUNT" lines).
 #   --netns-tap: run the server in a private network namespace joined (--tap ernic0) to a TAP
 #   whose host side is 192.168.200.3/24; the guest checks see ERNIC_TAP_PEER=192.168.200.3, and a
 #   host-side peer in the namespace pings the guest (192.168.200.2) while it runs (check
@@ -89,7 +93,7 @@ usage() {
 
 BINARY="" CHECK="" BOOTS=1 RUNS=1 NO_DEVICE=0 SHELL_MODE=0 BUILD_ONLY=0 KEEP=0 NETNS_TAP=0 NETNS_ONLY=0 TOUR=0 QEMU_EXTRA=""
 PEER_GUEST=0 PEER_CHECK="" PEER_ENV=() GUEST_NIC=0 PEER_LOSS="" PEER_SERVER_ARGS="" PEER_SRV=""
-SERVER_ARGS_LIST=() SERVER_LOG_RE=""
+SERVER_ARGS_LIST=() SERVER_LOG_RE="" PEER_SERVER_LOG_RE=""
 FW_VERSION=${ERNIC_FW_VERSION:-1.0.0-ernic}
 TIMEOUT=300 CHECK_TIMEOUT=180 SILENT_LIMIT=${ERNIC_VM_SILENT_LIMIT:-90}
 EXTRA_ENV=() FILES=() DISKS=()
@@ -101,6 +105,7 @@ while [ $# -gt 0 ]; do
 	--runs) RUNS=${2:?}; shift 2 ;;
 	--server-args) SERVER_ARGS_LIST+=("${2?}"); shift 2 ;;
 	--server-log) SERVER_LOG_RE=${2:?}; shift 2 ;;
+	--peer-server-log) PEER_SERVER_LOG_RE=${2:?}; shift 2 ;;
 	--fw-version) FW_VERSION=${2:?}; shift 2 ;;
 	--env) EXTRA_ENV+=("${2:?}"); shift 2 ;;
 	--file) FILES+=("${2:?}"); shift 2 ;;
@@ -403,6 +408,16 @@ server_stats() {
 	tail -n +$((lines + 1)) "$log" | grep -E 'dev_cmds|ionic rdma: .* admin commands'
 	echo "cpu $(awk '{ print $14 + $15 }' "/proc/$pid/stat") $(getconf CLK_TCK)"
 }
+# tap_drops: "TAP COUNT" for each TAP of the run's namespace: the frames the kernel dropped there,
+# its queue toward the reader (a server, or QEMU for a virtio-net NIC) being full (tx_dropped).
+tap_drops() {
+	local t
+	[ -n "$NETNS" ] || return 0
+	for t in $(ip -n "$NETNS" -o link show type tun 2>/dev/null | awk -F': ' '{ print $2 }' | cut -d@ -f1); do
+		echo "$t $(ip netns exec "$NETNS" cat "/sys/class/net/$t/statistics/tx_dropped" 2>/dev/null || echo 0)"
+	done
+	return 0
+}
 # image_blocks: for every file= image in the servers' arguments, "NAME ALLOCATED SIZE" (bytes the
 # host's file system holds for it, and its size), to show a guest what its discards freed.
 image_blocks() {
@@ -430,6 +445,7 @@ if [ -n "$BINARY" ]; then
 			"signal USR1") kill -USR1 "${SERVER_PIDS[0]}" && echo done >"$f.done" ;;
 			stats) server_stats "${SERVER_PIDS[0]}" "${SERVER_LOGS[0]}" >"$f.tmp" && mv "$f.tmp" "$f.done" ;;
 			blocks) image_blocks >"$f.tmp" && mv "$f.tmp" "$f.done" ;;
+			tapdrops) tap_drops >"$f.tmp" && mv "$f.tmp" "$f.done" ;;
 			*) echo refused >"$f.done" ;;
 			esac
 			rm -f "$f"
@@ -1023,6 +1039,7 @@ if [ -n "$PEER_LOSS" ]; then
 		fail peer-loss "the nftables rule dropped nothing"
 	fi
 fi
+[ -n "$NETNS" ] && echo "# frames dropped at the TAPs (tx_dropped): $(tap_drops | tr '\n' ' ')"
 stop_servers
 if [ -n "$SERVER_LOG_RE" ] && [ ${#SERVER_LOGS[@]} -gt 0 ]; then
 	if grep -Eq -- "$SERVER_LOG_RE" "${SERVER_LOGS[0]}"; then
@@ -1030,6 +1047,14 @@ if [ -n "$SERVER_LOG_RE" ] && [ ${#SERVER_LOGS[@]} -gt 0 ]; then
 	else
 		fail server-log "the server's log has no line matching '$SERVER_LOG_RE'"
 		tail_file "server" "${SERVER_LOGS[0]}" 5
+	fi
+fi
+if [ -n "$PEER_SERVER_LOG_RE" ] && [ -n "$PEER_SRV" ] && [ -n "${SERVER_LOGS[PEER_SRV]:-}" ]; then
+	if grep -Eq -- "$PEER_SERVER_LOG_RE" "${SERVER_LOGS[PEER_SRV]}"; then
+		pass server-log-peer
+	else
+		fail server-log-peer "the peer's server's log has no line matching '$PEER_SERVER_LOG_RE'"
+		tail_file "server-peer" "${SERVER_LOGS[PEER_SRV]}" 5
 	fi
 fi
 finish

@@ -12,16 +12,10 @@
 # shellcheck source=SCRIPTDIR/../guest/check-lib.sh
 . "$(dirname "$0")/check-lib.sh"
 
-JOB=$(dirname "$0")
 MIB=1048576
 
 # host_blocks NAME: the bytes the host's file system holds for image NAME (run-vm-test "blocks").
-host_blocks() {
-	rm -f "$JOB/host-request.done"
-	echo blocks >"$JOB/host-request.new" && mv "$JOB/host-request.new" "$JOB/host-request"
-	wait_for 30 test -f "$JOB/host-request.done" || return 1
-	awk -v n="$1" '$1 == n { print $2 }' "$JOB/host-request.done"
-}
+host_blocks() { host_request blocks | awk -v n="$1" '$1 == n { print $2 }'; }
 
 # digest DEV OFFSET_MIB COUNT_MIB
 digest() { dd if="$1" bs=1M skip="$2" count="$3" iflag=direct status=none | sha256sum | cut -d' ' -f1; }

@@ -21,6 +21,7 @@
 #   rping         rping over rdma_cm, 20 pings verified (-V): CM MADs, SEND, RDMA READ and WRITE
 #   write-bw, read-bw, send-bw, atomic-bw   perftest ib_*_bw
 #   write-lat     perftest ib_write_lat
+#   read-bw-1m, write-bw-1m, send-bw-1m, read-bw-16m, ...   perftest at 1 MiB and 16 MiB
 #   nvme          nvme connect -t rdma to the stock nvmet-rdma target on the other side (below)
 # Both sides report each step under the same name (the host shows them as runR.bootB.NAME and
 # runR.peer.NAME); the client's figure is parsable: key=value pairs, also printed on a line
@@ -45,7 +46,8 @@
 # out, e.g. "ud-pingpong" under frame loss, where UD has nothing to recover with; give both
 # guests the same list), ERNIC_IONIC_MAC (the ionic netdev's MAC when there are several),
 # ERNIC_PAIR_NVME_CYCLES (nvme step: connects and disconnects after the verified one, 0; each
-# one is a full rdma_cm exchange per queue, for hunting trouble in the admin path).
+# one is a full rdma_cm exchange per queue, for hunting trouble in the admin path),
+# ERNIC_PAIR_NO_TAP_DROPS (1: no frame may be dropped at a TAP during the large messages).
 # shellcheck source=SCRIPTDIR/../guest/check-lib.sh
 . "$(dirname "$0")/check-lib.sh"
 
@@ -124,7 +126,7 @@ listening() {
 figure() {
 	f_tool=$1 f_out=$2
 	case $f_tool in
-	*-bw) FIG=$(awk '$1 ~ /^[0-9]+$/ && NF >= 5 { printf "bytes=%s iters=%s bw_MiBps=%s msg_Mpps=%s", $1, $2, $4, $5; exit }' "$f_out") ;;
+	*-bw | *-bw-*) FIG=$(awk '$1 ~ /^[0-9]+$/ && NF >= 5 { printf "bytes=%s iters=%s bw_MiBps=%s msg_Mpps=%s", $1, $2, $4, $5; exit }' "$f_out") ;;
 	*-lat) FIG=$(awk '$1 ~ /^[0-9]+$/ && NF >= 7 { printf "bytes=%s iters=%s lat_avg_us=%s lat_typical_us=%s lat_min_us=%s lat_max_us=%s", $1, $2, $6, $5, $3, $4; exit }' "$f_out") ;;
 	*-pingpong) FIG=$(awk '/bytes in .* seconds =/ { b = $7 } /iters in .* seconds =/ { i = $1; u = $7 }
 		END { printf "iters=%s Mbit_s=%s usec_per_iter=%s", i, b, u }' "$f_out") ;;
@@ -218,8 +220,9 @@ step() {
 	[ -s "$log.late" ] && cat "$log.late"
 }
 
-# Bench mode: ib_write_bw at 64 KiB and 1 MiB and ib_write_lat at 64 B, the main guest the
-# client, on both device kinds in turn (rounds alternate the order: A B, B A, ...), then done.
+# Bench mode: ib_write_bw at 64 KiB and 1 MiB, ib_read_bw at 1 MiB both ways and ib_write_lat at
+# 64 B, the main guest the client (for the second READ the peer), on both device kinds in turn
+# (rounds alternate the order: A B, B A, ...), then done.
 if [ "$MODE" = bench ]; then
 	r=1
 	while [ $r -le "${ERNIC_PAIR_ROUNDS:-2}" ]; do
@@ -233,6 +236,9 @@ if [ "$MODE" = bench ]; then
 			fi
 			step "r$r-$d-64k-write-bw" peer tcp ib_write_bw -d "$IB" -x "$GID" -s 65536 -n "$N" -u "$QPT" -F
 			step "r$r-$d-1m-write-bw" peer tcp ib_write_bw -d "$IB" -x "$GID" -s 1048576 -n "$((N / 4 + 1))" -u "$QPT" -F
+			# READ both ways: the main guest reads the peer's memory, then the peer the main's
+			step "r$r-$d-1m-read-bw" peer tcp ib_read_bw -d "$IB" -x "$GID" -s 1048576 -n "$((N / 4 + 1))" -u "$QPT" -F
+			step "r$r-$d-1m-read-bw" main tcp ib_read_bw -d "$IB" -x "$GID" -s 1048576 -n "$((N / 4 + 1))" -u "$QPT" -F
 			step "r$r-$d-write-lat" peer tcp ib_write_lat -d "$IB" -x "$GID" -s 64 -n "$N" -u "$QPT" -F
 		done
 		r=$((r + 1))
@@ -258,6 +264,23 @@ done
 for srv in peer main; do
 	step write-lat $srv tcp ib_write_lat -d "$IB" -x "$GID" -n "$N" -u "$QPT" -s 64 -F
 done
+# Large messages, the pacing's case: 1 MiB and 16 MiB READs, WRITEs and SENDs both ways (a READ's
+# responses leave the responder as fast as it can read memory, unless its rate says otherwise).
+# With ERNIC_PAIR_NO_TAP_DROPS=1 the main guest asks the host for the frames the kernel dropped
+# at the bridge's TAPs before and after them: not one may be lost (large-tap-drops).
+tapdrops() { host_request tapdrops 2>/dev/null | awk '{ s += $2 } END { print s + 0 }'; }
+[ "$SIDE" = main ] && TD0=$(tapdrops)
+for t in read write send; do
+	for srv in peer main; do
+		step "$t-bw-1m" $srv tcp "ib_${t}_bw" -d "$IB" -x "$GID" -s 1048576 -n "$((N / 10 + 2))" -u "$QPT" -F
+		step "$t-bw-16m" $srv tcp "ib_${t}_bw" -d "$IB" -x "$GID" -s 16777216 -n 5 -u "$QPT" -F
+	done
+done
+if [ "$SIDE" = main ] && [ "${ERNIC_PAIR_NO_TAP_DROPS:-0}" = 1 ]; then
+	TD1=$(tapdrops)
+	echo "frames dropped at the TAPs during the large messages: $((TD1 - TD0)) ($(host_request tapdrops | tr '\n' ' '))"
+	[ "$TD1" = "$TD0" ] && pass large-tap-drops "none" || fail large-tap-drops "$((TD1 - TD0)) frames dropped"
+fi
 
 # --- NVMe over Fabrics across the hosts: the stock nvmet-rdma target on the server side's device
 # (a 64 MiB file as namespace 1, buffered), the stock nvme-rdma host on the client's. The client

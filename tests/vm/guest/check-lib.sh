@@ -231,4 +231,14 @@ sync_wait() {
 }
 
 # finish: exit status of the check script (non-zero when a check failed).
+# host_request REQUEST: ask the host side (run-vm-test.sh: "signal USR1", "stats", "blocks",
+# "tapdrops") and print its answer; non-zero without one within 60 s. The main guest's only.
+host_request() {
+	hr_job=$(dirname "$0")
+	rm -f "$hr_job/host-request.done"
+	echo "$1" >"$hr_job/host-request.new" && mv "$hr_job/host-request.new" "$hr_job/host-request"
+	wait_for 60 test -f "$hr_job/host-request.done" || return 1
+	cat "$hr_job/host-request.done"
+}
+
 finish() { [ "$CHECK_FAILED" -eq 0 ]; exit $?; }
