@@ -338,6 +338,12 @@ nvme_client() {
 		wait_for 60 nsdev || { NV_RES="no namespace in cycle $c"; timeout 60 nvme disconnect -n $NQN >/dev/null 2>&1; return 1; }
 		out=$(timeout 60 nvme disconnect -n $NQN 2>&1) || { NV_RES="nvme disconnect failed in cycle $c: $out"; return 1; }
 	done
+	# The host had nothing to recover from: no error recovery, no reconnection (nvme-rdma logs both).
+	rec=$(dmesg | grep -c -i -e "starting error recovery" -e "reconnecting in" -e "Reconnecting")
+	if [ "$rec" != 0 ]; then
+		NV_RES="the nvme-rdma host recovered $rec times: $(dmesg | grep -i -e "error recovery" -e reconnect | tail -2 | tr '\n' ';')"
+		return 1
+	fi
 	NV_RES="0 $want"
 }
 # nvme_step SERVER_SIDE: the target on SERVER_SIDE, the host on the other.
