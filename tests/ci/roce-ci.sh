@@ -35,18 +35,38 @@ for t in ernicA ernicB; do
 done
 nsx ip link set br0 mtu 9000 up
 
-# Not through nsx: a function in the background is a subshell, and its pid is not the server's.
-ip netns exec "$NS" "$BIN" --socket "$TMP/a.sock" --backend roce:mtu=4096,timeout=14,retry=7,ip=192.168.200.10 --tap ernicA \
-	--mac 02:00:00:00:00:0a 2>"$TMP/a.log" &
-PID_A=$!
-ip netns exec "$NS" "$BIN" --socket "$TMP/b.sock" --backend roce --tap ernicB --mac 02:00:00:00:00:0b \
-	2>"$TMP/b.log" &
-PID_B=$!
-for _ in $(seq 300); do
-	has_line "$TMP/a.log" "vfio-user: listening on $TMP/a.sock" &&
-		has_line "$TMP/b.log" "vfio-user: listening on $TMP/b.sock" && break
-	sleep 0.1
-done
+# servers_up X Y BACKEND_A: server A (socket and log $TMP/X.*, on ernicA, with BACKEND_A) and
+# server B ($TMP/Y.*, on ernicB, --backend roce), until both listen (30 s at most). Not through
+# nsx: a function in the background is a subshell, and its pid is not the server's.
+servers_up() {
+	ip netns exec "$NS" "$BIN" --socket "$TMP/$1.sock" --backend "$3" --tap ernicA --mac 02:00:00:00:00:0a \
+		2>"$TMP/$1.log" &
+	PID_A=$!
+	ip netns exec "$NS" "$BIN" --socket "$TMP/$2.sock" --backend roce --tap ernicB --mac 02:00:00:00:00:0b \
+		2>"$TMP/$2.log" &
+	PID_B=$!
+	for _ in $(seq 300); do
+		has_line "$TMP/$1.log" "vfio-user: listening on $TMP/$1.sock" &&
+			has_line "$TMP/$2.log" "vfio-user: listening on $TMP/$2.sock" && break
+		sleep 0.1
+	done
+}
+
+# servers_down [CHECK]: SIGTERM to both, each must exit 0 (passes CHECK-A, CHECK-B when given).
+servers_down() {
+	for s in A B; do
+		pid=PID_$s
+		kill -TERM "${!pid}" 2>/dev/null
+		if wait "${!pid}"; then
+			[ -n "${1:-}" ] && pass "$1-$s"
+		else
+			[ -n "${1:-}" ] && fail "$1-$s" "exit status $?"
+		fi
+		eval "PID_$s="
+	done
+}
+
+servers_up a b roce:mtu=4096,timeout=14,retry=7,ip=192.168.200.10
 if has_line "$TMP/a.log" "tap ernicA: joined to the segment" &&
 	has_line "$TMP/b.log" "tap ernicB: joined to the segment"; then
 	pass roce-servers-up
@@ -85,12 +105,7 @@ else
 	fail roce-lossy "nftables cannot filter the bridge here"
 fi
 
-for s in A B; do
-	pid=PID_$s
-	kill -TERM "${!pid}" 2>/dev/null
-	wait "${!pid}" && pass "roce-server-$s-exit" || fail "roce-server-$s-exit" "$(tail -3 "$TMP/${s,,}.log")"
-	eval "PID_$s="
-done
+servers_down roce-server-exit
 # The node's counters at exit: A sent and resent packets (the lossy rounds), and the bad R_Key's
 # failed WRITE was logged with its status.
 if grep -Eq "roce: requesters: [1-9][0-9]* packets, [1-9][0-9]* resent" "$TMP/a.log" &&
@@ -106,29 +121,14 @@ fi
 nsx nft delete table bridge ernicloss 2>/dev/null
 tapdrops() { nsx cat /sys/class/net/ernicA/statistics/tx_dropped /sys/class/net/ernicB/statistics/tx_dropped | awk '{ n += $1 } END { print n }'; }
 drops0=$(tapdrops)
-ip netns exec "$NS" "$BIN" --socket "$TMP/c.sock" --backend roce --tap ernicA --mac 02:00:00:00:00:0a \
-	2>"$TMP/c.log" &
-PID_A=$!
-ip netns exec "$NS" "$BIN" --socket "$TMP/d.sock" --backend roce --tap ernicB --mac 02:00:00:00:00:0b \
-	2>"$TMP/d.log" &
-PID_B=$!
-for _ in $(seq 300); do
-	has_line "$TMP/c.log" "vfio-user: listening on $TMP/c.sock" &&
-		has_line "$TMP/d.log" "vfio-user: listening on $TMP/d.sock" && break
-	sleep 0.1
-done
+servers_up c d roce
 if nsx "$CLIENT" "$TMP/c.sock" "$TMP/d.sock" ernicA ernicB bulk >"$TMP/bulk.log" 2>&1; then
 	pass roce-bulk
 else
 	fail roce-bulk "$(grep -E 'FAILED|ERROR|Failure|error' "$TMP/bulk.log" | head -8 | tr '\n' '|')"
 fi
 sed 's/^/# /' "$TMP/bulk.log"
-for s in A B; do
-	pid=PID_$s
-	kill -TERM "${!pid}" 2>/dev/null
-	wait "${!pid}"
-	eval "PID_$s="
-done
+servers_down roce-bulk-server-exit
 drops=$(( $(tapdrops) - drops0 ))
 [ "$drops" = 0 ] && pass roce-bulk-tap-drops-0 || fail roce-bulk-tap-drops "$drops frames dropped at the TAPs"
 for l in c d; do
