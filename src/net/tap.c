@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "net/net_switch.h"
@@ -454,6 +455,32 @@ static struct tap *tap_new(const char *name, struct evloop *loop, struct net_swi
 	return t;
 }
 
+/*
+ * The kernel's queue of frames toward us (the TAP's txqueuelen: 500 or 1000 by default) is our
+ * link's receive buffer: on a loaded host this server may not run for tens of milliseconds, and
+ * a peer sending meanwhile at the rate it last learned would overflow a short queue. Make it at
+ * least TAP_QUEUE_LEN frames (CAP_NET_ADMIN; without it, or with a longer queue, left as it is).
+ */
+static void queue_len(struct tap *t)
+{
+	struct ifreq ifr = { 0 };
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (s < 0)
+		return;
+	memcpy(ifr.ifr_name, t->name, strlen(t->name));
+	if (ioctl(s, SIOCGIFTXQLEN, &ifr) == 0 && ifr.ifr_qlen < TAP_QUEUE_LEN) {
+		int was = ifr.ifr_qlen;
+
+		ifr.ifr_qlen = TAP_QUEUE_LEN;
+		if (ioctl(s, SIOCSIFTXQLEN, &ifr) == 0)
+			LOG_INFO("tap %s: its queue toward us made %d frames long (was %d)", t->name, TAP_QUEUE_LEN, was);
+		else
+			LOG_INFO("tap %s: its queue toward us stays %d frames long (%s)", t->name, was, strerror(errno));
+	}
+	close(s);
+}
+
 struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch *sw, char *err, size_t errlen)
 {
 	struct tap *t;
@@ -488,6 +515,7 @@ struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch 
 			goto out;
 		}
 	}
+	queue_len(t);
 	/* Receive offloads: TCPv4 super-frames and partial checksums (TUN_F_TSO4 needs TUN_F_CSUM). */
 	if (t->vnet) {
 		if (ioctl(t->fd, TUNSETOFFLOAD, (unsigned long)TAP_RX_OFFLOADS) == 0)

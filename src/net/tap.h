@@ -35,6 +35,8 @@ struct tap;
  * them is dropped and counted (tx_held_full).
  */
 #define TAP_TX_HOLD 512
+/* The least length tap_open() gives the kernel's queue of frames toward us (see tap.c). */
+#define TAP_QUEUE_LEN 8192
 
 struct tap_stats {
 	uint64_t rx_frames, tx_frames, tx_dropped;

@@ -74,6 +74,13 @@ else
 	fail roce-servers-up "$(cat "$TMP/a.log" "$TMP/b.log")"
 	finish
 fi
+# Each server made the kernel's queue toward it long enough to ride out a while unscheduled.
+if [ "$(nsx cat /sys/class/net/ernicA/tx_queue_len)" = 8192 ] && [ "$(nsx cat /sys/class/net/ernicB/tx_queue_len)" = 8192 ] &&
+	has_line "$TMP/a.log" "tap ernicA: its queue toward us made 8192 frames long (was 1000)"; then
+	pass roce-tap-queue
+else
+	fail roce-tap-queue "$(nsx cat /sys/class/net/ernicA/tx_queue_len) $(grep 'queue toward' "$TMP/a.log")"
+fi
 
 if nsx "$CLIENT" "$TMP/a.sock" "$TMP/b.sock" ernicA ernicB >"$TMP/client.log" 2>&1; then
 	pass roce-client
