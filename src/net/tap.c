@@ -498,6 +498,12 @@ struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch 
 	t = tap_new(ifname, loop, sw, err, errlen);
 	if (t == NULL)
 		return NULL;
+	/*
+	 * Before attaching: the ring toward our descriptor is made at attach time with the length
+	 * the device has then (resizing it under an attached descriptor lost the first frames on
+	 * this kernel, 6.18, and stalled a queue pair for its whole retry budget).
+	 */
+	queue_len(t);
 	t->fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (t->fd < 0) {
 		err_set(err, errlen, "tap %s: /dev/net/tun: %s", ifname, strerror(errno));
@@ -515,7 +521,6 @@ struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch 
 			goto out;
 		}
 	}
-	queue_len(t);
 	/* Receive offloads: TCPv4 super-frames and partial checksums (TUN_F_TSO4 needs TUN_F_CSUM). */
 	if (t->vnet) {
 		if (ioctl(t->fd, TUNSETOFFLOAD, (unsigned long)TAP_RX_OFFLOADS) == 0)
