@@ -31,7 +31,7 @@ struct glue_qp {
 /* Requester and responder counters summed over QPs, for roce_glue_log_stats. */
 struct glue_counts {
 	uint64_t req_in[ROCE_RC_REQ_IN_NUM], resp_in[ROCE_RC_IN_NUM];
-	uint64_t req_frames, req_retransmits, req_timeouts, resp_frames, resp_read_again, resp_out_full;
+	uint64_t req_frames, req_retransmits, req_timeouts, resp_frames, resp_read_again, resp_out_dropped, resp_out_full;
 };
 
 struct roce_glue {
@@ -247,6 +247,7 @@ static void gq_count(const struct roce_glue *g, uint32_t qpn, struct glue_counts
 			tot->resp_in[i] += rs->stats[i];
 		tot->resp_frames += rs->frames_sent;
 		tot->resp_read_again += rs->read_again;
+		tot->resp_out_dropped += rs->out_dropped;
 		tot->resp_out_full += rs->out_full;
 	}
 }
@@ -599,10 +600,11 @@ void roce_glue_log_stats(const struct roce_glue *g)
 	put_counts(line, sizeof(line), tot.resp_in, ROCE_RC_IN_NUM, resp_in_name);
 	LOG_INFO("%s", line);
 	LOG_INFO("roce: congestion: %llu CNPs sent, %llu received, %llu rate cuts, %llu times a QP waited for its rate, "
-		 "%llu READs asked for again, %llu responses without room",
+		 "%llu READs asked for again (%llu answers after them dropped), %llu responses without room",
 		 (unsigned long long)ps->cnp_sent, (unsigned long long)ps->cnp_received,
 		 (unsigned long long)ps->rate_cuts, (unsigned long long)ps->paced,
-		 (unsigned long long)tot.resp_read_again, (unsigned long long)tot.resp_out_full);
+		 (unsigned long long)tot.resp_read_again, (unsigned long long)tot.resp_out_dropped,
+		 (unsigned long long)tot.resp_out_full);
 	if (g->cfg.ip != 0) {
 		char pinned[16];
 

@@ -161,6 +161,17 @@ static void out_pop(struct roce_rc_resp *q)
 	q->out_count--;
 }
 
+/* Drop what the outbox holds for PSNs after psn (it is in PSN order). */
+static void out_cut_after(struct roce_rc_resp *q, uint32_t psn)
+{
+	unsigned keep = 0;
+
+	while (keep < q->out_count && roce_psn_diff(out_at(q, keep)->psn, psn) <= 0)
+		keep++;
+	q->out_dropped += q->out_count - keep;
+	q->out_count = keep;
+}
+
 static void send_ack(struct roce_rc_resp *q, uint32_t psn, uint8_t syndrome)
 {
 	struct roce_rc_out *t;
@@ -600,7 +611,15 @@ static enum roce_rc_in do_duplicate(struct roce_rc_resp *q, const struct roce_pk
 		}
 		if (!read_ok(q, rkey, va, len))
 			return fatal_cur(q, psn, ROCE_NAK_REM_ACCESS_ERR, ROCE_RC_WC_LOC_QP_OP_ERR);
+		/*
+		 * Its responses had all gone. The requester, going back to this
+		 * READ, takes no answer to a later PSN before the READ's own
+		 * responses (rdma_rxe even goes back again for each one past the
+		 * READ) and asks for those again itself (go-back-N): the ones
+		 * the outbox holds are dropped, and the READ goes next.
+		 */
 		q->read_again++;
+		out_cut_after(q, psn);
 		read_queue(q, psn, rkey, va, len, q->msn);
 		return ROCE_RC_IN_DUPLICATE;
 	}

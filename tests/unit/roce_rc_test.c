@@ -652,6 +652,69 @@ static void test_outbox_order(void **state)
 }
 
 
+/*
+ * A READ asked for again after its responses had gone, while a later READ's
+ * responses are leaving: the READ asked for goes first, and what remained of
+ * the later one, and the ACK behind it, are dropped; the requester, gone back,
+ * asks for them again and they go then, in order.
+ */
+static void test_read_again_first(void **state)
+{
+	struct roce_rc_resp q;
+	struct roce_frame_desc r1, r2;
+	const uint8_t ack = roce_syn_ack(ROCE_AETH_CREDITS_INVALID);
+
+	(void)state;
+	setup_qp(&q, 200);
+	post_recv(64);
+	r1 = req(ROCE_RC_RDMA_READ_REQUEST, 200, 0);
+	r1.reth.rkey = 0x1000;
+	r1.reth.va = 0x100000;
+	r1.reth.len = 2 * MTU;
+	assert_int_equal(feed_held(&q, &r1), ROCE_RC_IN_EXECUTED);
+	r2 = req(ROCE_RC_RDMA_READ_REQUEST, 202, 0);
+	r2.reth.rkey = 0x1000;
+	r2.reth.va = 0x100000 + 4 * MTU;
+	r2.reth.len = 3 * MTU;
+	assert_int_equal(feed_held(&q, &r2), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 205, 8), ROCE_RC_IN_EXECUTED);
+	/* that pumped everything; a second round, pumped in part */
+	F.nframes = 0;
+	r1.psn = 201;
+	r1.reth.va = 0x100000 + MTU;
+	r1.reth.len = MTU;
+	assert_int_equal(feed_held(&q, &r1), ROCE_RC_IN_DUPLICATE);
+	assert_int_equal(q.read_again, 1);
+	assert_int_equal(feed_held(&q, &r2), ROCE_RC_IN_DUPLICATE);
+	assert_int_equal(q.read_again, 2);
+	assert_int_equal(roce_rc_resp_pump(&q, 2), 2);
+	expect_aeth(0, ROCE_RC_RDMA_READ_RESPONSE_ONLY, 201, ack, 3);
+	expect_aeth(1, ROCE_RC_RDMA_READ_RESPONSE_FIRST, 202, ack, 3);
+	/* READ 1 asked for again while READ 2's responses leave: it goes next, READ 2 waits to be asked */
+	r1.psn = 200;
+	r1.reth.va = 0x100000;
+	r1.reth.len = 2 * MTU;
+	assert_int_equal(feed_held(&q, &r1), ROCE_RC_IN_DUPLICATE);
+	assert_int_equal(q.read_again, 3);
+	assert_int_equal(q.out_dropped, 1);
+	assert_int_equal(roce_rc_resp_pump(&q, UINT_MAX), 2);
+	expect_aeth(2, ROCE_RC_RDMA_READ_RESPONSE_FIRST, 200, ack, 3);
+	assert_memory_equal(sent(2).payload, F.mr[0].buf, MTU);
+	expect_aeth(3, ROCE_RC_RDMA_READ_RESPONSE_LAST, 201, ack, 3);
+	assert_false(roce_rc_resp_pending(&q));
+	/* the requester goes on from there: READ 2 whole, the SEND's ACK again */
+	assert_int_equal(feed_held(&q, &r2), ROCE_RC_IN_DUPLICATE);
+	assert_int_equal(feed_op(&q, ROCE_RC_SEND_ONLY, 205, 8), ROCE_RC_IN_DUPLICATE);
+	assert_int_equal(F.nframes, 8);
+	expect_aeth(4, ROCE_RC_RDMA_READ_RESPONSE_FIRST, 202, ack, 3);
+	assert_memory_equal(sent(4).payload, F.mr[0].buf + 4 * MTU, MTU);
+	assert_int_equal(roce_bth_psn(sent(5).bth), 203);
+	expect_aeth(6, ROCE_RC_RDMA_READ_RESPONSE_LAST, 204, ack, 3);
+	expect_ack(7, 205, 3);
+	assert_int_equal(F.ncqe, 1);
+}
+
+
 /* ---- atomics ---- */
 
 static void test_atomics(void **state)
@@ -1497,6 +1560,7 @@ int main(void)
 		cmocka_unit_test(test_read_bad_rkey),
 		cmocka_unit_test(test_read_region_gone),
 		cmocka_unit_test(test_outbox_order),
+		cmocka_unit_test(test_read_again_first),
 		cmocka_unit_test(test_atomics),
 		cmocka_unit_test(test_atomic_errors),
 		cmocka_unit_test(test_duplicate_send),
