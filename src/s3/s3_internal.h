@@ -1,0 +1,182 @@
+/*
+ * What the files of the S3 store share (not an interface beyond src/s3):
+ * the store's tables, one request in progress, and the helpers each file
+ * offers the others.
+ *
+ *   s3_blob.c       object memory (reference-counted, large ones mapped and reused)
+ *   s3_resp.c       text, XML and response building, S3 XML errors
+ *   s3_store.c      the object table, uploads, capacity, the store itself
+ *   s3_list.c       ListBuckets, ListObjects V1/V2, ListParts
+ *   s3_multipart.c  CreateMultipartUpload, UploadPart, CompleteMultipartUpload
+ *   s3_target.c     request routing, GET/PUT/DELETE, the RDMA transfer, bodies
+ */
+#ifndef ERNIC_S3_S3_INTERNAL_H
+#define ERNIC_S3_S3_INTERNAL_H
+
+#include <openssl/evp.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "s3/s3_err.h"
+#include "s3/s3_md5.h"
+#include "s3/s3_target.h"
+
+#define XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
+#define XML_DECL "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+
+struct s3_object {
+	char *key;
+	struct s3_blob *blob;
+	char etag[48];          /* quoted */
+	char content_type[128];
+	int64_t mtime;
+};
+
+struct s3_part {
+	struct s3_blob *blob;   /* NULL: not uploaded */
+	char etag[48];
+	uint8_t md5[16];
+	int64_t mtime;
+};
+
+struct s3_upload {
+	char id[33];
+	char *key;
+	char content_type[128];
+	int64_t started;
+	struct s3_part *parts;  /* index = part number - 1, allocated on demand up to S3_MAX_PARTS */
+	uint32_t nparts_alloc;
+	struct s3_upload *next;
+};
+
+struct s3_store {
+	struct s3_config cfg;
+	struct s3_token server_token;
+	struct dma_ops dma;
+	bool has_dma;
+	struct s3_object *objs;   /* sorted by key */
+	uint32_t nobjs;
+	struct s3_upload *uploads;
+	struct s3_store_stats stats;
+	uint64_t next_request_id;
+	int64_t created;
+	struct s3_md5w *md5w;     /* NULL: every body is hashed on the caller's thread */
+};
+
+enum op_kind {
+	OP_DECIDED,       /* the response is known; body bytes are dropped */
+	OP_PUT_OBJECT,    /* body into a new object */
+	OP_PUT_PART,      /* body into a multipart part */
+	OP_COMPLETE,      /* XML body of CompleteMultipartUpload */
+};
+
+struct s3_op {
+	struct s3_store *st;
+	enum op_kind kind;
+	struct s3_response resp;
+	char request_id[17];
+	char resource[S3_MAX_KEY_LEN + 64];
+	char key[S3_MAX_KEY_LEN + 1];
+	char upload_id[33];
+	uint32_t part;
+	char content_type[128];
+	bool has_md5;
+	uint8_t want_md5[16];
+	/* body being received */
+	struct s3_blob *blob;
+	EVP_MD_CTX *md5;          /* the body's MD5 so far: updated as bytes arrive, final at the end */
+	struct s3_md5s *md5s;     /* or the MD5 thread's stream over blob->data, instead of md5 */
+	uint64_t expected;        /* bytes announced, when known_len */
+	bool known_len;
+	uint64_t filled;
+	uint64_t reserved;        /* capacity held for this body */
+	enum s3_err body_err;     /* set when the body turned out bad; further bytes are dropped */
+	bool rdma;                /* the request carried x-amz-rdma-token: its response reports the transfer */
+	bool head;                /* HEAD: the response never has a body */
+	char *xml;
+	size_t xml_len;
+	/*
+	 * The RDMA transfer still to make (s3_op_work): [done, len) of the token's
+	 * window from (rkey, addr); a GET writes from data, which lives in blob
+	 * (a reference: the object may be replaced or deleted meanwhile), a PUT
+	 * reads into op->blob and hashes as it goes.
+	 */
+	struct {
+		bool write;
+		uint32_t rkey;
+		uint64_t addr, len, done;
+		struct s3_blob *blob;
+		const uint8_t *data;
+	} xfer;
+};
+
+struct req {
+	const struct http_request *http;
+	bool head;
+	char bucket[256];
+	const char *key;         /* points into op->key; "" for bucket-level requests */
+	bool service;            /* "/" */
+	bool rdma;               /* x-amz-rdma-token present */
+	bool token_ok;
+	struct s3_token token;
+};
+
+/* A growing text buffer; oom set once an allocation failed (the text is then dropped). */
+struct sbuf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+/* s3_blob.c */
+struct s3_blob *blob_new(size_t len);
+int blob_grow(struct s3_blob *b, size_t need);
+struct s3_blob *blob_exact(struct s3_blob *b, size_t filled);
+void map_cache_drain(void);
+
+/* s3_resp.c */
+void sb_add(struct sbuf *s, const char *str, size_t n);
+void sb_puts(struct sbuf *s, const char *str);
+void sb_printf(struct sbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sb_xml(struct sbuf *s, const char *str);
+void sb_tag(struct sbuf *s, const char *tag, const char *text);
+void iso8601(int64_t t, char out[32]);
+void hex_encode(const uint8_t *in, size_t n, char *out);
+void md5_digest(const uint8_t *data, size_t len, uint8_t out[16]);
+void etag_of(const uint8_t digest[16], char out[48]);
+void response_move(struct s3_response *dst, const struct s3_response *src);
+void resp_header(struct s3_response *r, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void resp_xml(struct s3_response *r, struct sbuf *s);
+void op_error(struct s3_op *op, enum s3_err e, const char *detail);
+void ok_empty(struct s3_op *op, int status);
+void set_rdma(struct s3_op *op, uint64_t moved);
+
+/* s3_store.c */
+long store_find(const struct s3_store *st, const char *key);
+uint32_t store_lower_bound(const struct s3_store *st, const char *key, bool inclusive);
+bool store_reserve(struct s3_store *st, uint64_t n);
+void store_unreserve(struct s3_store *st, uint64_t n);
+bool store_slot_available(const struct s3_store *st, const char *key);
+bool store_commit(struct s3_store *st, const char *key, struct s3_blob *blob, const char *etag,
+		  const char *content_type);
+void store_delete(struct s3_store *st, const char *key);
+struct s3_upload *upload_find(struct s3_store *st, const char *id, const char *key);
+void upload_free(struct s3_store *st, struct s3_upload *u);
+
+/* s3_list.c */
+void list_buckets(struct s3_op *op);
+void list_objects(struct s3_op *op, const struct req *rq);
+void list_parts(struct s3_op *op, struct s3_upload *u, const struct req *rq);
+
+/* s3_multipart.c */
+void initiate_upload(struct s3_op *op, const struct req *rq);
+void finish_part(struct s3_op *op);
+void finish_complete(struct s3_op *op);
+bool etag_match(const char *stored, const char *given);
+
+/* s3_target.c */
+void put_begin(struct s3_op *op, const struct req *rq, enum op_kind kind);
+void drop_body(struct s3_op *op);
+bool body_ready(struct s3_op *op, uint8_t digest[16]);
+
+#endif

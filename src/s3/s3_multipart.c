@@ -1,0 +1,344 @@
+/*
+ * Multipart uploads: create, upload a part, complete (the document read
+ * with expat; the ETag is the MD5 of the parts' MD5s, then "-N").
+ */
+#include "s3/s3_internal.h"
+
+#include <ctype.h>
+#include <expat.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "util/parse_int.h"
+
+void initiate_upload(struct s3_op *op, const struct req *rq)
+{
+	struct s3_store *st = op->st;
+	struct s3_upload *u;
+	uint8_t rnd[16];
+	const char *ct = http_header_get(rq->http, "content-type");
+	struct sbuf s = { 0 };
+
+	if (st->stats.uploads >= S3_MAX_UPLOADS) {
+		op_error(op, S3_ERR_INSUFFICIENT_STORAGE, "Too many multipart uploads in progress.");
+		return;
+	}
+	u = calloc(1, sizeof(*u));
+	if (u == NULL || (u->key = strdup(rq->key)) == NULL) {
+		free(u);
+		op_error(op, S3_ERR_INTERNAL, NULL);
+		return;
+	}
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		uint64_t c = ++st->next_request_id ^ (uint64_t)time(NULL);
+
+		memcpy(rnd, &c, 8);
+		memcpy(rnd + 8, &u, sizeof(void *) < 8 ? sizeof(void *) : 8);
+	}
+	hex_encode(rnd, sizeof(rnd), u->id);
+	snprintf(u->content_type, sizeof(u->content_type), "%s",
+		 ct && ct[0] && strlen(ct) < sizeof(u->content_type) ? ct : "binary/octet-stream");
+	u->started = (int64_t)time(NULL);
+	u->next = st->uploads;
+	st->uploads = u;
+	st->stats.uploads++;
+
+	sb_puts(&s, XML_DECL "<InitiateMultipartUploadResult xmlns=\"" XMLNS "\">");
+	sb_tag(&s, "Bucket", st->cfg.bucket);
+	sb_tag(&s, "Key", rq->key);
+	sb_tag(&s, "UploadId", u->id);
+	sb_puts(&s, "</InitiateMultipartUploadResult>");
+	op->resp.status = 200;
+	resp_xml(&op->resp, &s);
+	op->kind = OP_DECIDED;
+}
+
+void finish_part(struct s3_op *op)
+{
+	struct s3_upload *u = upload_find(op->st, op->upload_id, op->key);
+	uint8_t digest[16];
+	struct s3_part *p;
+
+	if (u == NULL) { /* aborted or completed meanwhile */
+		drop_body(op);
+		op_error(op, S3_ERR_NO_SUCH_UPLOAD, NULL);
+		return;
+	}
+	if (!body_ready(op, digest))
+		return;
+	if (op->part > u->nparts_alloc) {
+		uint32_t n = op->part < 64 ? 64 : op->part;
+		struct s3_part *np = realloc(u->parts, n * sizeof(*np));
+
+		if (np == NULL) {
+			drop_body(op);
+			op_error(op, S3_ERR_INTERNAL, NULL);
+			return;
+		}
+		memset(np + u->nparts_alloc, 0, (n - u->nparts_alloc) * sizeof(*np));
+		u->parts = np;
+		u->nparts_alloc = n;
+	}
+	p = &u->parts[op->part - 1];
+	if (p->blob) { /* uploading a part again replaces it */
+		store_unreserve(op->st, p->blob->len);
+		s3_blob_put(p->blob);
+	}
+	p->blob = op->blob;
+	memcpy(p->md5, digest, 16);
+	etag_of(digest, p->etag);
+	p->mtime = (int64_t)time(NULL);
+	op->blob = NULL;
+	op->reserved = 0;
+	op->resp.status = 200;
+	op->resp.content_length = 0;
+	op->resp.send_body = false;
+	resp_header(&op->resp, "ETag", "%s", p->etag);
+}
+
+/* The CompleteMultipartUpload document, read with expat. */
+struct complete_doc {
+	int depth;
+	bool in_root, in_part, in_num, in_etag, bad;
+	char text[128];
+	size_t tlen;
+	bool has_num, has_etag;
+	uint64_t num;
+	char etag[128];
+	uint32_t n;
+	uint32_t nums[S3_MAX_PARTS];
+	char (*etags)[48];
+};
+
+static const char *local_name(const char *name)
+{
+	const char *c = strrchr(name, ':');
+
+	return c ? c + 1 : name;
+}
+
+static void XMLCALL doc_start(void *ud, const XML_Char *name, const XML_Char **attrs)
+{
+	struct complete_doc *d = ud;
+	const char *n = local_name(name);
+
+	(void)attrs;
+	d->depth++;
+	d->tlen = 0;
+	if (d->depth == 1) {
+		d->in_root = strcmp(n, "CompleteMultipartUpload") == 0;
+		if (!d->in_root)
+			d->bad = true;
+	} else if (d->depth == 2 && strcmp(n, "Part") == 0) {
+		d->in_part = true;
+		d->has_num = d->has_etag = false;
+	} else if (d->depth == 3 && d->in_part) {
+		d->in_num = strcmp(n, "PartNumber") == 0;
+		d->in_etag = strcmp(n, "ETag") == 0;
+	}
+}
+
+static void XMLCALL doc_text(void *ud, const XML_Char *s, int len)
+{
+	struct complete_doc *d = ud;
+
+	if (!(d->in_num || d->in_etag))
+		return;
+	if (len < 0 || d->tlen + (size_t)len >= sizeof(d->text)) {
+		d->bad = true;
+		return;
+	}
+	memcpy(d->text + d->tlen, s, (size_t)len);
+	d->tlen += (size_t)len;
+}
+
+static void trim(char *s)
+{
+	size_t n = strlen(s), i = 0;
+
+	while (n && isspace((unsigned char)s[n - 1]))
+		s[--n] = '\0';
+	while (isspace((unsigned char)s[i]))
+		i++;
+	memmove(s, s + i, n - i + 1);
+}
+
+static void XMLCALL doc_end(void *ud, const XML_Char *name)
+{
+	struct complete_doc *d = ud;
+
+	(void)name;
+	if (d->depth == 3 && d->in_part && (d->in_num || d->in_etag)) {
+		d->text[d->tlen] = '\0';
+		trim(d->text);
+		if (d->in_num) {
+			d->has_num = parse_u64(d->text, &d->num) == 0;
+			if (!d->has_num)
+				d->bad = true;
+		} else {
+			snprintf(d->etag, sizeof(d->etag), "%s", d->text);
+			d->has_etag = true;
+		}
+		d->in_num = d->in_etag = false;
+	} else if (d->depth == 2 && d->in_part) {
+		if (!d->has_num || !d->has_etag || d->n == S3_MAX_PARTS) {
+			d->bad = true;
+		} else {
+			size_t elen = strlen(d->etag);
+
+			d->nums[d->n] = d->num > UINT32_MAX ? UINT32_MAX : (uint32_t)d->num;
+			/* An ETag too long to be ours can never match: keep it empty. */
+			memcpy(d->etags[d->n], d->etag, elen < 48 ? elen + 1 : 1);
+			if (elen >= 48)
+				d->etags[d->n][0] = '\0';
+			d->n++;
+		}
+		d->in_part = false;
+	}
+	d->depth--;
+}
+
+/* Compare ETags, with or without their quotes. */
+bool etag_match(const char *stored, const char *given)
+{
+	size_t n = strlen(given);
+
+	if (n >= 2 && given[0] == '"' && given[n - 1] == '"')
+		return strlen(stored) == n && strcmp(stored, given) == 0;
+	return strlen(stored) == n + 2 && strncmp(stored + 1, given, n) == 0;
+}
+
+void finish_complete(struct s3_op *op)
+{
+	struct s3_store *st = op->st;
+	struct s3_upload *u = upload_find(st, op->upload_id, op->key);
+	struct complete_doc *d;
+	XML_Parser xp;
+	uint64_t total = 0;
+	uint8_t *cat_md5 = NULL, digest[16];
+	struct s3_blob *blob = NULL;
+	char etag[48], ip[16];
+	struct sbuf s = { 0 };
+
+	if (u == NULL) {
+		op_error(op, S3_ERR_NO_SUCH_UPLOAD, NULL);
+		return;
+	}
+	if (op->body_err != S3_OK) {
+		op_error(op, op->body_err, NULL);
+		return;
+	}
+	d = calloc(1, sizeof(*d));
+	if (d == NULL || (d->etags = calloc(S3_MAX_PARTS, 48)) == NULL) {
+		free(d);
+		op_error(op, S3_ERR_INTERNAL, NULL);
+		return;
+	}
+	xp = XML_ParserCreate(NULL);
+	if (xp == NULL) {
+		op_error(op, S3_ERR_INTERNAL, NULL);
+		goto out;
+	}
+	XML_SetUserData(xp, d);
+	XML_SetElementHandler(xp, doc_start, doc_end);
+	XML_SetCharacterDataHandler(xp, doc_text);
+	if (XML_Parse(xp, op->xml ? op->xml : "", (int)op->xml_len, 1) != XML_STATUS_OK || d->bad || d->n == 0) {
+		XML_ParserFree(xp);
+		op_error(op, S3_ERR_MALFORMED_XML, NULL);
+		goto out;
+	}
+	XML_ParserFree(xp);
+	/* Checked in this order: valid and ascending part numbers, then each part uploaded with
+	 * that ETag, then every part but the last at least 5 MiB. */
+	for (uint32_t i = 0; i < d->n; i++) {
+		if (d->nums[i] < 1 || d->nums[i] > S3_MAX_PARTS) {
+			op_error(op, S3_ERR_INVALID_ARGUMENT, "Part number must be an integer between 1 and 10000, inclusive.");
+			goto out;
+		}
+		if (i > 0 && d->nums[i] <= d->nums[i - 1]) {
+			op_error(op, S3_ERR_INVALID_PART_ORDER, NULL);
+			goto out;
+		}
+	}
+	for (uint32_t i = 0; i < d->n; i++) {
+		uint32_t num = d->nums[i];
+		const struct s3_part *p = num <= u->nparts_alloc ? &u->parts[num - 1] : NULL;
+
+		if (p == NULL || p->blob == NULL || !etag_match(p->etag, d->etags[i])) {
+			op_error(op, S3_ERR_INVALID_PART, NULL);
+			goto out;
+		}
+	}
+	for (uint32_t i = 0; i < d->n; i++) {
+		const struct s3_part *p = &u->parts[d->nums[i] - 1];
+
+		if (i + 1 < d->n && p->blob->len < S3_MIN_PART_SIZE) {
+			op_error(op, S3_ERR_ENTITY_TOO_SMALL, NULL);
+			goto out;
+		}
+		total += p->blob->len;
+	}
+	if (!store_slot_available(st, u->key)) {
+		op_error(op, S3_ERR_INSUFFICIENT_STORAGE, "All object slots are in use.");
+		goto out;
+	}
+	/* The parts are concatenated into the object: for a moment both are held. */
+	if (total > SIZE_MAX || !store_reserve(st, total)) {
+		op_error(op, S3_ERR_INSUFFICIENT_STORAGE, "The store's capacity is used up.");
+		goto out;
+	}
+	blob = blob_new((size_t)total);
+	cat_md5 = malloc((size_t)d->n * 16);
+	if (blob == NULL || cat_md5 == NULL) {
+		store_unreserve(st, total);
+		s3_blob_put(blob);
+		op_error(op, S3_ERR_INSUFFICIENT_STORAGE, "Out of memory.");
+		goto out;
+	}
+	total = 0;
+	for (uint32_t i = 0; i < d->n; i++) {
+		const struct s3_part *p = &u->parts[d->nums[i] - 1];
+
+		if (p->blob->len)
+			memcpy(blob->data + total, p->blob->data, p->blob->len);
+		total += p->blob->len;
+		memcpy(cat_md5 + 16 * i, p->md5, 16);
+	}
+	md5_digest(cat_md5, (size_t)d->n * 16, digest);
+	{
+		char hex[33];
+
+		hex_encode(digest, 16, hex);
+		snprintf(etag, sizeof(etag), "\"%s-%u\"", hex, d->n);
+	}
+	if (!store_commit(st, u->key, blob, etag, u->content_type)) {
+		store_unreserve(st, total);
+		s3_blob_put(blob);
+		op_error(op, S3_ERR_INSUFFICIENT_STORAGE, "All object slots are in use.");
+		goto out;
+	}
+	sb_puts(&s, XML_DECL "<CompleteMultipartUploadResult xmlns=\"" XMLNS "\">");
+	format_ipv4(st->cfg.ip, ip);
+	sb_printf(&s, "<Location>http://%s:%u/", ip, st->cfg.port);
+	sb_xml(&s, st->cfg.bucket);
+	sb_puts(&s, "/");
+	sb_xml(&s, u->key);
+	sb_puts(&s, "</Location>");
+	sb_tag(&s, "Bucket", st->cfg.bucket);
+	sb_tag(&s, "Key", u->key);
+	sb_tag(&s, "ETag", etag);
+	sb_puts(&s, "</CompleteMultipartUploadResult>");
+	upload_free(st, u); /* the parts' bytes go back; the object holds its own */
+	op->resp.status = 200;
+	resp_xml(&op->resp, &s);
+	resp_header(&op->resp, "ETag", "%s", etag);
+out:
+	free(cat_md5);
+	if (d)
+		free(d->etags);
+	free(d);
+}

@@ -1,0 +1,198 @@
+/*
+ * The store: its sorted object table, the uploads in progress and the
+ * capacity both count against (size=, objects=).
+ */
+#include "s3/s3_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---------------------------------------------------------------- objects */
+
+/* Index of key, or -(insertion point) - 1. */
+long store_find(const struct s3_store *st, const char *key)
+{
+	long lo = 0, hi = (long)st->nobjs - 1;
+
+	while (lo <= hi) {
+		long mid = lo + (hi - lo) / 2;
+		int c = strcmp(st->objs[mid].key, key);
+
+		if (c == 0)
+			return mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return -lo - 1;
+}
+
+/* First index whose key is greater than (or equal to, if inclusive) key. */
+uint32_t store_lower_bound(const struct s3_store *st, const char *key, bool inclusive)
+{
+	long i = store_find(st, key);
+
+	if (i >= 0)
+		return (uint32_t)(inclusive ? i : i + 1);
+	return (uint32_t)(-i - 1);
+}
+
+bool store_reserve(struct s3_store *st, uint64_t n)
+{
+	if (n > st->cfg.size || st->stats.used_bytes > st->cfg.size - n)
+		return false;
+	st->stats.used_bytes += n;
+	return true;
+}
+
+void store_unreserve(struct s3_store *st, uint64_t n)
+{
+	st->stats.used_bytes -= n < st->stats.used_bytes ? n : st->stats.used_bytes;
+}
+
+/* Whether a PUT of key may take a slot (replacing an existing key needs none). */
+bool store_slot_available(const struct s3_store *st, const char *key)
+{
+	return store_find(st, key) >= 0 || st->nobjs < st->cfg.objects;
+}
+
+/*
+ * Store blob under key (its bytes already reserved). Replaces an existing
+ * object, whose bytes are released. Returns false (nothing changed) if no slot.
+ */
+bool store_commit(struct s3_store *st, const char *key, struct s3_blob *blob, const char *etag,
+			  const char *content_type)
+{
+	long i = store_find(st, key);
+	struct s3_object *o;
+
+	if (i >= 0) {
+		o = &st->objs[i];
+		store_unreserve(st, o->blob->len);
+		s3_blob_put(o->blob);
+	} else {
+		char *k = strdup(key);
+		uint32_t at = (uint32_t)(-i - 1);
+
+		if (k == NULL || st->nobjs >= st->cfg.objects) {
+			free(k);
+			return false;
+		}
+		memmove(&st->objs[at + 1], &st->objs[at], (st->nobjs - at) * sizeof(*o));
+		o = &st->objs[at];
+		memset(o, 0, sizeof(*o));
+		o->key = k;
+		st->nobjs++;
+	}
+	o->blob = blob;
+	snprintf(o->etag, sizeof(o->etag), "%s", etag);
+	snprintf(o->content_type, sizeof(o->content_type), "%s", content_type);
+	o->mtime = (int64_t)time(NULL);
+	st->stats.objects = st->nobjs;
+	return true;
+}
+
+void store_delete(struct s3_store *st, const char *key)
+{
+	long i = store_find(st, key);
+
+	if (i < 0)
+		return;
+	store_unreserve(st, st->objs[i].blob->len);
+	s3_blob_put(st->objs[i].blob);
+	free(st->objs[i].key);
+	memmove(&st->objs[i], &st->objs[i + 1], (st->nobjs - (uint32_t)i - 1) * sizeof(st->objs[0]));
+	st->nobjs--;
+	st->stats.objects = st->nobjs;
+}
+
+/* ---------------------------------------------------------------- uploads */
+
+struct s3_upload *upload_find(struct s3_store *st, const char *id, const char *key)
+{
+	for (struct s3_upload *u = st->uploads; u; u = u->next)
+		if (strcmp(u->id, id) == 0 && (key == NULL || strcmp(u->key, key) == 0))
+			return u;
+	return NULL;
+}
+
+void upload_free(struct s3_store *st, struct s3_upload *u)
+{
+	struct s3_upload **pp;
+
+	for (pp = &st->uploads; *pp; pp = &(*pp)->next) {
+		if (*pp == u) {
+			*pp = u->next;
+			break;
+		}
+	}
+	for (uint32_t i = 0; i < u->nparts_alloc; i++) {
+		if (u->parts[i].blob) {
+			store_unreserve(st, u->parts[i].blob->len);
+			s3_blob_put(u->parts[i].blob);
+		}
+	}
+	free(u->parts);
+	free(u->key);
+	free(u);
+	st->stats.uploads--;
+}
+
+/* ---------------------------------------------------------------- store */
+
+struct s3_store *s3_store_new(const struct s3_config *cfg, const struct s3_token *server_token)
+{
+	struct s3_store *st = calloc(1, sizeof(*st));
+
+	if (st == NULL)
+		return NULL;
+	st->cfg = *cfg;
+	st->objs = calloc(cfg->objects ? cfg->objects : 1, sizeof(*st->objs));
+	if (st->objs == NULL) {
+		free(st);
+		return NULL;
+	}
+	if (server_token)
+		st->server_token = *server_token;
+	else
+		st->server_token.transport = S3_TRANSPORT_RC;
+	st->created = (int64_t)time(NULL);
+	st->md5w = s3_md5w_new(); /* without it, bodies are hashed inline */
+	return st;
+}
+
+void s3_store_free(struct s3_store *st)
+{
+	if (st == NULL)
+		return;
+	while (st->uploads)
+		upload_free(st, st->uploads);
+	for (uint32_t i = 0; i < st->nobjs; i++) {
+		s3_blob_put(st->objs[i].blob);
+		free(st->objs[i].key);
+	}
+	free(st->objs);
+	s3_md5w_free(st->md5w);
+	free(st);
+	map_cache_drain();
+}
+
+void s3_store_set_dma(struct s3_store *st, const struct dma_ops *ops)
+{
+	st->has_dma = ops != NULL;
+	if (ops)
+		st->dma = *ops;
+}
+
+int s3_store_md5_fd(const struct s3_store *st)
+{
+	return s3_md5w_fd(st->md5w);
+}
+
+const struct s3_store_stats *s3_store_stats(const struct s3_store *st)
+{
+	return &st->stats;
+}
+
