@@ -115,7 +115,7 @@ static void queue_response(struct s3_conn *c, struct s3_response *r, bool keep_a
 		.headers = r->headers,
 		.nheaders = r->nheaders,
 	};
-	char head[4096];
+	char head[12288];
 	int n = http_format_response_head(&h, head, sizeof(head));
 
 	if (n < 0) {

@@ -1054,3 +1054,28 @@ int http_format_response_head(const struct http_response_head *h, char *out, siz
 	}
 	return (int)n;
 }
+
+int http_parse_date(const char *s, int64_t *out)
+{
+	/* RFC 9110's preferred form, then the two obsolete ones a recipient must accept. */
+	static const char *const forms[] = {
+		"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT", "%a %b %e %H:%M:%S %Y",
+	};
+
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		struct tm tm;
+		const char *end;
+
+		memset(&tm, 0, sizeof(tm));
+		end = strptime(s, forms[i], &tm);
+		if (end == NULL)
+			continue;
+		while (*end == ' ' || *end == '\t')
+			end++;
+		if (*end != '\0')
+			continue;
+		*out = (int64_t)timegm(&tm);
+		return 0;
+	}
+	return -EINVAL;
+}

@@ -118,6 +118,8 @@ const char *http_reason(int status);
 
 /* RFC 7231 IMF-fixdate of t: "Sun, 06 Nov 1994 08:49:37 GMT" (29 characters + NUL). */
 void http_format_date(int64_t unix_time, char out[30]);
+/* An HTTP-date (IMF-fixdate, or the obsolete RFC 850 and asctime forms): 0, or -EINVAL. */
+int http_parse_date(const char *s, int64_t *out);
 
 struct http_response_head {
 	int status;

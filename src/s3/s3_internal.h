@@ -8,6 +8,9 @@
  *   s3_store.c      the object table, uploads, capacity, the store itself
  *   s3_list.c       ListBuckets, ListObjects V1/V2, ListParts
  *   s3_multipart.c  CreateMultipartUpload, UploadPart, CompleteMultipartUpload
+ *   s3_meta.c       an object's metadata headers; conditional requests
+ *   s3_copy.c       CopyObject, UploadPartCopy
+ *   s3_delete.c     DeleteObjects
  *   s3_target.c     request routing, GET/PUT/DELETE, the RDMA transfer, bodies
  */
 #ifndef ERNIC_S3_S3_INTERNAL_H
@@ -24,12 +27,26 @@
 #define XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 #define XML_DECL "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 
+#define S3_MAX_USER_META   2048  /* x-amz-meta-* names (after the prefix) and values, as S3 counts */
+#define S3_MAX_META_BYTES  8192  /* every stored header, names and values */
+#define S3_MAX_META_PAIRS  40
+
+/* Stored headers: n pairs "name\0value\0" in data. Immutable once made. */
+struct s3_meta {
+	size_t len;
+	unsigned n;
+	char data[];
+};
+
 struct s3_object {
 	char *key;
 	struct s3_blob *blob;
 	char etag[48];          /* quoted */
-	char content_type[128];
+	struct s3_meta *meta;   /* never NULL: at least its Content-Type */
 	int64_t mtime;
+	char upload_id[33];     /* the multipart upload it was completed from, or "" */
+	uint32_t nparts;        /* parts it was completed from (0: a single PUT or a copy of one) */
+	uint64_t *part_ends;    /* nparts cumulative part ends, for GET ?partNumber */
 };
 
 struct s3_part {
@@ -42,7 +59,7 @@ struct s3_part {
 struct s3_upload {
 	char id[33];
 	char *key;
-	char content_type[128];
+	struct s3_meta *meta;   /* what the object will carry */
 	int64_t started;
 	struct s3_part *parts;  /* index = part number - 1, allocated on demand up to S3_MAX_PARTS */
 	uint32_t nparts_alloc;
@@ -68,6 +85,7 @@ enum op_kind {
 	OP_PUT_OBJECT,    /* body into a new object */
 	OP_PUT_PART,      /* body into a multipart part */
 	OP_COMPLETE,      /* XML body of CompleteMultipartUpload */
+	OP_DELETE_MULTI,  /* XML body of DeleteObjects */
 };
 
 struct s3_op {
@@ -79,7 +97,10 @@ struct s3_op {
 	char key[S3_MAX_KEY_LEN + 1];
 	char upload_id[33];
 	uint32_t part;
-	char content_type[128];
+	struct s3_meta *meta;     /* a PUT's or copy's metadata, until the store takes it */
+	/* a PUT's conditions, checked at the headers and again when it commits */
+	bool if_none_match_any;   /* If-None-Match: * */
+	char if_match[256];       /* If-Match list, or "" */
 	bool has_md5;
 	uint8_t want_md5[16];
 	/* body being received */
@@ -157,8 +178,9 @@ uint32_t store_lower_bound(const struct s3_store *st, const char *key, bool incl
 bool store_reserve(struct s3_store *st, uint64_t n);
 void store_unreserve(struct s3_store *st, uint64_t n);
 bool store_slot_available(const struct s3_store *st, const char *key);
-bool store_commit(struct s3_store *st, const char *key, struct s3_blob *blob, const char *etag,
-		  const char *content_type);
+/* Takes blob and *meta (set to NULL) when it succeeds; NULL when no slot is left. */
+struct s3_object *store_commit(struct s3_store *st, const char *key, struct s3_blob *blob, const char *etag,
+			       struct s3_meta **meta);
 void store_delete(struct s3_store *st, const char *key);
 struct s3_upload *upload_find(struct s3_store *st, const char *id, const char *key);
 void upload_free(struct s3_store *st, struct s3_upload *u);
@@ -167,15 +189,47 @@ void upload_free(struct s3_store *st, struct s3_upload *u);
 void list_buckets(struct s3_op *op);
 void list_objects(struct s3_op *op, const struct req *rq);
 void list_parts(struct s3_op *op, struct s3_upload *u, const struct req *rq);
+void list_uploads(struct s3_op *op, const struct req *rq);
 
 /* s3_multipart.c */
 void initiate_upload(struct s3_op *op, const struct req *rq);
 void finish_part(struct s3_op *op);
+/* Part `part` of u becomes blob (reserved by the caller) with MD5 digest; NULL when out of memory (nothing taken). */
+struct s3_part *upload_set_part(struct s3_store *st, struct s3_upload *u, uint32_t part, struct s3_blob *blob,
+				const uint8_t digest[16]);
 void finish_complete(struct s3_op *op);
+/* When the object at op->key was completed from upload id: its result answered again (true). */
+bool complete_again(struct s3_op *op, const char *id);
 bool etag_match(const char *stored, const char *given);
 
+/* s3_meta.c */
+enum s3_err s3_meta_from_request(const struct http_request *h, const char *default_type, struct s3_meta **out);
+struct s3_meta *s3_meta_dup(const struct s3_meta *m);
+void s3_meta_free(struct s3_meta *m);
+const char *s3_meta_get(const struct s3_meta *m, const char *name);
+/* The stored headers into r; get (or NULL) supplies the response-* overrides of a GET. */
+void s3_meta_emit(struct s3_response *r, const struct s3_meta *m, const struct http_request *get);
+bool s3_etag_list_match(const char *list, const char *etag);
+/* 0 when the read may go on, else the status: 412, or 304 (412 for a copy's source). */
+int s3_cond_read(const struct http_request *h, bool copy_source, const char *etag, int64_t mtime);
+
+/* s3_copy.c */
+void copy_object(struct s3_op *op, const struct req *rq, const char *source);
+void upload_part_copy(struct s3_op *op, const struct req *rq, const char *source);
+
+/* s3_delete.c */
+void delete_objects_begin(struct s3_op *op, const struct req *rq);
+void finish_delete_objects(struct s3_op *op);
+
 /* s3_target.c */
+/* ETag, Last-Modified and the stored headers; get (or NULL) gives a GET's response-* overrides. */
+void object_headers(struct s3_op *op, const struct s3_object *o, const struct http_request *get);
+/* A write's If-None-Match / If-Match into op (false with the error set), then against the key as it is now. */
+bool put_conditions_read(struct s3_op *op, const struct http_request *h);
+bool put_conditions_hold(struct s3_op *op);
 void put_begin(struct s3_op *op, const struct req *rq, enum op_kind kind);
+/* A Content-MD5 value (base64 of 16 bytes): 0, or -EINVAL. */
+int base64_md5(const char *v, uint8_t out[16]);
 void drop_body(struct s3_op *op);
 bool body_ready(struct s3_op *op, uint8_t digest[16]);
 

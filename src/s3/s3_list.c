@@ -1,5 +1,7 @@
 /*
- * Listings: ListBuckets, ListObjects (V1 and V2) and ListParts.
+ * Listings: ListBuckets, ListObjects (V1 and V2), ListMultipartUploads and
+ * ListParts. Paging never repeats or skips a key or a common prefix: a
+ * position inside a common prefix skips that prefix whole.
  */
 #include "s3/s3_internal.h"
 
@@ -59,13 +61,74 @@ static int token_decode(const char *hex, char *out, size_t cap)
 	return 0;
 }
 
+/* Text as encoding-type=url asks: all but unreserved characters and '/' percent-encoded. */
+static void sb_name(struct sbuf *s, const char *tag, const char *text, bool url)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	if (!url) {
+		sb_tag(s, tag, text);
+		return;
+	}
+	sb_printf(s, "<%s>", tag);
+	for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+		    *p == '_' || *p == '.' || *p == '~' || *p == '/') {
+			sb_add(s, (const char *)p, 1);
+		} else {
+			char e[3] = { '%', hex[*p >> 4], hex[*p & 15] };
+
+			sb_add(s, e, 3);
+		}
+	}
+	sb_printf(s, "</%s>", tag);
+}
+
+/* encoding-type: absent, or "url"; false with the error set. */
+static bool encoding_type(struct s3_op *op, const struct http_request *h, bool *url)
+{
+	char v[16];
+	int n = http_query_get(h, "encoding-type", v, sizeof(v));
+
+	*url = false;
+	if (n == -ENOENT)
+		return true;
+	if (n < 0 || strcmp(v, "url") != 0) {
+		op_error(op, S3_ERR_INVALID_ARGUMENT, "Invalid Encoding Method specified in Request");
+		return false;
+	}
+	*url = true;
+	return true;
+}
+
+/*
+ * The common prefix a listing position lies in (a marker, start-after or
+ * continuation token that is itself a common prefix, or a key inside one):
+ * everything under it was listed with it, so the listing skips it whole.
+ * Empty when the position is in none.
+ */
+static void prefix_of_position(const char *start, const char *prefix, const char *delim, char *out, size_t cap)
+{
+	size_t plen = strlen(prefix);
+	const char *d;
+
+	out[0] = '\0';
+	if (delim[0] == '\0' || strncmp(start, prefix, plen) != 0)
+		return;
+	d = strstr(start + plen, delim);
+	if (d == NULL || (size_t)(d - start) + strlen(delim) >= cap)
+		return;
+	memcpy(out, start, (size_t)(d - start) + strlen(delim));
+	out[(size_t)(d - start) + strlen(delim)] = '\0';
+}
+
 void list_objects(struct s3_op *op, const struct req *rq)
 {
 	const struct http_request *h = rq->http;
 	struct s3_store *st = op->st;
-	char prefix[S3_MAX_KEY_LEN + 1], delim[64], marker[S3_MAX_KEY_LEN + 1], maxk[24], lt[8];
+	char prefix[S3_MAX_KEY_LEN + 1], delim[64], marker[S3_MAX_KEY_LEN + 1], maxk[24], lt[8], fo[8];
 	char ctoken[2 * S3_MAX_KEY_LEN + 3], after[S3_MAX_KEY_LEN + 1];
-	bool has_prefix, has_delim, has_marker, has_maxk, has_lt, has_ct, has_after, v2;
+	bool has_prefix, has_delim, has_marker, has_maxk, has_lt, has_ct, has_after, has_fo, v2, url, owner;
 	uint64_t max_keys = DEFAULT_MAX_KEYS, count = 0;
 	char last[S3_MAX_KEY_LEN + 1] = "", cp_last[S3_MAX_KEY_LEN + 1] = "";
 	bool truncated = false;
@@ -79,10 +142,13 @@ void list_objects(struct s3_op *op, const struct req *rq)
 	    query_str(h, "max-keys", maxk, sizeof(maxk), &has_maxk) ||
 	    query_str(h, "list-type", lt, sizeof(lt), &has_lt) ||
 	    query_str(h, "continuation-token", ctoken, sizeof(ctoken), &has_ct) ||
-	    query_str(h, "start-after", after, sizeof(after), &has_after)) {
+	    query_str(h, "start-after", after, sizeof(after), &has_after) ||
+	    query_str(h, "fetch-owner", fo, sizeof(fo), &has_fo)) {
 		op_error(op, S3_ERR_INVALID_ARGUMENT, "A query parameter is malformed or too long.");
 		return;
 	}
+	if (!encoding_type(op, h, &url))
+		return;
 	v2 = has_lt && strcmp(lt, "2") == 0;
 	if (has_lt && !v2) {
 		op_error(op, S3_ERR_INVALID_ARGUMENT, "Invalid list-type.");
@@ -94,6 +160,8 @@ void list_objects(struct s3_op *op, const struct req *rq)
 	}
 	if (max_keys > DEFAULT_MAX_KEYS)
 		max_keys = DEFAULT_MAX_KEYS;
+	/* V1 lists the owner of every key; V2 only when fetch-owner=true. */
+	owner = !v2 || (has_fo && strcmp(fo, "true") == 0);
 	/* Where to start: after the marker (V1), or after the continuation token / start-after (V2). */
 	const char *start = "";
 	char decoded[S3_MAX_KEY_LEN + 1];
@@ -109,6 +177,8 @@ void list_objects(struct s3_op *op, const struct req *rq)
 		start = marker;
 	}
 	plen = strlen(prefix);
+	/* A start inside a common prefix: that prefix was listed already (it is skipped below). */
+	prefix_of_position(start, prefix, delim, cp_last, sizeof(cp_last));
 	i = start[0] ? store_lower_bound(st, start, false) : 0;
 	if (plen && strcmp(prefix, start) > 0)
 		i = store_lower_bound(st, prefix, true);
@@ -123,7 +193,7 @@ void list_objects(struct s3_op *op, const struct req *rq)
 			continue;
 		}
 		rest = o->key + plen;
-		d = has_delim && delim[0] ? strstr(rest, delim) : NULL;
+		d = delim[0] ? strstr(rest, delim) : NULL;
 		if (d) {
 			size_t cplen = (size_t)(d - o->key) + strlen(delim);
 
@@ -136,7 +206,7 @@ void list_objects(struct s3_op *op, const struct req *rq)
 			memcpy(cp_last, o->key, cplen);
 			cp_last[cplen] = '\0';
 			sb_puts(&keys, "<CommonPrefixes>");
-			sb_tag(&keys, "Prefix", cp_last);
+			sb_name(&keys, "Prefix", cp_last, url);
 			sb_puts(&keys, "</CommonPrefixes>");
 			snprintf(last, sizeof(last), "%s", cp_last);
 			count++;
@@ -149,24 +219,26 @@ void list_objects(struct s3_op *op, const struct req *rq)
 		char date[32];
 		iso8601(o->mtime, date);
 		sb_puts(&keys, "<Contents>");
-		sb_tag(&keys, "Key", o->key);
+		sb_name(&keys, "Key", o->key, url);
 		sb_tag(&keys, "LastModified", date);
 		sb_tag(&keys, "ETag", o->etag);
 		sb_printf(&keys, "<Size>%zu</Size>", o->blob->len);
-		sb_puts(&keys, "<Owner><ID>rocm-ernic</ID><DisplayName>rocm-ernic</DisplayName></Owner>");
+		if (owner)
+			sb_puts(&keys, "<Owner><ID>rocm-ernic</ID><DisplayName>rocm-ernic</DisplayName></Owner>");
 		sb_puts(&keys, "<StorageClass>STANDARD</StorageClass></Contents>");
 		snprintf(last, sizeof(last), "%s", o->key);
 		count++;
 	}
-	if (count == 0 && max_keys == 0 && i < st->nobjs)
-		truncated = true;
+	/* max-keys=0 lists nothing and, as S3 answers it, is not truncated. */
+	if (max_keys == 0)
+		truncated = false;
 
 	sb_puts(&s, XML_DECL "<ListBucketResult xmlns=\"" XMLNS "\">");
 	sb_tag(&s, "Name", st->cfg.bucket);
-	sb_tag(&s, "Prefix", prefix);
+	sb_name(&s, "Prefix", prefix, url);
 	if (v2) {
 		if (has_after)
-			sb_tag(&s, "StartAfter", after);
+			sb_name(&s, "StartAfter", after, url);
 		if (has_ct)
 			sb_tag(&s, "ContinuationToken", ctoken);
 		if (truncated && last[0]) {
@@ -176,17 +248,21 @@ void list_objects(struct s3_op *op, const struct req *rq)
 				hex_encode((const uint8_t *)last, strlen(last), hex);
 				sb_tag(&s, "NextContinuationToken", hex);
 				free(hex);
+			} else {
+				s.oom = true;
 			}
 		}
 		sb_printf(&s, "<KeyCount>%" PRIu64 "</KeyCount>", count);
 	} else {
-		sb_tag(&s, "Marker", marker);
+		sb_name(&s, "Marker", marker, url);
 		if (truncated && last[0])
-			sb_tag(&s, "NextMarker", last);
+			sb_name(&s, "NextMarker", last, url);
 	}
 	sb_printf(&s, "<MaxKeys>%" PRIu64 "</MaxKeys>", max_keys);
-	if (has_delim)
-		sb_tag(&s, "Delimiter", delim);
+	if (delim[0])
+		sb_name(&s, "Delimiter", delim, url);
+	if (url)
+		sb_puts(&s, "<EncodingType>url</EncodingType>");
 	sb_printf(&s, "<IsTruncated>%s</IsTruncated>", truncated ? "true" : "false");
 	if (keys.len)
 		sb_add(&s, keys.p, keys.len);
@@ -194,6 +270,148 @@ void list_objects(struct s3_op *op, const struct req *rq)
 	if (keys.oom)
 		s.oom = true;
 	free(keys.p);
+	op->resp.status = 200;
+	resp_xml(&op->resp, &s);
+	op->kind = OP_DECIDED;
+}
+
+/* ListMultipartUploads orders uploads by key, then by when they started (then id). */
+static int upload_cmp(const void *a, const void *b)
+{
+	const struct s3_upload *x = *(const struct s3_upload *const *)a, *y = *(const struct s3_upload *const *)b;
+	int c = strcmp(x->key, y->key);
+
+	if (c)
+		return c;
+	if (x->started != y->started)
+		return x->started < y->started ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
+void list_uploads(struct s3_op *op, const struct req *rq)
+{
+	const struct http_request *h = rq->http;
+	struct s3_store *st = op->st;
+	char prefix[S3_MAX_KEY_LEN + 1], delim[64], kmark[S3_MAX_KEY_LEN + 1], umark[64], maxu[24];
+	bool has_prefix, has_delim, has_kmark, has_umark, has_maxu, url, truncated = false;
+	uint64_t max_uploads = DEFAULT_MAX_KEYS, count = 0;
+	char cp_last[S3_MAX_KEY_LEN + 1] = "", next_key[S3_MAX_KEY_LEN + 1] = "", next_id[33] = "";
+	struct s3_upload **all;
+	struct sbuf items = { 0 }, s = { 0 };
+	size_t plen, n = 0, i = 0;
+
+	if (query_str(h, "prefix", prefix, sizeof(prefix), &has_prefix) ||
+	    query_str(h, "delimiter", delim, sizeof(delim), &has_delim) ||
+	    query_str(h, "key-marker", kmark, sizeof(kmark), &has_kmark) ||
+	    query_str(h, "upload-id-marker", umark, sizeof(umark), &has_umark) ||
+	    query_str(h, "max-uploads", maxu, sizeof(maxu), &has_maxu)) {
+		op_error(op, S3_ERR_INVALID_ARGUMENT, "A query parameter is malformed or too long.");
+		return;
+	}
+	if (!encoding_type(op, h, &url))
+		return;
+	if (has_maxu && parse_u64_range(maxu, 0, INT32_MAX, &max_uploads)) {
+		op_error(op, S3_ERR_INVALID_ARGUMENT, "Provided max-uploads not an integer or within integer range");
+		return;
+	}
+	if (max_uploads > DEFAULT_MAX_KEYS)
+		max_uploads = DEFAULT_MAX_KEYS;
+	all = calloc(st->stats.uploads ? st->stats.uploads : 1, sizeof(*all));
+	if (all == NULL) {
+		op_error(op, S3_ERR_INTERNAL, NULL);
+		return;
+	}
+	plen = strlen(prefix);
+	for (struct s3_upload *u = st->uploads; u && n < st->stats.uploads; u = u->next)
+		if (strncmp(u->key, prefix, plen) == 0)
+			all[n++] = u;
+	qsort(all, n, sizeof(*all), upload_cmp);
+	/* After the key marker; with an upload-id marker, after that upload of the marker's key. */
+	if (has_kmark && kmark[0]) {
+		prefix_of_position(kmark, prefix, delim, cp_last, sizeof(cp_last));
+		while (i < n && strcmp(all[i]->key, kmark) < 0)
+			i++;
+		if (has_umark && umark[0]) {
+			size_t j = i;
+
+			while (j < n && strcmp(all[j]->key, kmark) == 0 && strcmp(all[j]->id, umark) != 0)
+				j++;
+			if (j < n && strcmp(all[j]->key, kmark) == 0)
+				i = j + 1;
+			else
+				while (i < n && strcmp(all[i]->key, kmark) == 0)
+					i++;
+		} else {
+			while (i < n && strcmp(all[i]->key, kmark) == 0)
+				i++;
+		}
+	}
+	for (; i < n; i++) {
+		const struct s3_upload *u = all[i];
+		const char *d = delim[0] ? strstr(u->key + plen, delim) : NULL;
+		char date[32];
+
+		if (d) {
+			size_t cplen = (size_t)(d - u->key) + strlen(delim);
+
+			if (strlen(cp_last) == cplen && strncmp(cp_last, u->key, cplen) == 0)
+				continue;
+			if (count == max_uploads) {
+				truncated = true;
+				break;
+			}
+			memcpy(cp_last, u->key, cplen);
+			cp_last[cplen] = '\0';
+			sb_puts(&items, "<CommonPrefixes>");
+			sb_name(&items, "Prefix", cp_last, url);
+			sb_puts(&items, "</CommonPrefixes>");
+			snprintf(next_key, sizeof(next_key), "%s", cp_last);
+			next_id[0] = '\0';
+			count++;
+			continue;
+		}
+		if (count == max_uploads) {
+			truncated = true;
+			break;
+		}
+		iso8601(u->started, date);
+		sb_puts(&items, "<Upload>");
+		sb_name(&items, "Key", u->key, url);
+		sb_tag(&items, "UploadId", u->id);
+		sb_puts(&items, "<Initiator><ID>rocm-ernic</ID><DisplayName>rocm-ernic</DisplayName></Initiator>");
+		sb_puts(&items, "<Owner><ID>rocm-ernic</ID><DisplayName>rocm-ernic</DisplayName></Owner>");
+		sb_puts(&items, "<StorageClass>STANDARD</StorageClass>");
+		sb_tag(&items, "Initiated", date);
+		sb_puts(&items, "</Upload>");
+		snprintf(next_key, sizeof(next_key), "%s", u->key);
+		snprintf(next_id, sizeof(next_id), "%s", u->id);
+		count++;
+	}
+	if (max_uploads == 0)
+		truncated = false;
+	free(all);
+	sb_puts(&s, XML_DECL "<ListMultipartUploadsResult xmlns=\"" XMLNS "\">");
+	sb_tag(&s, "Bucket", st->cfg.bucket);
+	sb_name(&s, "KeyMarker", kmark, url);
+	sb_tag(&s, "UploadIdMarker", umark);
+	if (truncated) {
+		sb_name(&s, "NextKeyMarker", next_key, url);
+		sb_tag(&s, "NextUploadIdMarker", next_id);
+	}
+	if (plen)
+		sb_name(&s, "Prefix", prefix, url);
+	if (delim[0])
+		sb_name(&s, "Delimiter", delim, url);
+	if (url)
+		sb_puts(&s, "<EncodingType>url</EncodingType>");
+	sb_printf(&s, "<MaxUploads>%" PRIu64 "</MaxUploads>", max_uploads);
+	sb_printf(&s, "<IsTruncated>%s</IsTruncated>", truncated ? "true" : "false");
+	if (items.len)
+		sb_add(&s, items.p, items.len);
+	sb_puts(&s, "</ListMultipartUploadsResult>");
+	if (items.oom)
+		s.oom = true;
+	free(items.p);
 	op->resp.status = 200;
 	resp_xml(&op->resp, &s);
 	op->kind = OP_DECIDED;

@@ -20,19 +20,28 @@ void initiate_upload(struct s3_op *op, const struct req *rq)
 	struct s3_store *st = op->st;
 	struct s3_upload *u;
 	uint8_t rnd[16];
-	const char *ct = http_header_get(rq->http, "content-type");
+	struct s3_meta *meta;
+	enum s3_err e;
 	struct sbuf s = { 0 };
 
 	if (st->stats.uploads >= S3_MAX_UPLOADS) {
 		op_error(op, S3_ERR_INSUFFICIENT_STORAGE, "Too many multipart uploads in progress.");
 		return;
 	}
+	/* The object's metadata is given when the upload starts. */
+	e = s3_meta_from_request(rq->http, "binary/octet-stream", &meta);
+	if (e != S3_OK) {
+		op_error(op, e, NULL);
+		return;
+	}
 	u = calloc(1, sizeof(*u));
 	if (u == NULL || (u->key = strdup(rq->key)) == NULL) {
 		free(u);
+		s3_meta_free(meta);
 		op_error(op, S3_ERR_INTERNAL, NULL);
 		return;
 	}
+	u->meta = meta;
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
 		uint64_t c = ++st->next_request_id ^ (uint64_t)time(NULL);
 
@@ -40,8 +49,6 @@ void initiate_upload(struct s3_op *op, const struct req *rq)
 		memcpy(rnd + 8, &u, sizeof(void *) < 8 ? sizeof(void *) : 8);
 	}
 	hex_encode(rnd, sizeof(rnd), u->id);
-	snprintf(u->content_type, sizeof(u->content_type), "%s",
-		 ct && ct[0] && strlen(ct) < sizeof(u->content_type) ? ct : "binary/octet-stream");
 	u->started = (int64_t)time(NULL);
 	u->next = st->uploads;
 	st->uploads = u;
@@ -57,6 +64,33 @@ void initiate_upload(struct s3_op *op, const struct req *rq)
 	op->kind = OP_DECIDED;
 }
 
+struct s3_part *upload_set_part(struct s3_store *st, struct s3_upload *u, uint32_t part, struct s3_blob *blob,
+				const uint8_t digest[16])
+{
+	struct s3_part *p;
+
+	if (part > u->nparts_alloc) {
+		uint32_t n = part < 64 ? 64 : part;
+		struct s3_part *np = realloc(u->parts, n * sizeof(*np));
+
+		if (np == NULL)
+			return NULL;
+		memset(np + u->nparts_alloc, 0, (n - u->nparts_alloc) * sizeof(*np));
+		u->parts = np;
+		u->nparts_alloc = n;
+	}
+	p = &u->parts[part - 1];
+	if (p->blob) { /* uploading a part again replaces it */
+		store_unreserve(st, p->blob->len);
+		s3_blob_put(p->blob);
+	}
+	p->blob = blob;
+	memcpy(p->md5, digest, 16);
+	etag_of(digest, p->etag);
+	p->mtime = (int64_t)time(NULL);
+	return p;
+}
+
 void finish_part(struct s3_op *op)
 {
 	struct s3_upload *u = upload_find(op->st, op->upload_id, op->key);
@@ -70,28 +104,12 @@ void finish_part(struct s3_op *op)
 	}
 	if (!body_ready(op, digest))
 		return;
-	if (op->part > u->nparts_alloc) {
-		uint32_t n = op->part < 64 ? 64 : op->part;
-		struct s3_part *np = realloc(u->parts, n * sizeof(*np));
-
-		if (np == NULL) {
-			drop_body(op);
-			op_error(op, S3_ERR_INTERNAL, NULL);
-			return;
-		}
-		memset(np + u->nparts_alloc, 0, (n - u->nparts_alloc) * sizeof(*np));
-		u->parts = np;
-		u->nparts_alloc = n;
+	p = upload_set_part(op->st, u, op->part, op->blob, digest);
+	if (p == NULL) {
+		drop_body(op);
+		op_error(op, S3_ERR_INTERNAL, NULL);
+		return;
 	}
-	p = &u->parts[op->part - 1];
-	if (p->blob) { /* uploading a part again replaces it */
-		store_unreserve(op->st, p->blob->len);
-		s3_blob_put(p->blob);
-	}
-	p->blob = op->blob;
-	memcpy(p->md5, digest, 16);
-	etag_of(digest, p->etag);
-	p->mtime = (int64_t)time(NULL);
 	op->blob = NULL;
 	op->reserved = 0;
 	op->resp.status = 200;
@@ -212,6 +230,40 @@ bool etag_match(const char *stored, const char *given)
 	return strlen(stored) == n + 2 && strncmp(stored + 1, given, n) == 0;
 }
 
+/* The CompleteMultipartUploadResult of object o. */
+static void complete_result(struct s3_op *op, const struct s3_object *o)
+{
+	struct s3_store *st = op->st;
+	struct sbuf s = { 0 };
+	char ip[16];
+
+	sb_puts(&s, XML_DECL "<CompleteMultipartUploadResult xmlns=\"" XMLNS "\">");
+	format_ipv4(st->cfg.ip, ip);
+	sb_printf(&s, "<Location>http://%s:%u/", ip, st->cfg.port);
+	sb_xml(&s, st->cfg.bucket);
+	sb_puts(&s, "/");
+	sb_xml(&s, o->key);
+	sb_puts(&s, "</Location>");
+	sb_tag(&s, "Bucket", st->cfg.bucket);
+	sb_tag(&s, "Key", o->key);
+	sb_tag(&s, "ETag", o->etag);
+	sb_puts(&s, "</CompleteMultipartUploadResult>");
+	op->resp.status = 200;
+	resp_xml(&op->resp, &s);
+	resp_header(&op->resp, "ETag", "%s", o->etag);
+	op->kind = OP_DECIDED;
+}
+
+bool complete_again(struct s3_op *op, const char *id)
+{
+	long i = store_find(op->st, op->key);
+
+	if (i < 0 || op->st->objs[i].upload_id[0] == '\0' || strcmp(op->st->objs[i].upload_id, id) != 0)
+		return false;
+	complete_result(op, &op->st->objs[i]);
+	return true;
+}
+
 void finish_complete(struct s3_op *op)
 {
 	struct s3_store *st = op->st;
@@ -221,8 +273,9 @@ void finish_complete(struct s3_op *op)
 	uint64_t total = 0;
 	uint8_t *cat_md5 = NULL, digest[16];
 	struct s3_blob *blob = NULL;
-	char etag[48], ip[16];
-	struct sbuf s = { 0 };
+	char etag[48];
+	uint64_t *ends;
+	struct s3_object *o;
 
 	if (u == NULL) {
 		op_error(op, S3_ERR_NO_SUCH_UPLOAD, NULL);
@@ -315,27 +368,39 @@ void finish_complete(struct s3_op *op)
 		hex_encode(digest, 16, hex);
 		snprintf(etag, sizeof(etag), "\"%s-%u\"", hex, d->n);
 	}
-	if (!store_commit(st, u->key, blob, etag, u->content_type)) {
+	/* The part boundaries, for GET ?partNumber. */
+	ends = malloc((size_t)d->n * sizeof(*ends));
+	if (ends == NULL) {
 		store_unreserve(st, total);
 		s3_blob_put(blob);
+		op_error(op, S3_ERR_INSUFFICIENT_STORAGE, "Out of memory.");
+		goto out;
+	}
+	total = 0;
+	for (uint32_t i = 0; i < d->n; i++) {
+		total += u->parts[d->nums[i] - 1].blob->len;
+		ends[i] = total;
+	}
+	/* The write's conditions, decided with the commit. */
+	if (!put_conditions_hold(op)) {
+		store_unreserve(st, total);
+		s3_blob_put(blob);
+		free(ends);
+		goto out;
+	}
+	o = store_commit(st, u->key, blob, etag, &u->meta);
+	if (o == NULL) {
+		store_unreserve(st, total);
+		s3_blob_put(blob);
+		free(ends);
 		op_error(op, S3_ERR_INSUFFICIENT_STORAGE, "All object slots are in use.");
 		goto out;
 	}
-	sb_puts(&s, XML_DECL "<CompleteMultipartUploadResult xmlns=\"" XMLNS "\">");
-	format_ipv4(st->cfg.ip, ip);
-	sb_printf(&s, "<Location>http://%s:%u/", ip, st->cfg.port);
-	sb_xml(&s, st->cfg.bucket);
-	sb_puts(&s, "/");
-	sb_xml(&s, u->key);
-	sb_puts(&s, "</Location>");
-	sb_tag(&s, "Bucket", st->cfg.bucket);
-	sb_tag(&s, "Key", u->key);
-	sb_tag(&s, "ETag", etag);
-	sb_puts(&s, "</CompleteMultipartUploadResult>");
+	o->nparts = d->n;
+	o->part_ends = ends;
+	snprintf(o->upload_id, sizeof(o->upload_id), "%s", u->id);
 	upload_free(st, u); /* the parts' bytes go back; the object holds its own */
-	op->resp.status = 200;
-	resp_xml(&op->resp, &s);
-	resp_header(&op->resp, "ETag", "%s", etag);
+	complete_result(op, o);
 out:
 	free(cat_md5);
 	if (d)

@@ -58,27 +58,42 @@ bool store_slot_available(const struct s3_store *st, const char *key)
 	return store_find(st, key) >= 0 || st->nobjs < st->cfg.objects;
 }
 
+/* What an object holds besides its key (its bytes' reservation goes too). */
+static void object_release(struct s3_store *st, struct s3_object *o)
+{
+	store_unreserve(st, o->blob->len);
+	s3_blob_put(o->blob);
+	s3_meta_free(o->meta);
+	free(o->part_ends);
+	o->blob = NULL;
+	o->meta = NULL;
+	o->part_ends = NULL;
+	o->nparts = 0;
+	o->upload_id[0] = '\0';
+}
+
 /*
- * Store blob under key (its bytes already reserved). Replaces an existing
- * object, whose bytes are released. Returns false (nothing changed) if no slot.
+ * Store blob under key (its bytes already reserved) with *meta. Replaces an
+ * existing object, whose bytes are released. Returns the object (its upload
+ * and part fields cleared, for the caller to fill), or NULL (nothing changed)
+ * if there is no slot.
  */
-bool store_commit(struct s3_store *st, const char *key, struct s3_blob *blob, const char *etag,
-			  const char *content_type)
+struct s3_object *store_commit(struct s3_store *st, const char *key, struct s3_blob *blob, const char *etag,
+			       struct s3_meta **meta)
 {
 	long i = store_find(st, key);
 	struct s3_object *o;
 
 	if (i >= 0) {
 		o = &st->objs[i];
-		store_unreserve(st, o->blob->len);
-		s3_blob_put(o->blob);
+		object_release(st, o);
 	} else {
 		char *k = strdup(key);
 		uint32_t at = (uint32_t)(-i - 1);
 
 		if (k == NULL || st->nobjs >= st->cfg.objects) {
 			free(k);
-			return false;
+			return NULL;
 		}
 		memmove(&st->objs[at + 1], &st->objs[at], (st->nobjs - at) * sizeof(*o));
 		o = &st->objs[at];
@@ -88,10 +103,11 @@ bool store_commit(struct s3_store *st, const char *key, struct s3_blob *blob, co
 	}
 	o->blob = blob;
 	snprintf(o->etag, sizeof(o->etag), "%s", etag);
-	snprintf(o->content_type, sizeof(o->content_type), "%s", content_type);
+	o->meta = *meta;
+	*meta = NULL;
 	o->mtime = (int64_t)time(NULL);
 	st->stats.objects = st->nobjs;
-	return true;
+	return o;
 }
 
 void store_delete(struct s3_store *st, const char *key)
@@ -100,8 +116,7 @@ void store_delete(struct s3_store *st, const char *key)
 
 	if (i < 0)
 		return;
-	store_unreserve(st, st->objs[i].blob->len);
-	s3_blob_put(st->objs[i].blob);
+	object_release(st, &st->objs[i]);
 	free(st->objs[i].key);
 	memmove(&st->objs[i], &st->objs[i + 1], (st->nobjs - (uint32_t)i - 1) * sizeof(st->objs[0]));
 	st->nobjs--;
@@ -135,6 +150,7 @@ void upload_free(struct s3_store *st, struct s3_upload *u)
 		}
 	}
 	free(u->parts);
+	s3_meta_free(u->meta);
 	free(u->key);
 	free(u);
 	st->stats.uploads--;
@@ -170,7 +186,7 @@ void s3_store_free(struct s3_store *st)
 	while (st->uploads)
 		upload_free(st, st->uploads);
 	for (uint32_t i = 0; i < st->nobjs; i++) {
-		s3_blob_put(st->objs[i].blob);
+		object_release(st, &st->objs[i]);
 		free(st->objs[i].key);
 	}
 	free(st->objs);

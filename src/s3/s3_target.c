@@ -17,24 +17,41 @@
 #include "util/log.h"
 #include "util/parse_int.h"
 
-static void object_headers(struct s3_op *op, const struct s3_object *o)
+void object_headers(struct s3_op *op, const struct s3_object *o, const struct http_request *get)
 {
 	char date[30];
 
 	http_format_date(o->mtime, date);
 	resp_header(&op->resp, "ETag", "%s", o->etag);
 	resp_header(&op->resp, "Last-Modified", "%s", date);
-	resp_header(&op->resp, "Content-Type", "%s", o->content_type);
 	resp_header(&op->resp, "Accept-Ranges", "bytes");
+	s3_meta_emit(&op->resp, o->meta, get);
 }
 
 /* ---- bucket ---- */
+
+/*
+ * Bucket subresources the store does not keep: every method on them answers
+ * 501 with the S3 error, rather than being taken for the bucket itself.
+ */
+static const char *const bucket_unsupported[] = {
+	"accelerate", "acl", "analytics", "cors", "encryption", "intelligent-tiering", "inventory",
+	"lifecycle", "logging", "metadataTable", "metrics", "notification", "object-lock", "ownershipControls",
+	"policy", "policyStatus", "publicAccessBlock", "replication", "requestPayment", "tagging",
+	"versioning", "versions", "website",
+};
 
 static void bucket_request(struct s3_op *op, const struct req *rq)
 {
 	const char *m = rq->http->method;
 	const struct http_request *h = rq->http;
 
+	for (size_t i = 0; i < sizeof(bucket_unsupported) / sizeof(bucket_unsupported[0]); i++) {
+		if (http_query_has(h, bucket_unsupported[i])) {
+			op_error(op, S3_ERR_NOT_IMPLEMENTED, NULL);
+			return;
+		}
+	}
 	if (strcmp(m, "GET") == 0 || rq->head) {
 		if (rq->head) {
 			ok_empty(op, 200);
@@ -49,10 +66,8 @@ static void bucket_request(struct s3_op *op, const struct req *rq)
 			op->kind = OP_DECIDED;
 			return;
 		}
-		if (http_query_has(h, "uploads") || http_query_has(h, "acl") || http_query_has(h, "versioning") ||
-		    http_query_has(h, "policy") || http_query_has(h, "tagging") || http_query_has(h, "cors") ||
-		    http_query_has(h, "lifecycle") || http_query_has(h, "versions")) {
-			op_error(op, S3_ERR_NOT_IMPLEMENTED, NULL);
+		if (http_query_has(h, "uploads")) {
+			list_uploads(op, rq);
 			return;
 		}
 		list_objects(op, rq);
@@ -70,7 +85,7 @@ static void bucket_request(struct s3_op *op, const struct req *rq)
 		return;
 	}
 	if (strcmp(m, "POST") == 0 && http_query_has(h, "delete")) {
-		op_error(op, S3_ERR_NOT_IMPLEMENTED, "DeleteObjects is not supported; delete objects one at a time.");
+		delete_objects_begin(op, rq);
 		return;
 	}
 	op_error(op, S3_ERR_METHOD_NOT_ALLOWED, NULL);
@@ -161,24 +176,67 @@ static void get_object(struct s3_op *op, const struct req *rq)
 	struct s3_store *st = op->st;
 	long i = store_find(st, rq->key);
 	const struct s3_object *o;
-	uint64_t start = 0, len;
-	int rr;
+	uint64_t start = 0, len, pn = 0;
+	char pn_text[16];
+	bool pn_has;
+	int rr, cond;
 
 	if (i < 0) {
 		op_error(op, S3_ERR_NO_SUCH_KEY, NULL);
 		return;
 	}
 	o = &st->objs[i];
+	cond = s3_cond_read(rq->http, false, o->etag, o->mtime);
+	if (cond == 412) {
+		op_error(op, S3_ERR_PRECONDITION_FAILED, NULL);
+		return;
+	}
+	if (cond == 304) {
+		char date[30];
+
+		/* Not Modified: the validators, and no body. */
+		http_format_date(o->mtime, date);
+		ok_empty(op, 304);
+		resp_header(&op->resp, "ETag", "%s", o->etag);
+		resp_header(&op->resp, "Last-Modified", "%s", date);
+		return;
+	}
 	len = o->blob->len;
-	rr = parse_range(http_header_get(rq->http, "range"), o->blob->len, &start, &len);
+	pn_has = http_query_get(rq->http, "partNumber", pn_text, sizeof(pn_text)) >= 0;
+	if (pn_has) {
+		/* A ranged GET of one part of a multipart object (a whole object is its own part 1). */
+		uint32_t n = o->nparts ? o->nparts : 1;
+
+		if (parse_u64_range(pn_text, 1, S3_MAX_PARTS, &pn)) {
+			op_error(op, S3_ERR_INVALID_ARGUMENT, "Part number must be an integer between 1 and 10000, inclusive.");
+			return;
+		}
+		if (http_header_get(rq->http, "range")) {
+			op_error(op, S3_ERR_INVALID_REQUEST, "Cannot specify both Range header and partNumber query parameter.");
+			return;
+		}
+		if (pn > n) {
+			op_error(op, S3_ERR_INVALID_PART_NUMBER, NULL);
+			return;
+		}
+		start = pn == 1 || !o->nparts ? 0 : o->part_ends[pn - 2];
+		len = (o->nparts ? o->part_ends[pn - 1] : o->blob->len) - start;
+		rr = 1;
+	} else {
+		rr = parse_range(http_header_get(rq->http, "range"), o->blob->len, &start, &len);
+	}
 	if (rr < 0) {
 		op_error(op, S3_ERR_INVALID_RANGE, NULL);
 		resp_header(&op->resp, "Content-Range", "bytes */%zu", o->blob->len);
 		return;
 	}
 	op->resp.status = rr ? 206 : 200;
-	object_headers(op, o);
-	if (rr)
+	object_headers(op, o, rq->head ? NULL : rq->http);
+	if (pn_has && o->nparts)
+		resp_header(&op->resp, "x-amz-mp-parts-count", "%u", o->nparts);
+	if (rr && len == 0)
+		resp_header(&op->resp, "Content-Range", "bytes */0");
+	else if (rr)
 		resp_header(&op->resp, "Content-Range", "bytes %" PRIu64 "-%" PRIu64 "/%zu", start,
 			    start + len - 1, o->blob->len);
 	op->kind = OP_DECIDED;
@@ -216,7 +274,7 @@ static void get_object(struct s3_op *op, const struct req *rq)
 	}
 }
 
-static int base64_md5(const char *v, uint8_t out[16])
+int base64_md5(const char *v, uint8_t out[16])
 {
 	uint8_t buf[24];
 	size_t n = strlen(v);
@@ -253,15 +311,70 @@ static bool body_length(struct s3_op *op, const struct req *rq)
 	return true;
 }
 
+/*
+ * A write's conditions (PUT, CompleteMultipartUpload, CopyObject's
+ * destination): If-None-Match: * (the key must not exist) and If-Match (it
+ * must, with one of the ETags). S3 takes no other If-None-Match on a write.
+ */
+bool put_conditions_read(struct s3_op *op, const struct http_request *h)
+{
+	const char *inm = http_header_get(h, "if-none-match");
+	const char *im = http_header_get(h, "if-match");
+
+	if (inm) {
+		if (strcmp(inm, "*") != 0) {
+			op_error(op, S3_ERR_NOT_IMPLEMENTED, "If-None-Match on a write takes only \"*\".");
+			return false;
+		}
+		op->if_none_match_any = true;
+	}
+	if (im) {
+		if (im[0] == '\0' || strlen(im) >= sizeof(op->if_match)) {
+			op_error(op, S3_ERR_INVALID_ARGUMENT, "The If-Match header is empty or too long.");
+			return false;
+		}
+		snprintf(op->if_match, sizeof(op->if_match), "%s", im);
+	}
+	return true;
+}
+
+bool put_conditions_hold(struct s3_op *op)
+{
+	long i = store_find(op->st, op->key);
+
+	if (op->if_none_match_any && i >= 0) {
+		op_error(op, S3_ERR_PRECONDITION_FAILED, NULL);
+		return false;
+	}
+	if (op->if_match[0]) {
+		if (i < 0) {
+			op_error(op, S3_ERR_NO_SUCH_KEY, NULL);
+			return false;
+		}
+		if (!s3_etag_list_match(op->if_match, op->st->objs[i].etag)) {
+			op_error(op, S3_ERR_PRECONDITION_FAILED, NULL);
+			return false;
+		}
+	}
+	return true;
+}
+
 /* Set up op to receive an object or part body (or move it by RDMA at once). */
 void put_begin(struct s3_op *op, const struct req *rq, enum op_kind kind)
 {
 	struct s3_store *st = op->st;
-	const char *ct = http_header_get(rq->http, "content-type");
 	const char *cmd5 = http_header_get(rq->http, "content-md5");
 
-	snprintf(op->content_type, sizeof(op->content_type), "%s",
-		 ct && ct[0] && strlen(ct) < sizeof(op->content_type) ? ct : "binary/octet-stream");
+	if (kind == OP_PUT_OBJECT) {
+		enum s3_err e = s3_meta_from_request(rq->http, "binary/octet-stream", &op->meta);
+
+		if (e != S3_OK) {
+			op_error(op, e, NULL);
+			return;
+		}
+		if (!put_conditions_read(op, rq->http) || !put_conditions_hold(op))
+			return;
+	}
 	if (cmd5) {
 		if (base64_md5(cmd5, op->want_md5)) {
 			op_error(op, S3_ERR_INVALID_DIGEST, NULL);
@@ -323,7 +436,8 @@ static void object_request(struct s3_op *op, const struct req *rq)
 	bool has_upload = http_query_get(h, "uploadId", upload_id, sizeof(upload_id)) >= 0;
 
 	if (http_query_has(h, "acl") || http_query_has(h, "tagging") || http_query_has(h, "retention") ||
-	    http_query_has(h, "legal-hold") || http_query_has(h, "attributes") || http_query_has(h, "torrent")) {
+	    http_query_has(h, "legal-hold") || http_query_has(h, "attributes") || http_query_has(h, "torrent") ||
+	    http_query_has(h, "restore") || http_query_has(h, "select")) {
 		op_error(op, S3_ERR_NOT_IMPLEMENTED, NULL);
 		return;
 	}
@@ -331,6 +445,9 @@ static void object_request(struct s3_op *op, const struct req *rq)
 		struct s3_upload *u = upload_find(op->st, upload_id, rq->key);
 
 		if (u == NULL) {
+			/* A Complete retried after it succeeded gets the same answer again, as S3 gives. */
+			if (strcmp(m, "POST") == 0 && complete_again(op, upload_id))
+				return;
 			op_error(op, S3_ERR_NO_SUCH_UPLOAD, NULL);
 			return;
 		}
@@ -343,12 +460,11 @@ static void object_request(struct s3_op *op, const struct req *rq)
 				op_error(op, S3_ERR_INVALID_ARGUMENT, "Part number must be an integer between 1 and 10000, inclusive.");
 				return;
 			}
-			if (http_header_get(h, "x-amz-copy-source")) {
-				op_error(op, S3_ERR_NOT_IMPLEMENTED, "UploadPartCopy is not supported.");
-				return;
-			}
 			op->part = (uint32_t)pn;
-			put_begin(op, rq, OP_PUT_PART);
+			if (http_header_get(h, "x-amz-copy-source"))
+				upload_part_copy(op, rq, http_header_get(h, "x-amz-copy-source"));
+			else
+				put_begin(op, rq, OP_PUT_PART);
 		} else if (strcmp(m, "POST") == 0) {
 			const struct http_request *hh = rq->http;
 
@@ -356,6 +472,8 @@ static void object_request(struct s3_op *op, const struct req *rq)
 				op_error(op, S3_ERR_MALFORMED_XML, "The completion document is too large.");
 				return;
 			}
+			if (!put_conditions_read(op, h) || !put_conditions_hold(op))
+				return;
 			op->kind = OP_COMPLETE;
 		} else if (strcmp(m, "DELETE") == 0) {
 			upload_free(op->st, u);
@@ -371,7 +489,7 @@ static void object_request(struct s3_op *op, const struct req *rq)
 		get_object(op, rq);
 	} else if (strcmp(m, "PUT") == 0) {
 		if (http_header_get(h, "x-amz-copy-source")) {
-			op_error(op, S3_ERR_NOT_IMPLEMENTED, "CopyObject is not supported.");
+			copy_object(op, rq, http_header_get(h, "x-amz-copy-source"));
 			return;
 		}
 		put_begin(op, rq, OP_PUT_OBJECT);
@@ -386,6 +504,45 @@ static void object_request(struct s3_op *op, const struct req *rq)
 }
 
 /* ---- begin ---- */
+
+/* Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF). */
+static bool utf8_valid(const char *str)
+{
+	const unsigned char *p = (const unsigned char *)str;
+
+	while (*p) {
+		unsigned c = *p, n;
+		uint32_t cp;
+
+		if (c < 0x80) {
+			p++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf) {
+			n = 1;
+			cp = c & 0x1f;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			n = 2;
+			cp = c & 0x0f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			n = 3;
+			cp = c & 0x07;
+		} else {
+			return false;
+		}
+		for (unsigned i = 1; i <= n; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (p[i] & 0x3f);
+		}
+		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		p += n + 1;
+	}
+	return true;
+}
+
 
 struct s3_op *s3_op_begin(struct s3_store *st, const struct http_request *h)
 {
@@ -426,6 +583,10 @@ struct s3_op *s3_op_begin(struct s3_store *st, const struct http_request *h)
 	}
 	snprintf(op->key, sizeof(op->key), "%s", slash ? slash + 1 : "");
 	rq.key = op->key;
+	if (!utf8_valid(op->key)) {
+		op_error(op, S3_ERR_INVALID_URI, "Object keys are UTF-8; this one is not.");
+		goto out;
+	}
 
 	if (rq.service) {
 		if (strcmp(h->method, "GET") == 0)
@@ -524,7 +685,7 @@ void s3_op_body(struct s3_op *op, const uint8_t *data, size_t len)
 
 	if (!s3_op_wants_body(op) || len == 0)
 		return;
-	if (op->kind == OP_COMPLETE) {
+	if (op->kind == OP_COMPLETE || op->kind == OP_DELETE_MULTI) {
 		char *p;
 
 		if (op->xml_len + len > S3_MAX_XML_BODY) {
@@ -655,7 +816,12 @@ static void finish_put(struct s3_op *op)
 	if (!body_ready(op, digest))
 		return;
 	etag_of(digest, etag);
-	if (!store_commit(op->st, op->key, op->blob, etag, op->content_type)) {
+	/* Decided with the write: nothing ran between this check and the commit. */
+	if (!put_conditions_hold(op)) {
+		drop_body(op);
+		return;
+	}
+	if (!store_commit(op->st, op->key, op->blob, etag, &op->meta)) {
 		drop_body(op);
 		op_error(op, S3_ERR_INSUFFICIENT_STORAGE, "All object slots are in use.");
 		return;
@@ -678,6 +844,7 @@ void s3_op_finish(struct s3_op *op, struct s3_response *resp)
 	case OP_PUT_OBJECT: finish_put(op); break;
 	case OP_PUT_PART: finish_part(op); break;
 	case OP_COMPLETE: finish_complete(op); break;
+	case OP_DELETE_MULTI: finish_delete_objects(op); break;
 	case OP_DECIDED: break;
 	}
 	if (op->resp.status == 0)
@@ -704,6 +871,7 @@ void s3_op_finish(struct s3_op *op, struct s3_response *resp)
 	response_move(resp, &op->resp);
 	free(op->xml);
 	drop_body(op);
+	s3_meta_free(op->meta);
 	free(op);
 }
 
@@ -715,6 +883,7 @@ void s3_op_abort(struct s3_op *op)
 	drop_body(op);
 	s3_response_release(&op->resp);
 	free(op->xml);
+	s3_meta_free(op->meta);
 	free(op);
 }
 

@@ -39,7 +39,7 @@
 #define S3_MIN_PART_SIZE      (5ull << 20)
 #define S3_MAX_UPLOADS        1024
 #define S3_MAX_XML_BODY       (1u << 20)
-#define S3_MAX_RESP_HEADERS   16
+#define S3_MAX_RESP_HEADERS   64
 #define S3_MD5_THREAD_MIN     (256u << 10)
 
 /* Object data shared by the store and responses in flight. */
@@ -55,7 +55,7 @@ struct s3_response {
 	int status;
 	struct http_header headers[S3_MAX_RESP_HEADERS];
 	unsigned nheaders;
-	char hdrbuf[2048];          /* storage for header names and values */
+	char hdrbuf[10240];          /* storage for header names and values */
 	size_t hdrused;
 	uint64_t content_length;    /* what Content-Length says */
 	bool send_body;             /* false for HEAD and empty responses */

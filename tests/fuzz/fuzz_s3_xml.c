@@ -1,7 +1,9 @@
 /*
  * fuzz-s3-xml: the XML request bodies of the S3 store: the
- * CompleteMultipartUpload document (read with expat in s3_target.c), and
- * POST ?delete (DeleteObjects, refused before its body is read).
+ * CompleteMultipartUpload document (read with expat in s3_multipart.c), and
+ * the DeleteObjects document of POST ?delete (s3_delete.c; sent with the
+ * checksum-algorithm header that stands for S3's required integrity header,
+ * so that the body is read).
  *
  * Each input gets a fresh store holding an upload of "mp" with parts 1
  * ("part-one", ETag "0b9f2ed3d02a8a21e04c0b6a9a14b5d9"-style MD5 of its bytes)
@@ -53,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	xml = fz_ptr(&f, fz_left(&f), &got);
 	if (kind & 1)
-		snprintf(head, sizeof(head), "POST /ernic/?delete HTTP/1.1\r\n");
+		snprintf(head, sizeof(head), "POST /ernic/?delete HTTP/1.1\r\nx-amz-sdk-checksum-algorithm: CRC32\r\n");
 	else
 		snprintf(head, sizeof(head), "POST /ernic/mp?uploadId=%s HTTP/1.1\r\n", id);
 	request(c, head, xml, got, out, sizeof(out));

@@ -714,6 +714,17 @@ static void gen_http(void)
 		  "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /ernic?list-type=2&continuation-token=x HTTP/1.1\r\nHost: x\r\n\r\n" },
 		{ "bad", "GET /%zz HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n" },
 		{ "copy", "PUT /ernic/g HTTP/1.1\r\nHost: x\r\nx-amz-copy-source: /ernic/a\r\nContent-Length: 0\r\n\r\n" },
+		{ "tools",
+		  "PUT /ernic/a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nx-amz-meta-mode: 33188\r\nCache-Control: no-cache\r\n"
+		  "If-None-Match: *\r\n\r\nhi"
+		  "PUT /ernic/b HTTP/1.1\r\nHost: x\r\nx-amz-copy-source: ernic/a\r\nx-amz-metadata-directive: REPLACE\r\n"
+		  "x-amz-copy-source-if-match: *\r\nContent-Length: 0\r\n\r\n"
+		  "GET /ernic/b?partNumber=1&response-content-type=x HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"x\"\r\n"
+		  "If-Modified-Since: Sat, 01 Jan 2000 00:00:00 GMT\r\n\r\n"
+		  "GET /ernic?list-type=2&delimiter=/&start-after=a/b&encoding-type=url&fetch-owner=true HTTP/1.1\r\nHost: x\r\n\r\n"
+		  "GET /ernic?uploads&key-marker=a&upload-id-marker=0&max-uploads=1 HTTP/1.1\r\nHost: x\r\n\r\n"
+		  "POST /ernic?delete HTTP/1.1\r\nHost: x\r\nContent-MD5: 1B2M2Y8AsgTpgAmY7PhCfg==\r\nContent-Length: 46\r\n\r\n"
+		  "<Delete><Object><Key>a</Key></Object></Delete>" },
 	};
 
 	for (size_t i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
