@@ -16,6 +16,7 @@ PACKAGES=(
 	python3 iproute2 procps coreutils   # tests that start the binary
 	curl python3-boto3 nftables         # s3-tap-ci: real HTTP and S3 clients, packet loss
 	iputils-ping                        # s3-tap-ci: ICMP echo
+	rclone s3cmd s3fs awscli            # s3-clients-ci: the stock S3 clients users run
 	debootstrap util-linux              # guest test lane (tests/vm): chroots, mount namespaces
 )
 case ${1:-} in
