@@ -11,6 +11,7 @@ PACKAGES=(
 	libssl-dev                          # MD5 for S3 ETags
 	libexpat1-dev                       # S3 XML request bodies
 	zlib1g-dev                          # CRC-32 for the RoCEv2 ICRC (src/fabric)
+	libisal-dev                         # CRC-32C for S3's x-amz-checksum-crc32c
 	libcmocka-dev                       # unit tests
 	clang libclang-rt-dev               # fuzz targets (tests/fuzz): clang and its libFuzzer runtime
 	python3 iproute2 procps coreutils   # tests that start the binary

@@ -61,6 +61,7 @@ static void id_ctrl(const struct nvmeof_ctrl *c, struct nvme_id_ctrl *id)
 	if (!c->discovery) {
 		id->nn = le32_set(t->cfg.nsid);
 		id->oncs = le16_set(1u << 2 | 1u << 3); /* Dataset Management, Write Zeroes */
+		id->ctratt = le32_set(1u << 6);         /* Traffic Based Keep Alive, as nvmet */
 		/* Flush to nsid FFFFFFFFh is supported; a write cache only exists for file images. */
 		id->vwc = (uint8_t)(3u << 1 | (vwc ? 1u : 0u));
 	}

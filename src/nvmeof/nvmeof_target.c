@@ -380,7 +380,7 @@ static uint16_t connect_admin(struct nvmeof_req *r, const struct nvmf_connect_cm
 	memcpy(c->hostid, d->hostid, sizeof(c->hostid));
 	/* KATO is kept in the granularity KAS reports (1 s), rounded up. */
 	c->kato_ms = (le32_get(cc->kato) + 999u) / 1000u * 1000u;
-	c->last_ka_ms = nvmeof_now(t);
+	nvmeof_ctrl_keep_alive(c);
 	c->queues[0] = r->q;
 	r->q->ctrl = c;
 	LOG_DEBUG("nvmeof: %s controller %u for host %.64s, kato %u ms",
@@ -576,9 +576,27 @@ static uint16_t exec_fabrics(struct nvmeof_req *r)
 
 /* ---- dispatch ----------------------------------------------------------------------------- */
 
+/*
+ * The keep-alive timer, as Linux nvmet runs it: a Keep Alive (or Set
+ * Features KATO) starts a KATO-long period; when a period ends with no
+ * command of any kind in it, the controller is lost; one with commands
+ * (traffic-based keep-alive, advertised in CTRATT) starts the next. So a
+ * host that sends nothing is dropped between one and two KATOs after its
+ * last command, and one that is busy never is.
+ */
 void nvmeof_ctrl_keep_alive(struct nvmeof_ctrl *c)
 {
+	uint64_t now = nvmeof_now(c->t);
+
+	c->last_ka_ms = now;
+	c->ka_check_ms = now + c->kato_ms;
+	c->ka_traffic = false;
+}
+
+void nvmeof_ctrl_traffic(struct nvmeof_ctrl *c)
+{
 	c->last_ka_ms = nvmeof_now(c->t);
+	c->ka_traffic = true;
 }
 
 static uint16_t dispatch(struct nvmeof_req *r)
@@ -592,6 +610,7 @@ static uint16_t dispatch(struct nvmeof_req *r)
 	}
 	if (!r->ctrl)
 		return nvmeof_dnr(NVME_SC_CMD_SEQ_ERROR);
+	nvmeof_ctrl_traffic(r->ctrl);
 	r->err_loc = offsetof(struct nvme_cmd, flags);
 	if (NVME_CMD_FUSE(cmd->flags) != 0 || NVME_CMD_PSDT(cmd->flags) == 0)
 		return nvmeof_dnr(NVME_SC_INVALID_FIELD);
@@ -646,8 +665,13 @@ void nvmeof_target_tick(struct nvmeof_target *t)
 	for (unsigned int i = 0; i < NVMEOF_MAX_CTRLS; i++) {
 		struct nvmeof_ctrl *c = t->ctrls[i];
 
-		if (!c || c->fatal || c->kato_ms == 0 || now - c->last_ka_ms <= c->kato_ms)
+		if (!c || c->fatal || c->kato_ms == 0 || now < c->ka_check_ms)
 			continue;
+		if (c->ka_traffic) {
+			c->ka_traffic = false;
+			c->ka_check_ms = now + c->kato_ms;
+			continue;
+		}
 		LOG_WARN("nvmeof: controller %u: no keep-alive for %llu ms (kato %u ms); disconnecting",
 			 c->cntlid, (unsigned long long)(now - c->last_ka_ms), c->kato_ms);
 		t->stats.ka_timeouts++;

@@ -32,7 +32,9 @@ struct nvmeof_ctrl {
 	struct nvmeof_qpair *queues[NVMEOF_MAX_QID + 1]; /* [0] admin */
 	uint32_t cc, csts;
 	uint32_t kato_ms;          /* 0: no keep-alive timeout */
-	uint64_t last_ka_ms;
+	uint64_t last_ka_ms;       /* the last command of any kind (for the log) */
+	uint64_t ka_check_ms;      /* when the keep-alive timer next looks */
+	bool ka_traffic;           /* a command came since it last looked (TBKAS) */
 	uint16_t nr_io_queues;     /* granted by Number of Queues (or the ceiling) */
 	bool nr_queues_set;
 	bool fatal;
@@ -94,6 +96,8 @@ uint16_t nvmeof_io_exec(struct nvmeof_req *r);
 
 /* Controller events used across files. */
 void nvmeof_ctrl_keep_alive(struct nvmeof_ctrl *c);
+/* Any other command: traffic-based keep-alive (TBKAS), as Linux nvmet counts it. */
+void nvmeof_ctrl_traffic(struct nvmeof_ctrl *c);
 uint64_t nvmeof_now(const struct nvmeof_target *t);
 
 #endif

@@ -236,7 +236,10 @@ size_t s3_conn_input(struct s3_conn *c, const uint8_t *data, size_t len)
 			break;
 		case HTTP_EV_DONE: {
 			bool keep = http_parser_request(c->hp)->keep_alive;
+			const char *tn = c->op ? s3_op_wants_trailer(c->op) : NULL;
 
+			if (tn)
+				s3_op_trailer(c->op, http_parser_trailer(c->hp, tn));
 			if (c->op)
 				finish_or_wait(c, keep);
 			http_parser_reset(c->hp);

@@ -5,7 +5,7 @@
  * A copy shares the source's bytes (blobs are never written once stored), so
  * it costs no copy of the data; its capacity is counted again, as a new
  * object's. It keeps the source's ETag (an MD5 for a single PUT, the
- * multipart form with its part boundaries otherwise). The metadata is the
+ * multipart form with its part boundaries otherwise) and its checksum. The metadata is the
  * source's (x-amz-metadata-directive COPY, the default) or the request's
  * (REPLACE); a copy onto itself must REPLACE, as S3 requires. The source's
  * conditions are x-amz-copy-source-if-*, each failing with 412; the
@@ -110,8 +110,9 @@ void copy_object(struct s3_op *op, const struct req *rq, const char *source)
 	struct s3_object *o;
 	uint64_t *ends = NULL;
 	uint32_t nparts;
-	char etag[48];
-	bool replace;
+	char etag[48], cks_b64[S3_CKS_B64_MAX];
+	enum s3_cks cks;
+	bool replace, cks_composite;
 
 	if (src == NULL || !source_conditions_hold(op, rq, src))
 		return;
@@ -161,6 +162,9 @@ void copy_object(struct s3_op *op, const struct req *rq, const char *source)
 	blob = src->blob;
 	blob->refs++;
 	snprintf(etag, sizeof(etag), "%s", src->etag);
+	cks = src->cks;
+	cks_composite = src->cks_composite;
+	snprintf(cks_b64, sizeof(cks_b64), "%s", src->cks_b64);
 	o = store_commit(st, op->key, blob, etag, &op->meta);
 	if (o == NULL) {
 		store_unreserve(st, blob->len);
@@ -171,6 +175,9 @@ void copy_object(struct s3_op *op, const struct req *rq, const char *source)
 	}
 	o->nparts = nparts;
 	o->part_ends = ends;
+	o->cks = cks;
+	o->cks_composite = cks_composite;
+	snprintf(o->cks_b64, sizeof(o->cks_b64), "%s", cks_b64);
 	copy_result(op, "CopyObjectResult", o->mtime, o->etag);
 }
 
@@ -243,5 +250,8 @@ void upload_part_copy(struct s3_op *op, const struct req *rq, const char *source
 		op_error(op, S3_ERR_INTERNAL, NULL);
 		return;
 	}
+	/* The upload's checksum for the part, as for an uploaded one. */
+	if (u->cks != S3_CKS_NONE && s3_cks_compute(u->cks, blob->data, (size_t)len, p->cks_raw) == 0)
+		p->cks = u->cks;
 	copy_result(op, "CopyPartResult", p->mtime, p->etag);
 }

@@ -31,6 +31,7 @@ static const struct s3_err_desc table[S3_ERR_COUNT] = {
 	[S3_ERR_PRECONDITION_FAILED] = { "PreconditionFailed", "At least one of the pre-conditions you specified did not hold", 412 },
 	[S3_ERR_METADATA_TOO_LARGE] = { "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size.", 400 },
 	[S3_ERR_INVALID_URI] = { "InvalidURI", "Couldn't parse the specified URI.", 400 },
+	[S3_ERR_MALFORMED_TRAILER] = { "MalformedTrailerError", "The request contained trailing data that was not well-formed or did not conform to our published schema.", 400 },
 	[S3_ERR_INVALID_PART_NUMBER] = { "InvalidPartNumber", "The requested partnumber is not satisfiable", 416 },
 	[S3_ERR_BAD_REQUEST] = { "BadRequest", "The request could not be parsed as HTTP/1.1.", 400 },
 	[S3_ERR_URI_TOO_LONG] = { "RequestURITooLong", "The request line is too long.", 414 },

@@ -37,6 +37,7 @@ enum s3_err {
 	S3_ERR_METADATA_TOO_LARGE,
 	S3_ERR_INVALID_URI,
 	S3_ERR_INVALID_PART_NUMBER,
+	S3_ERR_MALFORMED_TRAILER,
 	/* HTTP-level failures of a request that never reached the store */
 	S3_ERR_BAD_REQUEST,
 	S3_ERR_URI_TOO_LONG,

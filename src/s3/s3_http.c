@@ -20,7 +20,9 @@
  *   The chunked body total must stay within INT64_MAX (else 413).
  * - Trailers (both layers): at most HTTP_MAX_HEADERS lines and
  *   HTTP_MAX_HEADER_BYTES bytes (including terminators) per layer, else 431;
- *   they are checked for "token:value" shape and dropped.
+ *   they are checked for "token:value" shape; those of up to TRAILER_LINE_MAX
+ *   bytes are kept while there is room (TRAILER_KEPT per layer) for
+ *   http_parser_trailer(), the rest dropped.
  *
  * Return value of http_parse() on the first error: the bytes examined, the
  * offending one included; afterwards 0 with HTTP_EV_ERROR every time.
@@ -42,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #define CHUNK_LINE_MAX    256
@@ -118,6 +121,9 @@ static bool list_has(const char *value, const char *token)
 
 /* ---- chunk framing (used for Transfer-Encoding: chunked and aws-chunked) --- */
 
+#define TRAILER_LINE_MAX 256
+#define TRAILER_KEPT     512
+
 enum ck_state {
 	CK_SIZE,       /* in a chunk-size line */
 	CK_SIZE_LF,    /* its CR seen */
@@ -146,6 +152,16 @@ struct chunk_dec {
 	bool exact;             /* total must equal max_total at the end */
 	unsigned trailers;
 	size_t trailer_bytes;
+	/*
+	 * Trailer lines are kept (up to TRAILER_LINE_MAX bytes each, TRAILER_KEPT
+	 * in all, as "name\0value\0"): aws-chunked carries the body's checksum
+	 * there. Longer ones are checked and dropped.
+	 */
+	char line[TRAILER_LINE_MAX];
+	unsigned line_n;
+	bool line_long;
+	char kept[TRAILER_KEPT];
+	size_t kept_len;
 };
 
 static void ck_init(struct chunk_dec *c, uint64_t max_total, int over_status, bool exact)
@@ -186,6 +202,31 @@ static void ck_new_size_line(struct chunk_dec *c)
 	c->size = 0;
 }
 
+/* Keep the trailer line just ended ("name:value", OWS around the value trimmed) if there is room. */
+static void ck_keep_trailer(struct chunk_dec *c)
+{
+	const char *colon = memchr(c->line, ':', c->line_n);
+	size_t nlen, vstart, vend;
+
+	if (c->line_long || colon == NULL)
+		return;
+	nlen = (size_t)(colon - c->line);
+	vstart = nlen + 1;
+	vend = c->line_n;
+	while (vstart < vend && is_ows((unsigned char)c->line[vstart]))
+		vstart++;
+	while (vend > vstart && is_ows((unsigned char)c->line[vend - 1]))
+		vend--;
+	if (c->kept_len + nlen + (vend - vstart) + 2 > sizeof(c->kept))
+		return;
+	memcpy(c->kept + c->kept_len, c->line, nlen);
+	c->kept[c->kept_len + nlen] = '\0';
+	c->kept_len += nlen + 1;
+	memcpy(c->kept + c->kept_len, c->line + vstart, vend - vstart);
+	c->kept[c->kept_len + (vend - vstart)] = '\0';
+	c->kept_len += vend - vstart + 1;
+}
+
 static int ck_trailer_line_end(struct chunk_dec *c)
 {
 	if (c->sub == TR_START) {
@@ -196,9 +237,21 @@ static int ck_trailer_line_end(struct chunk_dec *c)
 		return 400; /* no colon */
 	if (++c->trailers > HTTP_MAX_HEADERS)
 		return 431;
+	ck_keep_trailer(c);
+	c->line_n = 0;
+	c->line_long = false;
 	c->st = CK_TRAILER;
 	c->sub = TR_START;
 	return 0;
+}
+
+/* A trailer byte of the line being read (not its terminator). */
+static void ck_trailer_byte(struct chunk_dec *c, unsigned char ch)
+{
+	if (c->line_n < sizeof(c->line))
+		c->line[c->line_n++] = (char)ch;
+	else
+		c->line_long = true;
 }
 
 /* One framing byte; returns 0 or an error status. */
@@ -271,6 +324,7 @@ static int ck_byte(struct chunk_dec *c, unsigned char ch)
 		}
 		if (ch == '\n')
 			return ck_trailer_line_end(c);
+		ck_trailer_byte(c, ch);
 		switch (c->sub) {
 		case TR_START:
 			if (!is_tchar(ch))
@@ -1078,4 +1132,26 @@ int http_parse_date(const char *s, int64_t *out)
 		return 0;
 	}
 	return -EINVAL;
+}
+
+const char *http_parser_trailer(const struct http_parser *p, const char *name)
+{
+	const struct chunk_dec *layers[2];
+
+	if (p == NULL || p->st != PS_DONE)
+		return NULL;
+	layers[0] = p->aws ? &p->ick : NULL;
+	layers[1] = p->outer == OUT_CHUNKED ? &p->ock : NULL;
+	for (int l = 0; l < 2; l++) {
+		const struct chunk_dec *c = layers[l];
+
+		for (size_t off = 0; c && off < c->kept_len;) {
+			const char *n = c->kept + off, *v = n + strlen(n) + 1;
+
+			if (strcasecmp(n, name) == 0)
+				return v;
+			off = (size_t)(v - c->kept) + strlen(v) + 1;
+		}
+	}
+	return NULL;
 }

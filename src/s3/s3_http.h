@@ -95,6 +95,8 @@ size_t http_parse(struct http_parser *p, const uint8_t *in, size_t len, enum htt
 
 /* The request whose headers are complete (valid from HTTP_EV_HEADERS until reset). */
 const struct http_request *http_parser_request(const struct http_parser *p);
+/* After HTTP_EV_DONE: the value of the body's trailer field name (aws-chunked layer first), or NULL. */
+const char *http_parser_trailer(const struct http_parser *p, const char *name);
 
 /* After HTTP_EV_ERROR: 400, 413, 414, 431, 501 or 505. */
 int http_parser_error_status(const struct http_parser *p);

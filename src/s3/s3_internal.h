@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "s3/s3_checksum.h"
 #include "s3/s3_err.h"
 #include "s3/s3_md5.h"
 #include "s3/s3_target.h"
@@ -47,6 +48,9 @@ struct s3_object {
 	char upload_id[33];     /* the multipart upload it was completed from, or "" */
 	uint32_t nparts;        /* parts it was completed from (0: a single PUT or a copy of one) */
 	uint64_t *part_ends;    /* nparts cumulative part ends, for GET ?partNumber */
+	enum s3_cks cks;        /* its additional checksum, or S3_CKS_NONE */
+	bool cks_composite;     /* of its parts' checksums ("-N"), not of its bytes */
+	char cks_b64[S3_CKS_B64_MAX];
 };
 
 struct s3_part {
@@ -54,6 +58,8 @@ struct s3_part {
 	char etag[48];
 	uint8_t md5[16];
 	int64_t mtime;
+	enum s3_cks cks;        /* its checksum, or none */
+	uint8_t cks_raw[S3_CKS_MAX_LEN];
 };
 
 struct s3_upload {
@@ -61,6 +67,8 @@ struct s3_upload {
 	char *key;
 	struct s3_meta *meta;   /* what the object will carry */
 	int64_t started;
+	enum s3_cks cks;        /* x-amz-checksum-algorithm of CreateMultipartUpload, or none */
+	bool cks_full;          /* x-amz-checksum-type FULL_OBJECT (else COMPOSITE) */
 	struct s3_part *parts;  /* index = part number - 1, allocated on demand up to S3_MAX_PARTS */
 	uint32_t nparts_alloc;
 	struct s3_upload *next;
@@ -101,6 +109,13 @@ struct s3_op {
 	/* a PUT's conditions, checked at the headers and again when it commits */
 	bool if_none_match_any;   /* If-None-Match: * */
 	char if_match[256];       /* If-Match list, or "" */
+	/* a body's additional checksum: computed when cks is set, compared when given */
+	enum s3_cks cks;
+	bool cks_given;           /* in a header: cks_want */
+	bool cks_in_trailer;      /* in the aws-chunked trailer named cks_trailer */
+	char cks_trailer[32];
+	uint8_t cks_want[S3_CKS_MAX_LEN];
+	uint8_t cks_raw[S3_CKS_MAX_LEN];  /* what the body's was (after body_ready) */
 	bool has_md5;
 	uint8_t want_md5[16];
 	/* body being received */
@@ -212,6 +227,13 @@ void s3_meta_emit(struct s3_response *r, const struct s3_meta *m, const struct h
 bool s3_etag_list_match(const char *list, const char *etag);
 /* 0 when the read may go on, else the status: 412, or 304 (412 for a copy's source). */
 int s3_cond_read(const struct http_request *h, bool copy_source, const char *etag, int64_t mtime);
+
+/* The x-amz-checksum-* / x-amz-sdk-checksum-algorithm / x-amz-trailer of a body into op; false with the error set. */
+bool checksum_read(struct s3_op *op, const struct http_request *h);
+/* After the body: compute op->cks_raw and compare with what was given; false with the error set. */
+bool checksum_check(struct s3_op *op, const uint8_t *data, size_t len);
+/* x-amz-checksum-<algo>: value (and, for an object, its type) into the response. */
+void checksum_headers(struct s3_response *r, enum s3_cks a, const char *b64, const char *type);
 
 /* s3_copy.c */
 void copy_object(struct s3_op *op, const struct req *rq, const char *source);

@@ -453,7 +453,14 @@ void list_parts(struct s3_op *op, struct s3_upload *u, const struct req *rq)
 		sb_printf(&parts, "<Part><PartNumber>%u</PartNumber>", i + 1);
 		sb_tag(&parts, "LastModified", date);
 		sb_tag(&parts, "ETag", p->etag);
-		sb_printf(&parts, "<Size>%zu</Size></Part>", p->blob->len);
+		sb_printf(&parts, "<Size>%zu</Size>", p->blob->len);
+		if (p->cks != S3_CKS_NONE) {
+			char b64[S3_CKS_B64_MAX];
+
+			s3_cks_b64(p->cks_raw, s3_cks_len(p->cks), b64);
+			sb_tag(&parts, s3_cks_xml(p->cks), b64);
+		}
+		sb_puts(&parts, "</Part>");
 		next = i + 1;
 		n++;
 	}

@@ -18,6 +18,7 @@
 #include "s3/s3_internal.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -278,4 +279,120 @@ int s3_cond_read(const struct http_request *h, bool copy_source, const char *eta
 			return not_modified;
 	}
 	return 0;
+}
+
+/* ---------------------------------------------------------------- additional checksums */
+
+#define CKS_PREFIX "x-amz-checksum-"
+
+bool checksum_read(struct s3_op *op, const struct http_request *h)
+{
+	const char *sdk = http_header_get(h, "x-amz-sdk-checksum-algorithm");
+	const char *trailer = http_header_get(h, "x-amz-trailer");
+	enum s3_cks given = S3_CKS_NONE;
+	char msg[128];
+
+	for (unsigned i = 0; i < h->nheaders; i++) {
+		const char *n = h->headers[i].name;
+		enum s3_cks a;
+
+		if (strncasecmp(n, CKS_PREFIX, strlen(CKS_PREFIX)) != 0 || strcasecmp(n, CKS_PREFIX "mode") == 0 ||
+		    strcasecmp(n, CKS_PREFIX "type") == 0 || strcasecmp(n, CKS_PREFIX "algorithm") == 0)
+			continue;
+		a = s3_cks_from_name(n + strlen(CKS_PREFIX));
+		if (a == S3_CKS_NONE) {
+			op_error(op, S3_ERR_INVALID_REQUEST, "The checksum algorithm is not one S3 knows.");
+			return false;
+		}
+		if (given != S3_CKS_NONE) {
+			op_error(op, S3_ERR_INVALID_REQUEST,
+				 "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.");
+			return false;
+		}
+		if (s3_cks_unb64(a, h->headers[i].value, op->cks_want)) {
+			snprintf(msg, sizeof(msg), "Value for " CKS_PREFIX "%s header is invalid.", s3_cks_name(a));
+			op_error(op, S3_ERR_INVALID_REQUEST, msg);
+			return false;
+		}
+		given = a;
+	}
+	if (given != S3_CKS_NONE) {
+		op->cks = given;
+		op->cks_given = true;
+	}
+	if (trailer) {
+		enum s3_cks a = strncasecmp(trailer, CKS_PREFIX, strlen(CKS_PREFIX)) == 0
+					? s3_cks_from_name(trailer + strlen(CKS_PREFIX)) : S3_CKS_NONE;
+
+		if (a == S3_CKS_NONE || strlen(trailer) >= sizeof(op->cks_trailer) || (given && given != a)) {
+			op_error(op, S3_ERR_INVALID_REQUEST, "The x-amz-trailer header names no checksum this request can carry.");
+			return false;
+		}
+		op->cks = a;
+		op->cks_in_trailer = !op->cks_given;
+		snprintf(op->cks_trailer, sizeof(op->cks_trailer), "%s", trailer);
+	}
+	if (sdk) {
+		enum s3_cks a = s3_cks_from_name(sdk);
+
+		if (a == S3_CKS_NONE || (op->cks != S3_CKS_NONE && op->cks != a)) {
+			op_error(op, S3_ERR_INVALID_REQUEST, "Value for x-amz-sdk-checksum-algorithm header is invalid.");
+			return false;
+		}
+		op->cks = a;   /* without a value: computed and kept */
+	}
+	return true;
+}
+
+void s3_op_trailer(struct s3_op *op, const char *value)
+{
+	if (!op->cks_in_trailer)
+		return;
+	op->cks_in_trailer = false;
+	if (value == NULL || s3_cks_unb64(op->cks, value, op->cks_want)) {
+		op->body_err = S3_ERR_MALFORMED_TRAILER;
+		return;
+	}
+	op->cks_given = true;
+}
+
+const char *s3_op_wants_trailer(const struct s3_op *op)
+{
+	return op->cks_in_trailer ? op->cks_trailer : NULL;
+}
+
+bool checksum_check(struct s3_op *op, const uint8_t *data, size_t len)
+{
+	char msg[96];
+
+	if (op->cks == S3_CKS_NONE)
+		return true;
+	if (op->cks_in_trailer) {
+		/* announced, never sent */
+		op_error(op, S3_ERR_MALFORMED_TRAILER, NULL);
+		return false;
+	}
+	if (s3_cks_compute(op->cks, data, len, op->cks_raw)) {
+		op_error(op, S3_ERR_INTERNAL, NULL);
+		return false;
+	}
+	if (op->cks_given && memcmp(op->cks_raw, op->cks_want, s3_cks_len(op->cks)) != 0) {
+		snprintf(msg, sizeof(msg), "The %s you specified did not match the calculated checksum.",
+			 s3_cks_xml(op->cks) + strlen("Checksum"));
+		op_error(op, S3_ERR_BAD_DIGEST, msg);
+		return false;
+	}
+	return true;
+}
+
+void checksum_headers(struct s3_response *r, enum s3_cks a, const char *b64, const char *type)
+{
+	char name[48];
+
+	if (a == S3_CKS_NONE)
+		return;
+	snprintf(name, sizeof(name), CKS_PREFIX "%s", s3_cks_name(a));
+	resp_header(r, name, "%s", b64);
+	if (type)
+		resp_header(r, CKS_PREFIX "type", "%s", type);
 }

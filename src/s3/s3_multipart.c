@@ -15,6 +15,42 @@
 
 #include "util/parse_int.h"
 
+/*
+ * x-amz-checksum-algorithm and x-amz-checksum-type of CreateMultipartUpload,
+ * as S3 allows them: CRC64NVME only over the full object, the SHAs only
+ * composite, the CRC32s either (composite by default).
+ */
+static bool upload_checksum_type(struct s3_op *op, const struct http_request *h, struct s3_upload *u)
+{
+	const char *alg = http_header_get(h, "x-amz-checksum-algorithm");
+	const char *type = http_header_get(h, "x-amz-checksum-type");
+
+	if (alg == NULL) {
+		if (type) {
+			op_error(op, S3_ERR_INVALID_REQUEST, "The x-amz-checksum-type header needs x-amz-checksum-algorithm.");
+			return false;
+		}
+		return true;
+	}
+	u->cks = s3_cks_from_name(alg);
+	if (u->cks == S3_CKS_NONE) {
+		op_error(op, S3_ERR_INVALID_REQUEST, "Value for x-amz-checksum-algorithm header is invalid.");
+		return false;
+	}
+	u->cks_full = u->cks == S3_CKS_CRC64NVME;
+	if (type) {
+		bool full = strcmp(type, "FULL_OBJECT") == 0;
+
+		if ((!full && strcmp(type, "COMPOSITE") != 0) || (full && (u->cks == S3_CKS_SHA1 || u->cks == S3_CKS_SHA256)) ||
+		    (!full && u->cks == S3_CKS_CRC64NVME)) {
+			op_error(op, S3_ERR_INVALID_REQUEST, "The checksum type is not valid with this checksum algorithm.");
+			return false;
+		}
+		u->cks_full = full;
+	}
+	return true;
+}
+
 void initiate_upload(struct s3_op *op, const struct req *rq)
 {
 	struct s3_store *st = op->st;
@@ -42,6 +78,12 @@ void initiate_upload(struct s3_op *op, const struct req *rq)
 		return;
 	}
 	u->meta = meta;
+	if (!upload_checksum_type(op, rq->http, u)) {
+		s3_meta_free(meta);
+		free(u->key);
+		free(u);
+		return;
+	}
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
 		uint64_t c = ++st->next_request_id ^ (uint64_t)time(NULL);
 
@@ -61,6 +103,16 @@ void initiate_upload(struct s3_op *op, const struct req *rq)
 	sb_puts(&s, "</InitiateMultipartUploadResult>");
 	op->resp.status = 200;
 	resp_xml(&op->resp, &s);
+	if (u->cks != S3_CKS_NONE) {
+		char up[16];
+		size_t i;
+
+		for (i = 0; s3_cks_name(u->cks)[i] && i + 1 < sizeof(up); i++)
+			up[i] = (char)toupper((unsigned char)s3_cks_name(u->cks)[i]);
+		up[i] = '\0';
+		resp_header(&op->resp, "x-amz-checksum-algorithm", "%s", up);
+		resp_header(&op->resp, "x-amz-checksum-type", "%s", u->cks_full ? "FULL_OBJECT" : "COMPOSITE");
+	}
 	op->kind = OP_DECIDED;
 }
 
@@ -85,6 +137,7 @@ struct s3_part *upload_set_part(struct s3_store *st, struct s3_upload *u, uint32
 		s3_blob_put(p->blob);
 	}
 	p->blob = blob;
+	p->cks = S3_CKS_NONE;
 	memcpy(p->md5, digest, 16);
 	etag_of(digest, p->etag);
 	p->mtime = (int64_t)time(NULL);
@@ -110,12 +163,20 @@ void finish_part(struct s3_op *op)
 		op_error(op, S3_ERR_INTERNAL, NULL);
 		return;
 	}
+	p->cks = op->cks;
+	memcpy(p->cks_raw, op->cks_raw, sizeof(p->cks_raw));
 	op->blob = NULL;
 	op->reserved = 0;
 	op->resp.status = 200;
 	op->resp.content_length = 0;
 	op->resp.send_body = false;
 	resp_header(&op->resp, "ETag", "%s", p->etag);
+	if (p->cks != S3_CKS_NONE) {
+		char b64[S3_CKS_B64_MAX];
+
+		s3_cks_b64(p->cks_raw, s3_cks_len(p->cks), b64);
+		checksum_headers(&op->resp, p->cks, b64, NULL);
+	}
 }
 
 /* The CompleteMultipartUpload document, read with expat. */
@@ -130,6 +191,12 @@ struct complete_doc {
 	uint32_t n;
 	uint32_t nums[S3_MAX_PARTS];
 	char (*etags)[48];
+	/* a part's Checksum<ALGO>, when the document gives one */
+	bool in_cks, has_cks;
+	enum s3_cks cks_cur;
+	char cks_text[S3_CKS_B64_MAX];
+	uint8_t cks_algo[S3_MAX_PARTS];
+	char (*cks)[S3_CKS_B64_MAX];
 };
 
 static const char *local_name(const char *name)
@@ -153,10 +220,12 @@ static void XMLCALL doc_start(void *ud, const XML_Char *name, const XML_Char **a
 			d->bad = true;
 	} else if (d->depth == 2 && strcmp(n, "Part") == 0) {
 		d->in_part = true;
-		d->has_num = d->has_etag = false;
+		d->has_num = d->has_etag = d->has_cks = false;
 	} else if (d->depth == 3 && d->in_part) {
 		d->in_num = strcmp(n, "PartNumber") == 0;
 		d->in_etag = strcmp(n, "ETag") == 0;
+		d->cks_cur = strncmp(n, "Checksum", 8) == 0 ? s3_cks_from_name(n + 8) : S3_CKS_NONE;
+		d->in_cks = d->cks_cur != S3_CKS_NONE;
 	}
 }
 
@@ -164,7 +233,7 @@ static void XMLCALL doc_text(void *ud, const XML_Char *s, int len)
 {
 	struct complete_doc *d = ud;
 
-	if (!(d->in_num || d->in_etag))
+	if (!(d->in_num || d->in_etag || d->in_cks))
 		return;
 	if (len < 0 || d->tlen + (size_t)len >= sizeof(d->text)) {
 		d->bad = true;
@@ -190,10 +259,19 @@ static void XMLCALL doc_end(void *ud, const XML_Char *name)
 	struct complete_doc *d = ud;
 
 	(void)name;
-	if (d->depth == 3 && d->in_part && (d->in_num || d->in_etag)) {
+	if (d->depth == 3 && d->in_part && (d->in_num || d->in_etag || d->in_cks)) {
 		d->text[d->tlen] = '\0';
 		trim(d->text);
-		if (d->in_num) {
+		if (d->in_cks) {
+			size_t n = strlen(d->text);
+
+			if (d->has_cks || n >= sizeof(d->cks_text))
+				d->bad = true;
+			else
+				memcpy(d->cks_text, d->text, n + 1);
+			d->has_cks = true;
+			d->in_cks = false;
+		} else if (d->in_num) {
 			d->has_num = parse_u64(d->text, &d->num) == 0;
 			if (!d->has_num)
 				d->bad = true;
@@ -213,6 +291,9 @@ static void XMLCALL doc_end(void *ud, const XML_Char *name)
 			memcpy(d->etags[d->n], d->etag, elen < 48 ? elen + 1 : 1);
 			if (elen >= 48)
 				d->etags[d->n][0] = '\0';
+			d->cks_algo[d->n] = d->has_cks ? (uint8_t)d->cks_cur : S3_CKS_NONE;
+			if (d->has_cks)
+				snprintf(d->cks[d->n], sizeof(d->cks[0]), "%s", d->cks_text);
 			d->n++;
 		}
 		d->in_part = false;
@@ -228,6 +309,73 @@ bool etag_match(const char *stored, const char *given)
 	if (n >= 2 && given[0] == '"' && given[n - 1] == '"')
 		return strlen(stored) == n && strcmp(stored, given) == 0;
 	return strlen(stored) == n + 2 && strncmp(stored + 1, given, n) == 0;
+}
+
+struct object_cks {
+	enum s3_cks algo;
+	bool composite;
+	char b64[S3_CKS_B64_MAX];
+};
+
+/*
+ * The completed object's checksum, for an upload created with one: over its
+ * bytes (FULL_OBJECT), or over the digests of its parts followed by "-N"
+ * (COMPOSITE), as S3 computes them. A part uploaded without one gets its own
+ * computed here. A full-object value the Complete request gives in
+ * x-amz-checksum-<algo> is checked. False with the error set.
+ */
+static bool upload_object_checksum(struct s3_op *op, const struct s3_upload *u, const struct complete_doc *d,
+				   const struct s3_blob *blob, struct object_cks *out)
+{
+	uint8_t raw[S3_CKS_MAX_LEN];
+	size_t n = s3_cks_len(u->cks);
+
+	memset(out, 0, sizeof(*out));
+	if (u->cks == S3_CKS_NONE)
+		return true;
+	out->algo = u->cks;
+	if (u->cks_full) {
+		if (s3_cks_compute(u->cks, blob->data, blob->len, raw)) {
+			op_error(op, S3_ERR_INTERNAL, NULL);
+			return false;
+		}
+		s3_cks_b64(raw, n, out->b64);
+		if (op->cks_given && op->cks == u->cks && memcmp(op->cks_want, raw, n) != 0) {
+			op_error(op, S3_ERR_BAD_DIGEST, "The checksum you specified did not match the calculated checksum.");
+			return false;
+		}
+		return true;
+	}
+	{
+		uint8_t *cat = malloc((size_t)d->n * n);
+		char b64[S3_CKS_B64_MAX];
+
+		if (cat == NULL) {
+			op_error(op, S3_ERR_INTERNAL, NULL);
+			return false;
+		}
+		for (uint32_t i = 0; i < d->n; i++) {
+			const struct s3_part *p = &u->parts[d->nums[i] - 1];
+
+			if (p->cks == u->cks)
+				memcpy(cat + i * n, p->cks_raw, n);
+			else if (s3_cks_compute(u->cks, p->blob->data, p->blob->len, cat + i * n)) {
+				free(cat);
+				op_error(op, S3_ERR_INTERNAL, NULL);
+				return false;
+			}
+		}
+		if (s3_cks_compute(u->cks, cat, (size_t)d->n * n, raw)) {
+			free(cat);
+			op_error(op, S3_ERR_INTERNAL, NULL);
+			return false;
+		}
+		free(cat);
+		s3_cks_b64(raw, n, b64);
+		snprintf(out->b64, sizeof(out->b64), "%.45s-%u", b64, d->n); /* 32 bytes take 44 */
+		out->composite = true;
+	}
+	return true;
 }
 
 /* The CompleteMultipartUploadResult of object o. */
@@ -247,6 +395,10 @@ static void complete_result(struct s3_op *op, const struct s3_object *o)
 	sb_tag(&s, "Bucket", st->cfg.bucket);
 	sb_tag(&s, "Key", o->key);
 	sb_tag(&s, "ETag", o->etag);
+	if (o->cks != S3_CKS_NONE) {
+		sb_tag(&s, s3_cks_xml(o->cks), o->cks_b64);
+		sb_tag(&s, "ChecksumType", o->cks_composite ? "COMPOSITE" : "FULL_OBJECT");
+	}
 	sb_puts(&s, "</CompleteMultipartUploadResult>");
 	op->resp.status = 200;
 	resp_xml(&op->resp, &s);
@@ -276,6 +428,7 @@ void finish_complete(struct s3_op *op)
 	char etag[48];
 	uint64_t *ends;
 	struct s3_object *o;
+	struct object_cks cks;
 
 	if (u == NULL) {
 		op_error(op, S3_ERR_NO_SUCH_UPLOAD, NULL);
@@ -286,7 +439,10 @@ void finish_complete(struct s3_op *op)
 		return;
 	}
 	d = calloc(1, sizeof(*d));
-	if (d == NULL || (d->etags = calloc(S3_MAX_PARTS, 48)) == NULL) {
+	if (d == NULL || (d->etags = calloc(S3_MAX_PARTS, 48)) == NULL ||
+	    (d->cks = calloc(S3_MAX_PARTS, sizeof(*d->cks))) == NULL) {
+		if (d)
+			free(d->etags);
 		free(d);
 		op_error(op, S3_ERR_INTERNAL, NULL);
 		return;
@@ -324,6 +480,20 @@ void finish_complete(struct s3_op *op)
 		if (p == NULL || p->blob == NULL || !etag_match(p->etag, d->etags[i])) {
 			op_error(op, S3_ERR_INVALID_PART, NULL);
 			goto out;
+		}
+		/* A part's checksum in the document must be the one it was uploaded with. */
+		if (d->cks_algo[i] != S3_CKS_NONE) {
+			char b64[S3_CKS_B64_MAX];
+
+			if (p->cks != d->cks_algo[i]) {
+				op_error(op, S3_ERR_INVALID_PART, "A part's checksum is not of the type it was uploaded with.");
+				goto out;
+			}
+			s3_cks_b64(p->cks_raw, s3_cks_len(p->cks), b64);
+			if (strcmp(b64, d->cks[i]) != 0) {
+				op_error(op, S3_ERR_INVALID_PART, NULL);
+				goto out;
+			}
 		}
 	}
 	for (uint32_t i = 0; i < d->n; i++) {
@@ -388,6 +558,12 @@ void finish_complete(struct s3_op *op)
 		free(ends);
 		goto out;
 	}
+	if (!upload_object_checksum(op, u, d, blob, &cks)) {
+		store_unreserve(st, total);
+		s3_blob_put(blob);
+		free(ends);
+		goto out;
+	}
 	o = store_commit(st, u->key, blob, etag, &u->meta);
 	if (o == NULL) {
 		store_unreserve(st, total);
@@ -398,12 +574,17 @@ void finish_complete(struct s3_op *op)
 	}
 	o->nparts = d->n;
 	o->part_ends = ends;
+	o->cks = cks.algo;
+	o->cks_composite = cks.composite;
+	snprintf(o->cks_b64, sizeof(o->cks_b64), "%s", cks.b64);
 	snprintf(o->upload_id, sizeof(o->upload_id), "%s", u->id);
 	upload_free(st, u); /* the parts' bytes go back; the object holds its own */
 	complete_result(op, o);
 out:
 	free(cat_md5);
-	if (d)
+	if (d) {
 		free(d->etags);
+		free(d->cks);
+	}
 	free(d);
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "util/log.h"
 #include "util/parse_int.h"
@@ -234,6 +235,13 @@ static void get_object(struct s3_op *op, const struct req *rq)
 	object_headers(op, o, rq->head ? NULL : rq->http);
 	if (pn_has && o->nparts)
 		resp_header(&op->resp, "x-amz-mp-parts-count", "%u", o->nparts);
+	/* The object's checksum, when asked for and the whole object is read (S3 gives none for a range). */
+	{
+		const char *mode = http_header_get(rq->http, "x-amz-checksum-mode");
+
+		if (mode && strcasecmp(mode, "ENABLED") == 0 && (!rr || (pn_has && !o->nparts)))
+			checksum_headers(&op->resp, o->cks, o->cks_b64, o->cks_composite ? "COMPOSITE" : "FULL_OBJECT");
+	}
 	if (rr && len == 0)
 		resp_header(&op->resp, "Content-Range", "bytes */0");
 	else if (rr)
@@ -375,6 +383,24 @@ void put_begin(struct s3_op *op, const struct req *rq, enum op_kind kind)
 		if (!put_conditions_read(op, rq->http) || !put_conditions_hold(op))
 			return;
 	}
+	if (!checksum_read(op, rq->http))
+		return;
+	if (kind == OP_PUT_PART) {
+		/* A part carries the upload's checksum: computed when the client sends none. */
+		const struct s3_upload *u = upload_find(st, op->upload_id, op->key);
+
+		if (u && u->cks != S3_CKS_NONE) {
+			if (op->cks != S3_CKS_NONE && op->cks != u->cks) {
+				char msg[128];
+
+				snprintf(msg, sizeof(msg), "Checksum Type mismatch occurred, expected checksum Type: %s, actual checksum Type: %s",
+					 s3_cks_name(u->cks), s3_cks_name(op->cks));
+				op_error(op, S3_ERR_INVALID_REQUEST, msg);
+				return;
+			}
+			op->cks = u->cks;
+		}
+	}
 	if (cmd5) {
 		if (base64_md5(cmd5, op->want_md5)) {
 			op_error(op, S3_ERR_INVALID_DIGEST, NULL);
@@ -472,7 +498,8 @@ static void object_request(struct s3_op *op, const struct req *rq)
 				op_error(op, S3_ERR_MALFORMED_XML, "The completion document is too large.");
 				return;
 			}
-			if (!put_conditions_read(op, h) || !put_conditions_hold(op))
+			/* x-amz-checksum-<algo> on a Complete: the full object's, checked for a FULL_OBJECT upload */
+			if (!put_conditions_read(op, h) || !put_conditions_hold(op) || !checksum_read(op, h))
 				return;
 			op->kind = OP_COMPLETE;
 		} else if (strcmp(m, "DELETE") == 0) {
@@ -805,6 +832,11 @@ bool body_ready(struct s3_op *op, uint8_t digest[16])
 		op_error(op, S3_ERR_BAD_DIGEST, NULL);
 		return false;
 	}
+	/* The additional checksum: one pass over the body, only when the client named one. */
+	if (!checksum_check(op, op->blob->data, (size_t)op->filled)) {
+		drop_body(op);
+		return false;
+	}
 	return true;
 }
 
@@ -812,6 +844,7 @@ static void finish_put(struct s3_op *op)
 {
 	uint8_t digest[16];
 	char etag[48];
+	struct s3_object *o;
 
 	if (!body_ready(op, digest))
 		return;
@@ -821,10 +854,15 @@ static void finish_put(struct s3_op *op)
 		drop_body(op);
 		return;
 	}
-	if (!store_commit(op->st, op->key, op->blob, etag, &op->meta)) {
+	o = store_commit(op->st, op->key, op->blob, etag, &op->meta);
+	if (o == NULL) {
 		drop_body(op);
 		op_error(op, S3_ERR_INSUFFICIENT_STORAGE, "All object slots are in use.");
 		return;
+	}
+	if (op->cks != S3_CKS_NONE) {
+		o->cks = op->cks;
+		s3_cks_b64(op->cks_raw, s3_cks_len(op->cks), o->cks_b64);
 	}
 	op->blob = NULL; /* the store owns it now, with its reservation */
 	op->reserved = 0;
@@ -832,6 +870,7 @@ static void finish_put(struct s3_op *op)
 	op->resp.content_length = 0;
 	op->resp.send_body = false;
 	resp_header(&op->resp, "ETag", "%s", etag);
+	checksum_headers(&op->resp, o->cks, o->cks_b64, NULL);
 }
 
 void s3_op_finish(struct s3_op *op, struct s3_response *resp)

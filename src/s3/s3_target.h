@@ -114,6 +114,14 @@ bool s3_op_wants_body(const struct s3_op *op);
 void s3_op_body(struct s3_op *op, const uint8_t *data, size_t len);
 
 /*
+ * The trailer field the body's checksum comes in (aws-chunked), or NULL;
+ * after the body, its value (NULL when the trailer lacked it) goes to
+ * s3_op_trailer before s3_op_finish.
+ */
+const char *s3_op_wants_trailer(const struct s3_op *op);
+void s3_op_trailer(struct s3_op *op, const char *value);
+
+/*
  * The RDMA transfer of an x-amz-rdma-token request (a GET's RDMA WRITE, a
  * PUT's or UploadPart's RDMA READ with the MD5 of what it read) is made
  * through s3_op_work, at most `budget` bytes a call, so a large one need not

@@ -143,6 +143,35 @@ if [ -x $AWSCLI ]; then
 	# The CLI prints each page (None where a page has no prefix or no key): in order, once each.
 	got=$(tr '\t' '\n' <<<"$out" | grep -vx None | tr '\n' ' ')
 	[ "$got" = "aw/p/ aw/q aw/r/ aw/x aw/y " ] && pass s3cl-aws-paging || fail s3cl-aws-paging "$(tr '\n\t' '| ' <<<"$out")"
+	# Additional checksums: boto3's CRC32 of a multipart upload (composite, per part), a
+	# SHA-256 given by value and returned with --checksum-mode, and a wrong one refused.
+	head -c $((20 << 20)) /dev/urandom >"$TMP/aw-big"
+	# boto3 (Debian's python3-boto3, as the CLI of this Debian release has no checksum option on cp)
+	cat >"$TMP/cks.py" <<'PY'
+import sys, boto3
+from boto3.s3.transfer import TransferConfig
+s3 = boto3.client("s3", endpoint_url=sys.argv[1])
+cfg = TransferConfig(multipart_threshold=5 << 20, multipart_chunksize=5 << 20)
+s3.upload_file(sys.argv[2], "ernic", "aw/big", ExtraArgs={"ChecksumAlgorithm": "CRC32"}, Config=cfg)
+h = s3.head_object(Bucket="ernic", Key="aw/big", ChecksumMode="ENABLED")
+print(h.get("ChecksumCRC32", "none"))
+PY
+	out=$(nsx /usr/bin/python3 "$TMP/cks.py" "$URL" "$TMP/aw-big" 2>&1 | tail -1)
+	nsx "${AWS[@]}" s3 cp s3://ernic/aw/big "$TMP/aw-big-back" >/dev/null 2>&1 && cmp -s "$TMP/aw-big" "$TMP/aw-big-back" &&
+		grep -qx '[A-Za-z0-9+/=]*-4' <<<"$out" && pass s3cl-boto3-checksum-multipart ||
+		fail s3cl-boto3-checksum-multipart "$out"
+	sha=$(openssl dgst -sha256 -binary "$TMP/aw" | base64)
+	nsx "${AWS[@]}" s3api put-object --bucket ernic --key aw/sum --body "$TMP/aw" --checksum-sha256 "$sha" >"$TMP/aw5" 2>&1 &&
+		out=$(nsx "${AWS[@]}" s3api head-object --bucket ernic --key aw/sum --checksum-mode ENABLED 2>&1) &&
+		grep -qF "\"ChecksumSHA256\": \"$sha\"" <<<"$out" && pass s3cl-aws-checksum-sha256 ||
+		fail s3cl-aws-checksum-sha256 "$(tail -2 "$TMP/aw5" | tr '\n' '|') $(tr '\n' ' ' <<<"${out:-}")"
+	wrong=$(head -c 32 /dev/zero | base64)
+	if nsx "${AWS[@]}" s3api put-object --bucket ernic --key aw/bad --body "$TMP/aw" --checksum-sha256 "$wrong" >"$TMP/aw6" 2>&1; then
+		fail s3cl-aws-checksum-wrong "a wrong SHA-256 was taken"
+	else
+		grep -q BadDigest "$TMP/aw6" && [ "$(nsx curl -s -o /dev/null -w '%{http_code}' "$URL/ernic/aw/bad")" = 404 ] &&
+			pass s3cl-aws-checksum-wrong || fail s3cl-aws-checksum-wrong "$(tail -2 "$TMP/aw6" | tr '\n' '|')"
+	fi
 	nsx "${AWS[@]}" s3 rm --recursive s3://ernic/aw/ >"$TMP/aw3" 2>&1 &&
 		[ -z "$(nsx "${AWS[@]}" s3 ls --recursive s3://ernic/aw/ 2>/dev/null)" ] && pass s3cl-aws-rm-recursive ||
 		fail s3cl-aws-rm-recursive "$(tail -2 "$TMP/aw3" | tr '\n' '|')"

@@ -1494,14 +1494,22 @@ static void test_keep_alive_timeout(void **state)
 	io_up(1, 1, cntlid);
 	io_up(2, 2, cntlid);
 	clock_ms += 4000;
-	c = cmd_new(NVME_ADM_KEEP_ALIVE, 110);
+	c = cmd_new(NVME_ADM_KEEP_ALIVE, 110); /* a 5 s period from here */
 	expect(0, &c, 0);
 	clock_ms += 4900;
 	nvmeof_target_tick(tgt);
 	assert_int_equal(ndisconnect, 0);
-	/* Traffic on I/O queues does not count as keep-alive (no TBKAS). */
+	/* Traffic on an I/O queue counts as keep-alive (TBKAS, as nvmet): the period ends with it
+	 * and the next one starts. */
 	c = rw(false, 111, 0, 1, IO_OFF);
 	expect(1, &c, 0);
+	clock_ms += 200;
+	nvmeof_target_tick(tgt);
+	assert_int_equal(ndisconnect, 0);
+	clock_ms += 4900;
+	nvmeof_target_tick(tgt);
+	assert_int_equal(ndisconnect, 0);
+	/* a whole period with nothing in it: lost */
 	clock_ms += 200;
 	nvmeof_target_tick(tgt);
 	assert_int_equal(ndisconnect, 3);

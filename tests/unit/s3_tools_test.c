@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "s3/s3_checksum.h"
 #include "s3_harness.h"
 
 static struct resp get(const char *path_and_query, const char *extra)
@@ -768,6 +769,238 @@ static void test_complete_conditions(void **state)
 	free(d1);
 }
 
+/* ---- additional checksums ---- */
+
+/* "123456789" under each algorithm (the catalogue's check values; base64 of the big-endian digest). */
+static const struct { const char *name, *b64; } check_values[] = {
+	{ "crc32", "y/Q5Jg==" },
+	{ "crc32c", "4waSgw==" },
+	{ "crc64nvme", "rosUhgp5mIg=" },
+	{ "sha1", "98O8HYCOBHMq32eZZczDTKeuNEE=" },
+	{ "sha256", "FeKw08M4keuw8e9gnsQZQgwg4yDOlMZfvIwzEkSOsiU=" },
+};
+
+static void test_checksum_put_get(void **state)
+{
+	char extra[256], name[64];
+	struct resp r;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(check_values) / sizeof(check_values[0]); i++) {
+		snprintf(extra, sizeof(extra), "x-amz-checksum-%s: %s\r\n", check_values[i].name, check_values[i].b64);
+		snprintf(name, sizeof(name), "x-amz-checksum-%s", check_values[i].name);
+		r = put_bytes("/ernic/c", (const uint8_t *)"123456789", 9, extra);
+		assert_int_equal(r.status, 200);
+		assert_hdr(&r, name, check_values[i].b64);
+		free_resp(&r);
+		/* returned when asked for */
+		r = head("c", "x-amz-checksum-mode: ENABLED\r\n");
+		assert_hdr(&r, name, check_values[i].b64);
+		assert_hdr(&r, "x-amz-checksum-type", "FULL_OBJECT");
+		free_resp(&r);
+		r = get("c", "x-amz-checksum-mode: ENABLED\r\n");
+		assert_hdr(&r, name, check_values[i].b64);
+		assert_body(&r, "123456789");
+		free_resp(&r);
+		r = get("c", NULL);
+		assert_null(strstr(r.head, "x-amz-checksum-"));
+		free_resp(&r);
+		r = get("c", "x-amz-checksum-mode: ENABLED\r\nRange: bytes=0-3\r\n"); /* not for a range */
+		assert_null(strstr(r.head, "x-amz-checksum-"));
+		free_resp(&r);
+	}
+	/* computed when only the algorithm is named */
+	r = put_bytes("/ernic/d", (const uint8_t *)"123456789", 9, "x-amz-sdk-checksum-algorithm: CRC32C\r\n");
+	assert_int_equal(r.status, 200);
+	assert_hdr(&r, "x-amz-checksum-crc32c", "4waSgw==");
+	free_resp(&r);
+	/* a wrong value: BadDigest, and the object stays as it was */
+	r = put_bytes("/ernic/c", (const uint8_t *)"123456780", 9, "x-amz-checksum-crc32: y/Q5Jg==\r\n");
+	assert_error(&r, 400, "BadDigest", NULL);
+	free_resp(&r);
+	r = get("c", NULL);
+	assert_body(&r, "123456789");
+	free_resp(&r);
+	/* values that are not one digest's base64, two algorithms, an unknown one */
+	r = put_bytes("/ernic/e", (const uint8_t *)"x", 1, "x-amz-checksum-crc32: y/Q5Jg\r\n");
+	assert_error(&r, 400, "InvalidRequest", NULL);
+	free_resp(&r);
+	r = put_bytes("/ernic/e", (const uint8_t *)"x", 1, "x-amz-checksum-crc32: rosUhgp5mIg=\r\n");
+	assert_error(&r, 400, "InvalidRequest", NULL);
+	free_resp(&r);
+	r = put_bytes("/ernic/e", (const uint8_t *)"x", 1, "x-amz-checksum-crc32: y/Q5Jg==\r\nx-amz-checksum-sha1: 98O8HYCOBHMq32eZZczDTKeuNEE=\r\n");
+	assert_error(&r, 400, "InvalidRequest", NULL);
+	free_resp(&r);
+	r = put_bytes("/ernic/e", (const uint8_t *)"x", 1, "x-amz-checksum-md5: y/Q5Jg==\r\n");
+	assert_error(&r, 400, "InvalidRequest", NULL);
+	free_resp(&r);
+	r = head("e", NULL);
+	assert_int_equal(r.status, 404);
+	free_resp(&r);
+}
+
+/* An aws-chunked body with its checksum in the trailer, as newer SDKs send it. */
+static struct resp put_trailer(const char *key, const char *body, const char *trailer_line)
+{
+	char framed[512], msg[1024];
+	int n = snprintf(framed, sizeof(framed), "%zx\r\n%s\r\n0\r\n%s\r\n", strlen(body), body, trailer_line);
+	int m = snprintf(msg, sizeof(msg),
+			 "PUT /ernic/%s HTTP/1.1\r\nHost: s3\r\nContent-Encoding: aws-chunked\r\n"
+			 "x-amz-content-sha256: STREAMING-UNSIGNED-PAYLOAD-TRAILER\r\nx-amz-trailer: x-amz-checksum-crc32\r\n"
+			 "x-amz-decoded-content-length: %zu\r\nContent-Length: %d\r\n\r\n%s",
+			 key, strlen(body), n, framed);
+
+	return exchange(msg, (size_t)m, true);
+}
+
+static void test_checksum_trailer(void **state)
+{
+	struct resp r;
+
+	(void)state;
+	r = put_trailer("t", "123456789", "x-amz-checksum-crc32:y/Q5Jg==\r\n");
+	assert_int_equal(r.status, 200);
+	assert_hdr(&r, "x-amz-checksum-crc32", "y/Q5Jg==");
+	free_resp(&r);
+	r = head("t", "x-amz-checksum-mode: ENABLED\r\n");
+	assert_hdr(&r, "x-amz-checksum-crc32", "y/Q5Jg==");
+	free_resp(&r);
+	r = put_trailer("t", "123456780", "x-amz-checksum-crc32: y/Q5Jg==\r\n");
+	assert_error(&r, 400, "BadDigest", NULL);
+	free_resp(&r);
+	/* announced and not sent, or not a digest */
+	r = put_trailer("t", "123456789", "");
+	assert_error(&r, 400, "MalformedTrailerError", NULL);
+	free_resp(&r);
+	r = put_trailer("t", "123456789", "x-amz-checksum-crc32: nope\r\n");
+	assert_error(&r, 400, "MalformedTrailerError", NULL);
+	free_resp(&r);
+	r = get("t", NULL);
+	assert_body(&r, "123456789");
+	free_resp(&r);
+}
+
+static void b64_of(enum s3_cks a, const uint8_t *d, size_t n, char out[S3_CKS_B64_MAX])
+{
+	uint8_t raw[S3_CKS_MAX_LEN];
+
+	assert_int_equal(s3_cks_compute(a, d, n, raw), 0);
+	s3_cks_b64(raw, s3_cks_len(a), out);
+}
+
+static void test_checksum_multipart(void **state)
+{
+	const size_t p1 = 5 << 20, p2 = 4321;
+	uint8_t *d = pattern(p1 + p2, 9), raws[8];
+	char id[64], e1[48], e2[48], xml[1024], want[S3_CKS_B64_MAX], c1[S3_CKS_B64_MAX], c2[S3_CKS_B64_MAX], v[256];
+	struct resp r;
+
+	(void)state;
+	/* COMPOSITE CRC32: the CRC32 of the parts' CRC32s, "-2" */
+	r = req_str("POST /ernic/comp?uploads HTTP/1.1\r\nHost: s3\r\nx-amz-checksum-algorithm: CRC32\r\nContent-Length: 0\r\n\r\n");
+	assert_int_equal(r.status, 200);
+	assert_hdr(&r, "x-amz-checksum-algorithm", "CRC32");
+	assert_hdr(&r, "x-amz-checksum-type", "COMPOSITE");
+	{
+		char *p = strstr((char *)r.body, "<UploadId>") + 10;
+
+		snprintf(id, sizeof(id), "%.32s", p);
+	}
+	free_resp(&r);
+	b64_of(S3_CKS_CRC32, d, p1, c1);
+	b64_of(S3_CKS_CRC32, d + p1, p2, c2);
+	snprintf(v, sizeof(v), "x-amz-checksum-crc32: %s\r\n", c1);
+	{
+		char path[128];
+
+		snprintf(path, sizeof(path), "/ernic/comp?partNumber=1&uploadId=%s", id);
+		r = put_bytes(path, d, p1, v);
+		assert_int_equal(r.status, 200);
+		hdr(&r, "ETag", e1, sizeof(e1));
+		free_resp(&r);
+		/* part 2 without a checksum of its own: computed (the upload has one) */
+		snprintf(path, sizeof(path), "/ernic/comp?partNumber=2&uploadId=%s", id);
+		r = put_bytes(path, d + p1, p2, NULL);
+		assert_int_equal(r.status, 200);
+		assert_hdr(&r, "x-amz-checksum-crc32", c2);
+		hdr(&r, "ETag", e2, sizeof(e2));
+		free_resp(&r);
+		/* a part with another algorithm than the upload's */
+		snprintf(path, sizeof(path), "/ernic/comp?partNumber=3&uploadId=%s", id);
+		r = put_bytes(path, d, 9, "x-amz-checksum-sha1: 98O8HYCOBHMq32eZZczDTKeuNEE=\r\n");
+		assert_error(&r, 400, "InvalidRequest", NULL);
+		free_resp(&r);
+	}
+	r = req_str("GET /ernic/comp?uploadId=%s HTTP/1.1\r\nHost: s3\r\n\r\n", id);
+	snprintf(v, sizeof(v), "<ChecksumCRC32>%s</ChecksumCRC32>", c2);
+	assert_non_null(strstr((char *)r.body, v));
+	free_resp(&r);
+	/* a document naming a part's checksum wrongly */
+	snprintf(xml, sizeof(xml),
+		 "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>%s</ETag><ChecksumCRC32>%s</ChecksumCRC32></Part>"
+		 "<Part><PartNumber>2</PartNumber><ETag>%s</ETag><ChecksumCRC32>%s</ChecksumCRC32></Part></CompleteMultipartUpload>",
+		 e1, c2, e2, c2);
+	r = complete("comp", id, xml);
+	assert_error(&r, 400, "InvalidPart", NULL);
+	free_resp(&r);
+	snprintf(xml, sizeof(xml),
+		 "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>%s</ETag><ChecksumCRC32>%s</ChecksumCRC32></Part>"
+		 "<Part><PartNumber>2</PartNumber><ETag>%s</ETag><ChecksumCRC32>%s</ChecksumCRC32></Part></CompleteMultipartUpload>",
+		 e1, c1, e2, c2);
+	r = complete("comp", id, xml);
+	assert_int_equal(r.status, 200);
+	{
+		uint8_t a[S3_CKS_MAX_LEN], b[S3_CKS_MAX_LEN];
+
+		assert_int_equal(s3_cks_compute(S3_CKS_CRC32, d, p1, a), 0);
+		assert_int_equal(s3_cks_compute(S3_CKS_CRC32, d + p1, p2, b), 0);
+		memcpy(raws, a, 4);
+		memcpy(raws + 4, b, 4);
+		b64_of(S3_CKS_CRC32, raws, 8, want);
+		strcat(want, "-2");
+	}
+	snprintf(v, sizeof(v), "<ChecksumCRC32>%s</ChecksumCRC32><ChecksumType>COMPOSITE</ChecksumType>", want);
+	assert_non_null(strstr((char *)r.body, v));
+	free_resp(&r);
+	r = head("comp", "x-amz-checksum-mode: ENABLED\r\n");
+	assert_hdr(&r, "x-amz-checksum-crc32", want);
+	assert_hdr(&r, "x-amz-checksum-type", "COMPOSITE");
+	free_resp(&r);
+
+	/* FULL_OBJECT CRC64NVME: the CRC of the whole object */
+	r = req_str("POST /ernic/full?uploads HTTP/1.1\r\nHost: s3\r\nx-amz-checksum-algorithm: CRC64NVME\r\nContent-Length: 0\r\n\r\n");
+	assert_hdr(&r, "x-amz-checksum-type", "FULL_OBJECT");
+	{
+		char *p = strstr((char *)r.body, "<UploadId>") + 10;
+
+		snprintf(id, sizeof(id), "%.32s", p);
+	}
+	free_resp(&r);
+	upload_part("full", id, 1, d, p1, e1);
+	upload_part("full", id, 2, d + p1, p2, e2);
+	snprintf(xml, sizeof(xml),
+		 "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>%s</ETag></Part>"
+		 "<Part><PartNumber>2</PartNumber><ETag>%s</ETag></Part></CompleteMultipartUpload>", e1, e2);
+	r = complete("full", id, xml);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	b64_of(S3_CKS_CRC64NVME, d, p1 + p2, want);
+	r = head("full", "x-amz-checksum-mode: ENABLED\r\n");
+	assert_hdr(&r, "x-amz-checksum-crc64nvme", want);
+	assert_hdr(&r, "x-amz-checksum-type", "FULL_OBJECT");
+	free_resp(&r);
+	/* combinations S3 refuses */
+	r = req_str("POST /ernic/bad?uploads HTTP/1.1\r\nHost: s3\r\nx-amz-checksum-algorithm: SHA256\r\n"
+		    "x-amz-checksum-type: FULL_OBJECT\r\nContent-Length: 0\r\n\r\n");
+	assert_error(&r, 400, "InvalidRequest", NULL);
+	free_resp(&r);
+	r = req_str("POST /ernic/bad?uploads HTTP/1.1\r\nHost: s3\r\nx-amz-checksum-algorithm: CRC64NVME\r\n"
+		    "x-amz-checksum-type: COMPOSITE\r\nContent-Length: 0\r\n\r\n");
+	assert_error(&r, 400, "InvalidRequest", NULL);
+	free_resp(&r);
+	free(d);
+}
+
 /* ---- status codes ---- */
 
 static void test_status_codes(void **state)
@@ -819,6 +1052,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_get_part_number, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_complete_conditions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_status_codes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checksum_put_get, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checksum_trailer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checksum_multipart, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
