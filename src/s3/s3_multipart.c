@@ -516,9 +516,11 @@ void finish_complete(struct s3_op *op)
 	}
 	blob = blob_new((size_t)total);
 	cat_md5 = malloc((size_t)d->n * 16);
-	if (blob == NULL || cat_md5 == NULL) {
+	ends = malloc((size_t)d->n * sizeof(*ends)); /* the part boundaries, for GET ?partNumber */
+	if (blob == NULL || cat_md5 == NULL || ends == NULL) {
 		store_unreserve(st, total);
 		s3_blob_put(blob);
+		free(ends);
 		op_error(op, S3_ERR_INSUFFICIENT_STORAGE, "Out of memory.");
 		goto out;
 	}
@@ -529,6 +531,7 @@ void finish_complete(struct s3_op *op)
 		if (p->blob->len)
 			memcpy(blob->data + total, p->blob->data, p->blob->len);
 		total += p->blob->len;
+		ends[i] = total;
 		memcpy(cat_md5 + 16 * i, p->md5, 16);
 	}
 	md5_digest(cat_md5, (size_t)d->n * 16, digest);
@@ -537,19 +540,6 @@ void finish_complete(struct s3_op *op)
 
 		hex_encode(digest, 16, hex);
 		snprintf(etag, sizeof(etag), "\"%s-%u\"", hex, d->n);
-	}
-	/* The part boundaries, for GET ?partNumber. */
-	ends = malloc((size_t)d->n * sizeof(*ends));
-	if (ends == NULL) {
-		store_unreserve(st, total);
-		s3_blob_put(blob);
-		op_error(op, S3_ERR_INSUFFICIENT_STORAGE, "Out of memory.");
-		goto out;
-	}
-	total = 0;
-	for (uint32_t i = 0; i < d->n; i++) {
-		total += u->parts[d->nums[i] - 1].blob->len;
-		ends[i] = total;
 	}
 	/* The write's conditions, decided with the commit. */
 	if (!put_conditions_hold(op)) {

@@ -22,21 +22,7 @@ cleanup_ns() {
 }
 trap cleanup_ns EXIT
 
-if [ "$(id -u)" != 0 ] || ! ip netns add "$NS" 2>/dev/null; then
-	fail s3cl-setup "needs root and network namespaces"
-	finish
-fi
-nsx ip link set lo up
-nsx ip tuntap add dev ernic0 mode tap
-nsx ip addr add 192.168.200.2/24 dev ernic0
-nsx ip link set ernic0 up
-
-sock=$TMP/s3.sock
-ip netns exec "$NS" "$BIN" --socket "$sock" --backend s3:size=1G --tap ernic0 2>"$TMP/server.log" &
-SERVER_PID=$!
-for _ in $(seq 300); do has_line "$TMP/server.log" "tap ernic0: joined to the segment" && break; sleep 0.1; done
-has_line "$TMP/server.log" "tap ernic0: joined to the segment" && pass s3cl-joined ||
-	{ fail s3cl-joined "$(cat "$TMP/server.log")"; finish; }
+s3_on_tap s3cl s3:size=1G || finish
 for _ in $(seq 50); do nsx curl -s -f --max-time 2 -o /dev/null $URL/ && break; sleep 0.2; done
 
 # Credentials are not checked by the store; the clients want some.

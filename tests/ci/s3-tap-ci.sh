@@ -20,22 +20,7 @@ cleanup_ns() {
 }
 trap cleanup_ns EXIT
 
-if [ "$(id -u)" != 0 ] || ! ip netns add "$NS" 2>/dev/null; then
-	fail s3-tap-setup "needs root and network namespaces"
-	finish
-fi
-nsx ip link set lo up
-nsx ip tuntap add dev ernic0 mode tap
-nsx ip addr add 192.168.200.2/24 dev ernic0
-nsx ip link set ernic0 up
-
-sock=$TMP/s3.sock
-# Not through nsx: a function in the background is a subshell, and its pid is not the server's.
-ip netns exec "$NS" "$BIN" --socket "$sock" --backend s3:size=512M --tap ernic0 2>"$TMP/server.log" &
-SERVER_PID=$!
-for _ in $(seq 300); do has_line "$TMP/server.log" "vfio-user: listening on $sock" && break; sleep 0.1; done
-has_line "$TMP/server.log" "tap ernic0: joined to the segment" && pass s3-tap-joined ||
-	{ fail s3-tap-joined "$(cat "$TMP/server.log")"; finish; }
+s3_on_tap s3-tap s3:size=512M || finish
 
 # ARP + ICMP: the endpoint is a host on the segment, nothing configured by hand.
 nsx ping -c 3 -W 2 -i 0.2 $EP >"$TMP/ping" 2>&1 && pass s3-ping || fail s3-ping "$(tail -2 "$TMP/ping")"

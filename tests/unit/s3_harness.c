@@ -289,20 +289,31 @@ void free_resp(struct resp *r)
 	r->body = NULL;
 }
 
+const char *xml_text(const struct resp *r, const char *tag, char *out, size_t cap)
+{
+	char open[64], close[64];
+	const char *p, *e;
+
+	snprintf(open, sizeof(open), "<%s>", tag);
+	snprintf(close, sizeof(close), "</%s>", tag);
+	p = strstr((const char *)r->body, open);
+	assert_non_null(p);
+	p += strlen(open);
+	e = strstr(p, close);
+	assert_non_null(e);
+	snprintf(out, cap, "%.*s", (int)(e - p), p);
+	return out;
+}
+
 /* ---- multipart ---- */
 
 void initiate(const char *key, char id[64])
 {
 	struct resp r = req_str("POST /ernic/%s?uploads HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\n\r\n", key);
-	char *p, *e;
 
 	assert_int_equal(r.status, 200);
 	assert_non_null(strstr((char *)r.body, "<InitiateMultipartUploadResult"));
-	p = strstr((char *)r.body, "<UploadId>");
-	assert_non_null(p);
-	p += 10;
-	e = strstr(p, "</UploadId>");
-	snprintf(id, 64, "%.*s", (int)(e - p), p);
+	xml_text(&r, "UploadId", id, 64);
 	assert_int_equal(strlen(id), 32);
 	free_resp(&r);
 }

@@ -50,6 +50,8 @@ void assert_error(const struct resp *r, int status, const char *code, const char
 void md5_hex(const uint8_t *d, size_t n, char out[33]);
 uint8_t *pattern(size_t n, unsigned seed);
 void free_resp(struct resp *r);
+/* The text of the first <tag> of r's body (which must have one). */
+const char *xml_text(const struct resp *r, const char *tag, char *out, size_t cap);
 /* CreateMultipartUpload of key: its id. */
 void initiate(const char *key, char id[64]);
 /* UploadPart n of key, which must succeed: its ETag. */

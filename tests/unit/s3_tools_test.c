@@ -242,7 +242,6 @@ static void test_upload_part_copy(void **state)
 	uint8_t *d = pattern(n, 3);
 	char id[64], e2[48], xml[1024], v[128];
 	struct resp r;
-	char *p1, *p2;
 
 	(void)state;
 	r = put_bytes("/ernic/big", d, n, NULL);
@@ -254,11 +253,7 @@ static void test_upload_part_copy(void **state)
 		    "x-amz-copy-source-range: bytes=0-5242879\r\nContent-Length: 0\r\n\r\n", id);
 	assert_int_equal(r.status, 200);
 	assert_non_null(strstr((char *)r.body, "<CopyPartResult"));
-	p1 = strstr((char *)r.body, "<ETag>");
-	assert_non_null(p1);
-	p1 += 6;
-	p2 = strstr(p1, "</ETag>");
-	snprintf(v, sizeof(v), "%.*s", (int)(p2 - p1), p1);
+	xml_text(&r, "ETag", v, sizeof(v));
 	free_resp(&r);
 	{
 		char want[40];
@@ -901,11 +896,7 @@ static void test_checksum_multipart(void **state)
 	assert_int_equal(r.status, 200);
 	assert_hdr(&r, "x-amz-checksum-algorithm", "CRC32");
 	assert_hdr(&r, "x-amz-checksum-type", "COMPOSITE");
-	{
-		char *p = strstr((char *)r.body, "<UploadId>") + 10;
-
-		snprintf(id, sizeof(id), "%.32s", p);
-	}
+	xml_text(&r, "UploadId", id, sizeof(id));
 	free_resp(&r);
 	b64_of(S3_CKS_CRC32, d, p1, c1);
 	b64_of(S3_CKS_CRC32, d + p1, p2, c2);
@@ -970,11 +961,7 @@ static void test_checksum_multipart(void **state)
 	/* FULL_OBJECT CRC64NVME: the CRC of the whole object */
 	r = req_str("POST /ernic/full?uploads HTTP/1.1\r\nHost: s3\r\nx-amz-checksum-algorithm: CRC64NVME\r\nContent-Length: 0\r\n\r\n");
 	assert_hdr(&r, "x-amz-checksum-type", "FULL_OBJECT");
-	{
-		char *p = strstr((char *)r.body, "<UploadId>") + 10;
-
-		snprintf(id, sizeof(id), "%.32s", p);
-	}
+	xml_text(&r, "UploadId", id, sizeof(id));
 	free_resp(&r);
 	upload_part("full", id, 1, d, p1, e1);
 	upload_part("full", id, 2, d + p1, p2, e2);
