@@ -61,17 +61,10 @@ struct delete_doc {
 	bool *key_too_long;
 };
 
-static const char *local_name(const char *name)
-{
-	const char *c = strrchr(name, ':');
-
-	return c ? c + 1 : name;
-}
-
 static void XMLCALL del_start(void *ud, const XML_Char *name, const XML_Char **attrs)
 {
 	struct delete_doc *d = ud;
-	const char *n = local_name(name);
+	const char *n = xml_local_name(name);
 
 	(void)attrs;
 	d->depth++;

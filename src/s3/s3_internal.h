@@ -186,6 +186,8 @@ void resp_xml(struct s3_response *r, struct sbuf *s);
 void op_error(struct s3_op *op, enum s3_err e, const char *detail);
 void ok_empty(struct s3_op *op, int status);
 void set_rdma(struct s3_op *op, uint64_t moved);
+/* An element name read by expat without its namespace prefix ("s3:Part" is "Part"). */
+const char *xml_local_name(const char *name);
 
 /* s3_store.c */
 long store_find(const struct s3_store *st, const char *key);

@@ -199,17 +199,10 @@ struct complete_doc {
 	char (*cks)[S3_CKS_B64_MAX];
 };
 
-static const char *local_name(const char *name)
-{
-	const char *c = strrchr(name, ':');
-
-	return c ? c + 1 : name;
-}
-
 static void XMLCALL doc_start(void *ud, const XML_Char *name, const XML_Char **attrs)
 {
 	struct complete_doc *d = ud;
-	const char *n = local_name(name);
+	const char *n = xml_local_name(name);
 
 	(void)attrs;
 	d->depth++;

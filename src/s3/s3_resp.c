@@ -221,3 +221,10 @@ void ok_empty(struct s3_op *op, int status)
 	op->resp.send_body = false;
 	op->kind = OP_DECIDED;
 }
+
+const char *xml_local_name(const char *name)
+{
+	const char *c = strrchr(name, ':');
+
+	return c ? c + 1 : name;
+}
