@@ -137,7 +137,18 @@ void s3_response_release(struct s3_response *r)
 /* Move a response: its header pointers follow the header storage they point into. */
 void response_move(struct s3_response *dst, const struct s3_response *src)
 {
-	*dst = *src;
+	/* Field by field: only the used part of the header storage is copied. */
+	dst->status = src->status;
+	dst->nheaders = src->nheaders;
+	dst->hdrused = src->hdrused;
+	memcpy(dst->hdrbuf, src->hdrbuf, src->hdrused);
+	dst->content_length = src->content_length;
+	dst->send_body = src->send_body;
+	dst->xml = src->xml;
+	dst->blob = src->blob;
+	dst->off = src->off;
+	dst->len = src->len;
+	dst->close = src->close;
 	for (unsigned i = 0; i < dst->nheaders; i++) {
 		dst->headers[i].name = dst->hdrbuf + (src->headers[i].name - src->hdrbuf);
 		dst->headers[i].value = dst->hdrbuf + (src->headers[i].value - src->hdrbuf);

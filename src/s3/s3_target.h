@@ -51,6 +51,7 @@ struct s3_blob {
 
 void s3_blob_put(struct s3_blob *b);
 
+/* (response_move in s3_resp.c copies it field by field: a new field goes there too.) */
 struct s3_response {
 	int status;
 	struct http_header headers[S3_MAX_RESP_HEADERS];
