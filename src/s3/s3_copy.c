@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/parse_int.h"
 
@@ -113,6 +114,7 @@ void copy_object(struct s3_op *op, const struct req *rq, const char *source)
 	char etag[48], cks_b64[S3_CKS_B64_MAX];
 	enum s3_cks cks;
 	bool replace, cks_composite;
+	int64_t mtime;
 
 	if (src == NULL || !source_conditions_hold(op, rq, src))
 		return;
@@ -165,6 +167,26 @@ void copy_object(struct s3_op *op, const struct req *rq, const char *source)
 	cks = src->cks;
 	cks_composite = src->cks_composite;
 	snprintf(cks_b64, sizeof(cks_b64), "%s", src->cks_b64);
+	{
+		struct s3_object tmpl;
+
+		memset(&tmpl, 0, sizeof(tmpl));
+		snprintf(tmpl.etag, sizeof(tmpl.etag), "%s", etag);
+		tmpl.meta = op->meta;
+		tmpl.mtime = (int64_t)time(NULL);
+		tmpl.nparts = nparts;
+		tmpl.part_ends = ends;
+		tmpl.cks = cks;
+		tmpl.cks_composite = cks_composite;
+		snprintf(tmpl.cks_b64, sizeof(tmpl.cks_b64), "%s", cks_b64);
+		if (!persist_object(op, op->key, blob, &tmpl)) {
+			store_unreserve(st, blob->len);
+			s3_blob_put(blob);
+			free(ends);
+			return;
+		}
+		mtime = tmpl.mtime;
+	}
 	o = store_commit(st, op->key, blob, etag, &op->meta);
 	if (o == NULL) {
 		store_unreserve(st, blob->len);
@@ -173,6 +195,7 @@ void copy_object(struct s3_op *op, const struct req *rq, const char *source)
 		op_error(op, S3_ERR_INSUFFICIENT_STORAGE, "All object slots are in use.");
 		return;
 	}
+	o->mtime = mtime;
 	o->nparts = nparts;
 	o->part_ends = ends;
 	o->cks = cks;
@@ -253,5 +276,7 @@ void upload_part_copy(struct s3_op *op, const struct req *rq, const char *source
 	/* The upload's checksum for the part, as for an uploaded one. */
 	if (u->cks != S3_CKS_NONE && s3_cks_compute(u->cks, blob->data, (size_t)len, p->cks_raw) == 0)
 		p->cks = u->cks;
+	if (!persist_part(op, u, op->part, p))
+		return;
 	copy_result(op, "CopyPartResult", p->mtime, p->etag);
 }

@@ -192,7 +192,10 @@ struct s3_endpoint *s3_endpoint_new(const struct s3_config *cfg, struct evloop *
 	s3_endpoint_mac(cfg->ip, hc.mac);
 	ep->store = s3_store_new(cfg, &server);
 	if (ep->store == NULL) {
-		snprintf(err, errlen, "s3 backend: cannot create the store");
+		if (cfg->dir[0])
+			snprintf(err, errlen, "s3 backend: cannot create the store under dir=%s (the log says why)", cfg->dir);
+		else
+			snprintf(err, errlen, "s3 backend: cannot create the store");
 		goto fail;
 	}
 	ep->host = net_host_new(&hc, loop, sw, err, errlen);

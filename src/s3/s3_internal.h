@@ -11,6 +11,7 @@
  *   s3_meta.c       an object's metadata headers; conditional requests
  *   s3_copy.c       CopyObject, UploadPartCopy
  *   s3_delete.c     DeleteObjects
+ *   s3_persist.c    dir=: objects and uploads kept as files, read back at start
  *   s3_target.c     request routing, GET/PUT/DELETE, the RDMA transfer, bodies
  */
 #ifndef ERNIC_S3_S3_INTERNAL_H
@@ -86,6 +87,7 @@ struct s3_store {
 	uint64_t next_request_id;
 	int64_t created;
 	struct s3_md5w *md5w;     /* NULL: every body is hashed on the caller's thread */
+	int persist_fd;           /* the dir= directory, or -1 */
 };
 
 enum op_kind {
@@ -236,6 +238,16 @@ bool checksum_read(struct s3_op *op, const struct http_request *h);
 bool checksum_check(struct s3_op *op, const uint8_t *data, size_t len);
 /* x-amz-checksum-<algo>: value (and, for an object, its type) into the response. */
 void checksum_headers(struct s3_response *r, enum s3_cks a, const char *b64, const char *type);
+
+/* s3_persist.c: each false with the error response set; true at once without dir= */
+int persist_open(struct s3_store *st);     /* 0, or -errno (logged) */
+void persist_close(struct s3_store *st);
+/* The object key will be: o's fields (etag, meta, mtime, checksum, parts, upload id) and blob. */
+bool persist_object(struct s3_op *op, const char *key, const struct s3_blob *blob, const struct s3_object *o);
+void persist_object_remove(const struct s3_store *st, const char *key);
+bool persist_upload(struct s3_op *op, const struct s3_upload *u);
+bool persist_part(struct s3_op *op, const struct s3_upload *u, uint32_t part, const struct s3_part *p);
+void persist_upload_remove(const struct s3_store *st, const char *id);
 
 /* s3_copy.c */
 void copy_object(struct s3_op *op, const struct req *rq, const char *source);

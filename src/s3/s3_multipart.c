@@ -95,6 +95,11 @@ void initiate_upload(struct s3_op *op, const struct req *rq)
 	u->next = st->uploads;
 	st->uploads = u;
 	st->stats.uploads++;
+	if (!persist_upload(op, u)) {
+		persist_upload_remove(st, u->id);
+		upload_free(st, u);
+		return;
+	}
 
 	sb_puts(&s, XML_DECL "<InitiateMultipartUploadResult xmlns=\"" XMLNS "\">");
 	sb_tag(&s, "Bucket", st->cfg.bucket);
@@ -167,6 +172,8 @@ void finish_part(struct s3_op *op)
 	memcpy(p->cks_raw, op->cks_raw, sizeof(p->cks_raw));
 	op->blob = NULL;
 	op->reserved = 0;
+	if (!persist_part(op, u, op->part, p))
+		return;
 	op->resp.status = 200;
 	op->resp.content_length = 0;
 	op->resp.send_body = false;
@@ -422,6 +429,7 @@ void finish_complete(struct s3_op *op)
 	uint64_t *ends;
 	struct s3_object *o;
 	struct object_cks cks;
+	int64_t mtime;
 
 	if (u == NULL) {
 		op_error(op, S3_ERR_NO_SUCH_UPLOAD, NULL);
@@ -547,6 +555,27 @@ void finish_complete(struct s3_op *op)
 		free(ends);
 		goto out;
 	}
+	{
+		struct s3_object tmpl;
+
+		memset(&tmpl, 0, sizeof(tmpl));
+		snprintf(tmpl.etag, sizeof(tmpl.etag), "%s", etag);
+		tmpl.meta = u->meta;
+		tmpl.mtime = (int64_t)time(NULL);
+		tmpl.nparts = d->n;
+		tmpl.part_ends = ends;
+		tmpl.cks = cks.algo;
+		tmpl.cks_composite = cks.composite;
+		snprintf(tmpl.cks_b64, sizeof(tmpl.cks_b64), "%s", cks.b64);
+		snprintf(tmpl.upload_id, sizeof(tmpl.upload_id), "%s", u->id);
+		if (!persist_object(op, u->key, blob, &tmpl)) {
+			store_unreserve(st, total);
+			s3_blob_put(blob);
+			free(ends);
+			goto out;
+		}
+		mtime = tmpl.mtime;
+	}
 	o = store_commit(st, u->key, blob, etag, &u->meta);
 	if (o == NULL) {
 		store_unreserve(st, total);
@@ -555,12 +584,14 @@ void finish_complete(struct s3_op *op)
 		op_error(op, S3_ERR_INSUFFICIENT_STORAGE, "All object slots are in use.");
 		goto out;
 	}
+	o->mtime = mtime;
 	o->nparts = d->n;
 	o->part_ends = ends;
 	o->cks = cks.algo;
 	o->cks_composite = cks.composite;
 	snprintf(o->cks_b64, sizeof(o->cks_b64), "%s", cks.b64);
 	snprintf(o->upload_id, sizeof(o->upload_id), "%s", u->id);
+	persist_upload_remove(st, u->id);
 	upload_free(st, u); /* the parts' bytes go back; the object holds its own */
 	complete_result(op, o);
 out:

@@ -116,6 +116,7 @@ void store_delete(struct s3_store *st, const char *key)
 
 	if (i < 0)
 		return;
+	persist_object_remove(st, key);
 	object_release(st, &st->objs[i]);
 	free(st->objs[i].key);
 	memmove(&st->objs[i], &st->objs[i + 1], (st->nobjs - (uint32_t)i - 1) * sizeof(st->objs[0]));
@@ -165,6 +166,7 @@ struct s3_store *s3_store_new(const struct s3_config *cfg, const struct s3_token
 	if (st == NULL)
 		return NULL;
 	st->cfg = *cfg;
+	st->persist_fd = -1;
 	st->objs = calloc(cfg->objects ? cfg->objects : 1, sizeof(*st->objs));
 	if (st->objs == NULL) {
 		free(st);
@@ -176,6 +178,10 @@ struct s3_store *s3_store_new(const struct s3_config *cfg, const struct s3_token
 		st->server_token.transport = S3_TRANSPORT_RC;
 	st->created = (int64_t)time(NULL);
 	st->md5w = s3_md5w_new(); /* without it, bodies are hashed inline */
+	if (persist_open(st)) {
+		s3_store_free(st);
+		return NULL;
+	}
 	return st;
 }
 
@@ -191,6 +197,7 @@ void s3_store_free(struct s3_store *st)
 	}
 	free(st->objs);
 	s3_md5w_free(st->md5w);
+	persist_close(st);
 	free(st);
 	map_cache_drain();
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "util/log.h"
 #include "util/parse_int.h"
@@ -503,6 +504,7 @@ static void object_request(struct s3_op *op, const struct req *rq)
 				return;
 			op->kind = OP_COMPLETE;
 		} else if (strcmp(m, "DELETE") == 0) {
+			persist_upload_remove(op->st, u->id);
 			upload_free(op->st, u);
 			ok_empty(op, 204);
 		} else if (strcmp(m, "GET") == 0 && !rq->head) {
@@ -844,7 +846,7 @@ static void finish_put(struct s3_op *op)
 {
 	uint8_t digest[16];
 	char etag[48];
-	struct s3_object *o;
+	struct s3_object *o, tmpl;
 
 	if (!body_ready(op, digest))
 		return;
@@ -854,16 +856,33 @@ static void finish_put(struct s3_op *op)
 		drop_body(op);
 		return;
 	}
+	/* Kept (dir=) before it is published: the file is there when the client hears 200. */
+	memset(&tmpl, 0, sizeof(tmpl));
+	snprintf(tmpl.etag, sizeof(tmpl.etag), "%s", etag);
+	tmpl.meta = op->meta;
+	tmpl.mtime = (int64_t)time(NULL);
+	if (op->cks != S3_CKS_NONE) {
+		tmpl.cks = op->cks;
+		s3_cks_b64(op->cks_raw, s3_cks_len(op->cks), tmpl.cks_b64);
+	}
+	if (!store_slot_available(op->st, op->key)) {
+		drop_body(op);
+		op_error(op, S3_ERR_INSUFFICIENT_STORAGE, "All object slots are in use.");
+		return;
+	}
+	if (!persist_object(op, op->key, op->blob, &tmpl)) {
+		drop_body(op);
+		return;
+	}
 	o = store_commit(op->st, op->key, op->blob, etag, &op->meta);
 	if (o == NULL) {
 		drop_body(op);
 		op_error(op, S3_ERR_INSUFFICIENT_STORAGE, "All object slots are in use.");
 		return;
 	}
-	if (op->cks != S3_CKS_NONE) {
-		o->cks = op->cks;
-		s3_cks_b64(op->cks_raw, s3_cks_len(op->cks), o->cks_b64);
-	}
+	o->mtime = tmpl.mtime;
+	o->cks = tmpl.cks;
+	memcpy(o->cks_b64, tmpl.cks_b64, sizeof(o->cks_b64));
 	op->blob = NULL; /* the store owns it now, with its reservation */
 	op->reserved = 0;
 	op->resp.status = 200;

@@ -48,6 +48,7 @@ static const struct opt_desc s3_opts[] = {
 	{ "port",    OPT_PORT,   FIELD(struct s3_config, port), 1, 65535, 0 },
 	{ "maxpart", OPT_SIZE,   FIELD(struct s3_config, maxpart), 1, UINT64_MAX, 0 },
 	{ "window",  OPT_SIZE,   FIELD(struct s3_config, window), S3_WINDOW_MIN, S3_WINDOW_MAX, 0 },
+	{ "dir",     OPT_PATH,   FIELD(struct s3_config, dir), 1, S3_DIR_MAX - 1, 0 },
 };
 
 static const struct opt_desc nvmeof_opts[] = {

@@ -32,6 +32,7 @@ enum backend_kind {
 #define NVMEOF_SERIAL_MAX 20    /* Identify Controller SN */
 #define NVMEOF_QUEUES_MAX 64    /* the host pre-allocates 128 regions per queue: 65 x 128 of the device's 16384 */
 #define NVMEOF_PATH_MAX   4096
+#define S3_DIR_MAX        3072  /* leaves room for the store's file names under it */
 
 struct s3_config {
 	char bucket[S3_BUCKET_MAX + 1];
@@ -41,6 +42,7 @@ struct s3_config {
 	uint16_t port;
 	uint64_t maxpart;  /* largest single transfer */
 	uint64_t window;   /* TCP receive window (and buffer) per connection, for peers that scale */
+	char dir[S3_DIR_MAX]; /* empty: objects in memory only; else kept under this directory too */
 };
 
 struct nvmeof_config {

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "s3/s3_checksum.h"
 #include "s3_harness.h"
@@ -988,6 +989,144 @@ static void test_checksum_multipart(void **state)
 	free(d);
 }
 
+/* ---- dir=: kept and read back ---- */
+
+static char persist_dir[64];
+
+static int setup_dir(void **state)
+{
+	char spec[128];
+
+	(void)state;
+	snprintf(persist_dir, sizeof(persist_dir), "/tmp/s3-tools-unit.XXXXXX");
+	assert_non_null(mkdtemp(persist_dir));
+	snprintf(spec, sizeof(spec), "s3:dir=%s/store", persist_dir);
+	return setup_spec(spec);
+}
+
+static int teardown_dir(void **state)
+{
+	char cmd[128];
+
+	teardown(state);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", persist_dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* The server stops (the store is freed, nothing more is written) and starts again on the same directory. */
+static void restart(const char *extra_opts)
+{
+	char spec[160];
+
+	teardown(NULL);
+	snprintf(spec, sizeof(spec), "s3:dir=%s/store%s", persist_dir, extra_opts);
+	assert_int_equal(setup_spec(spec), 0);
+}
+
+static void test_persist_restart(void **state)
+{
+	const size_t p1 = 5 << 20, p2 = 1000;
+	uint8_t *d = pattern(p1 + p2, 4);
+	char id[64], id2[64], e1[48], e2[48], xml[512], etag_mp[64], path[256], v[128];
+	struct resp r;
+	FILE *f;
+
+	(void)state;
+	put_text("plain", "kept bytes", meta_headers);
+	r = put_bytes("/ernic/sum", (const uint8_t *)"123456789", 9, "x-amz-checksum-sha256: FeKw08M4keuw8e9gnsQZQgwg4yDOlMZfvIwzEkSOsiU=\r\n");
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	put_text("gone", "deleted before the restart", NULL);
+	r = req_str("DELETE /ernic/gone HTTP/1.1\r\nHost: s3\r\n\r\n");
+	free_resp(&r);
+	put_text("replaced", "old", NULL);
+	put_text("replaced", "new", NULL);
+	initiate("mp", id);
+	upload_part("mp", id, 1, d, p1, e1);
+	upload_part("mp", id, 2, d + p1, p2, e2);
+	snprintf(xml, sizeof(xml),
+		 "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>%s</ETag></Part>"
+		 "<Part><PartNumber>2</PartNumber><ETag>%s</ETag></Part></CompleteMultipartUpload>", e1, e2);
+	r = complete("mp", id, xml);
+	assert_int_equal(r.status, 200);
+	hdr(&r, "ETag", etag_mp, sizeof(etag_mp));
+	free_resp(&r);
+	r = req_str("PUT /ernic/copied HTTP/1.1\r\nHost: s3\r\nx-amz-copy-source: ernic/plain\r\nContent-Length: 0\r\n\r\n");
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	/* an upload left in progress, one part in */
+	initiate("later", id2);
+	upload_part("later", id2, 1, d, p1, e1);
+	/* debris a dead server could leave: a file half written, a file that is not ours */
+	snprintf(path, sizeof(path), "%s/store/tmp/12-1", persist_dir);
+	f = fopen(path, "w");
+	fputs("half", f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/store/objects/0000", persist_dir);
+	f = fopen(path, "w");
+	fputs("ERS3OBJ1 but nothing after", f);
+	fclose(f);
+
+	restart("");
+	assert_int_equal(s3_store_stats(st)->objects, 5);
+	assert_int_equal(s3_store_stats(st)->uploads, 1);
+	r = get("plain", NULL);
+	assert_body(&r, "kept bytes");
+	assert_hdr(&r, "Cache-Control", "max-age=60");
+	assert_non_null(strstr(r.head, "\r\nx-amz-meta-mode: 33188\r\n"));
+	free_resp(&r);
+	r = head("sum", "x-amz-checksum-mode: ENABLED\r\n");
+	assert_hdr(&r, "x-amz-checksum-sha256", "FeKw08M4keuw8e9gnsQZQgwg4yDOlMZfvIwzEkSOsiU=");
+	free_resp(&r);
+	r = head("gone", NULL);
+	assert_int_equal(r.status, 404);
+	free_resp(&r);
+	r = get("replaced", NULL);
+	assert_body(&r, "new");
+	free_resp(&r);
+	r = get("copied", NULL);
+	assert_body(&r, "kept bytes");
+	free_resp(&r);
+	r = get("mp", NULL);
+	assert_int_equal(r.body_len, p1 + p2);
+	assert_memory_equal(r.body, d, p1 + p2);
+	assert_hdr(&r, "ETag", etag_mp);
+	free_resp(&r);
+	r = get("mp?partNumber=2", NULL);
+	assert_int_equal(r.status, 206);
+	assert_memory_equal(r.body, d + p1, p2);
+	free_resp(&r);
+	/* a Complete retried across the restart gets the same answer */
+	r = complete("mp", id, xml);
+	assert_int_equal(r.status, 200);
+	assert_hdr(&r, "ETag", etag_mp);
+	free_resp(&r);
+	/* the upload goes on where it was */
+	r = req_str("GET /ernic?uploads HTTP/1.1\r\nHost: s3\r\n\r\n");
+	snprintf(v, sizeof(v), "<UploadId>%s</UploadId>", id2);
+	assert_non_null(strstr((char *)r.body, v));
+	free_resp(&r);
+	upload_part("later", id2, 2, d + p1, p2, e2);
+	snprintf(xml, sizeof(xml),
+		 "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>%s</ETag></Part>"
+		 "<Part><PartNumber>2</PartNumber><ETag>%s</ETag></Part></CompleteMultipartUpload>", e1, e2);
+	r = complete("later", id2, xml);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	/* the half-written file is gone; the foreign one is left alone */
+	snprintf(path, sizeof(path), "%s/store/tmp/12-1", persist_dir);
+	assert_int_not_equal(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/store/objects/0000", persist_dir);
+	assert_int_equal(access(path, F_OK), 0);
+	/* and a store too small for what is kept takes what fits, leaving the rest on disk */
+	restart(",size=6M");
+	assert_true(s3_store_stats(st)->used_bytes <= 6u << 20);
+	assert_true(s3_store_stats(st)->objects < 6);
+	restart("");
+	assert_int_equal(s3_store_stats(st)->objects, 6);
+	free(d);
+}
+
 /* ---- status codes ---- */
 
 static void test_status_codes(void **state)
@@ -1042,6 +1181,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_checksum_put_get, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_checksum_trailer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_checksum_multipart, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_persist_restart, setup_dir, teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
