@@ -77,6 +77,7 @@ static void usage(FILE *f)
 		"s3 options:     bucket=NAME size=SIZE objects=N ip=A.B.C.D port=N maxpart=SIZE\n"
 		"                window=SIZE (TCP receive window, 64K..64M, default 4M)\n"
 		"                dir=PATH (keep the objects under PATH and serve them again after a restart)\n"
+		"                buckets=1..100 (how many buckets clients may have, bucket= first; default 1)\n"
 		"nvmeof options: size=SIZE bs=512|1024|2048|4096 file=PATH nqn=NQN ip=A.B.C.D port=N\n"
 		"                queues=1..64 nsid=N model=TEXT serial=TEXT\n"
 		"SIZE is a number of bytes with an optional K, M, G or T (or KiB..TiB) suffix.\n"

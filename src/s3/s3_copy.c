@@ -34,7 +34,8 @@ static const struct s3_object *copy_source(struct s3_op *op, const char *source)
 {
 	struct s3_store *st = op->st;
 	char raw[3 * S3_MAX_KEY_LEN + 512], path[S3_MAX_KEY_LEN + 512];
-	const char *q, *slash;
+	const char *q;
+	char *slash;
 	size_t n;
 	long i;
 
@@ -61,7 +62,9 @@ static const struct s3_object *copy_source(struct s3_op *op, const char *source)
 		op_error(op, S3_ERR_INVALID_ARGUMENT, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey");
 		return NULL;
 	}
-	if ((size_t)(slash - path) != strlen(st->cfg.bucket) || strncmp(path, st->cfg.bucket, (size_t)(slash - path)) != 0) {
+	*slash = '\0';
+	st = bucket_find(st->root, path); /* the source may be in another bucket */
+	if (st == NULL) {
 		op_error(op, S3_ERR_NO_SUCH_BUCKET, NULL);
 		return NULL;
 	}

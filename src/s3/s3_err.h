@@ -38,6 +38,8 @@ enum s3_err {
 	S3_ERR_INVALID_URI,
 	S3_ERR_INVALID_PART_NUMBER,
 	S3_ERR_MALFORMED_TRAILER,
+	S3_ERR_TOO_MANY_BUCKETS,
+	S3_ERR_OPERATION_ABORTED,
 	/* HTTP-level failures of a request that never reached the store */
 	S3_ERR_BAD_REQUEST,
 	S3_ERR_URI_TOO_LONG,

@@ -88,6 +88,17 @@ struct s3_store {
 	int64_t created;
 	struct s3_md5w *md5w;     /* NULL: every body is hashed on the caller's thread */
 	int persist_fd;           /* the dir= directory, or -1 */
+	/*
+	 * Buckets: the store made by s3_store_new is the first (bucket=) and the
+	 * root; CreateBucket adds others (buckets=), each a store of its own on
+	 * the root's list. The root's stats, capacity, MD5 thread, DMA ops and
+	 * request ids serve them all; a bucket holds its objects and uploads.
+	 */
+	struct s3_store *root;
+	struct s3_store *next;    /* the root's list of the other buckets */
+	uint32_t nbuckets;        /* root: how many buckets, itself included */
+	uint32_t nuploads;        /* this bucket's uploads in progress */
+	unsigned ops;             /* requests begun on this bucket and not finished */
 };
 
 enum op_kind {
@@ -204,6 +215,13 @@ void store_delete(struct s3_store *st, const char *key);
 struct s3_upload *upload_find(struct s3_store *st, const char *id, const char *key);
 void upload_free(struct s3_store *st, struct s3_upload *u);
 
+/* The bucket named name under root's, or NULL. */
+struct s3_store *bucket_find(struct s3_store *root, const char *name);
+/* A new empty bucket (kept under dir= when the store has one): NULL when it cannot be made. */
+struct s3_store *bucket_new(struct s3_store *root, const char *name);
+/* Remove an empty bucket that no request is using (never the root). */
+void bucket_delete(struct s3_store *b);
+
 /* s3_list.c */
 void list_buckets(struct s3_op *op);
 void list_objects(struct s3_op *op, const struct req *rq);
@@ -248,6 +266,8 @@ void persist_object_remove(const struct s3_store *st, const char *key);
 bool persist_upload(struct s3_op *op, const struct s3_upload *u);
 bool persist_part(struct s3_op *op, const struct s3_upload *u, uint32_t part, const struct s3_part *p);
 void persist_upload_remove(const struct s3_store *st, const char *id);
+/* The directory of an empty bucket other than the first. */
+void persist_bucket_remove(const struct s3_store *b);
 
 /* s3_copy.c */
 void copy_object(struct s3_op *op, const struct req *rq, const char *source);

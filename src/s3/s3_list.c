@@ -22,10 +22,15 @@ void list_buckets(struct s3_op *op)
 
 	iso8601(op->st->created, date);
 	sb_puts(&s, XML_DECL "<ListAllMyBucketsResult xmlns=\"" XMLNS "\">");
-	sb_puts(&s, "<Owner><ID>rocm-ernic</ID><DisplayName>rocm-ernic</DisplayName></Owner><Buckets><Bucket>");
-	sb_tag(&s, "Name", op->st->cfg.bucket);
-	sb_tag(&s, "CreationDate", date);
-	sb_puts(&s, "</Bucket></Buckets></ListAllMyBucketsResult>");
+	sb_puts(&s, "<Owner><ID>rocm-ernic</ID><DisplayName>rocm-ernic</DisplayName></Owner><Buckets>");
+	for (const struct s3_store *b = op->st->root; b; b = b->next) {
+		iso8601(b->created, date);
+		sb_puts(&s, "<Bucket>");
+		sb_tag(&s, "Name", b->cfg.bucket);
+		sb_tag(&s, "CreationDate", date);
+		sb_puts(&s, "</Bucket>");
+	}
+	sb_puts(&s, "</Buckets></ListAllMyBucketsResult>");
 	op->resp.status = 200;
 	resp_xml(&op->resp, &s);
 	op->kind = OP_DECIDED;
@@ -316,13 +321,13 @@ void list_uploads(struct s3_op *op, const struct req *rq)
 	}
 	if (max_uploads > DEFAULT_MAX_KEYS)
 		max_uploads = DEFAULT_MAX_KEYS;
-	all = calloc(st->stats.uploads ? st->stats.uploads : 1, sizeof(*all));
+	all = calloc(st->nuploads ? st->nuploads : 1, sizeof(*all));
 	if (all == NULL) {
 		op_error(op, S3_ERR_INTERNAL, NULL);
 		return;
 	}
 	plen = strlen(prefix);
-	for (struct s3_upload *u = st->uploads; u && n < st->stats.uploads; u = u->next)
+	for (struct s3_upload *u = st->uploads; u && n < st->nuploads; u = u->next)
 		if (strncmp(u->key, prefix, plen) == 0)
 			all[n++] = u;
 	qsort(all, n, sizeof(*all), upload_cmp);

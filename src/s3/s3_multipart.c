@@ -60,7 +60,7 @@ void initiate_upload(struct s3_op *op, const struct req *rq)
 	enum s3_err e;
 	struct sbuf s = { 0 };
 
-	if (st->stats.uploads >= S3_MAX_UPLOADS) {
+	if (st->root->stats.uploads >= S3_MAX_UPLOADS) {
 		op_error(op, S3_ERR_INSUFFICIENT_STORAGE, "Too many multipart uploads in progress.");
 		return;
 	}
@@ -85,7 +85,7 @@ void initiate_upload(struct s3_op *op, const struct req *rq)
 		return;
 	}
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-		uint64_t c = ++st->next_request_id ^ (uint64_t)time(NULL);
+		uint64_t c = ++st->root->next_request_id ^ (uint64_t)time(NULL);
 
 		memcpy(rnd, &c, 8);
 		memcpy(rnd + 8, &u, sizeof(void *) < 8 ? sizeof(void *) : 8);
@@ -94,7 +94,8 @@ void initiate_upload(struct s3_op *op, const struct req *rq)
 	u->started = (int64_t)time(NULL);
 	u->next = st->uploads;
 	st->uploads = u;
-	st->stats.uploads++;
+	st->nuploads++;
+	st->root->stats.uploads++;
 	if (!persist_upload(op, u)) {
 		persist_upload_remove(st, u->id);
 		upload_free(st, u);

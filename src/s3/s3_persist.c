@@ -6,6 +6,7 @@
  *   PATH/uploads/<upload id>/info            an upload: key, metadata, checksum algorithm
  *   PATH/uploads/<upload id>/<part number>   a part: its record, then its bytes
  *   PATH/tmp/                                files being written
+ *   PATH/buckets/<name>/                     another bucket (buckets=), laid out as PATH
  *
  * A file is written whole under tmp/ and renamed into place before the store
  * answers, so after the process dies at any moment (kill -9) an object is
@@ -528,7 +529,7 @@ static void load_upload(struct s3_store *st, const char *id, unsigned *nparts)
 	DIR *d;
 	struct dirent *e;
 
-	if (strlen(id) != 32 || strspn(id, "0123456789abcdef") != 32 || st->stats.uploads >= S3_MAX_UPLOADS)
+	if (strlen(id) != 32 || strspn(id, "0123456789abcdef") != 32 || st->root->stats.uploads >= S3_MAX_UPLOADS)
 		return;
 	snprintf(name, sizeof(name), "uploads/%s/info", id);
 	p = read_file(st->persist_fd, name, st->cfg.dir, &len);
@@ -557,7 +558,8 @@ static void load_upload(struct s3_store *st, const char *id, unsigned *nparts)
 	u->cks_full = fixed[1] != 0;
 	u->next = st->uploads;
 	st->uploads = u;
-	st->stats.uploads++;
+	st->nuploads++;
+	st->root->stats.uploads++;
 	free(p);
 	snprintf(name, sizeof(name), "uploads/%s", id);
 	fd = openat(st->persist_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -592,11 +594,49 @@ bad:
 	free(p);
 }
 
+/* ---- buckets ---- */
+
+/* The other buckets kept under dir/buckets, as many as buckets= allows. */
+static int load_buckets(struct s3_store *root)
+{
+	int fd = openat(root->persist_fd, "buckets", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	if (d == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (strlen(e->d_name) > S3_BUCKET_MAX || bucket_find(root, e->d_name) ||
+		    root->nbuckets >= root->cfg.buckets || bucket_new(root, e->d_name) == NULL)
+			LOG_WARN("s3: %s/buckets/%s is not a bucket this store can serve (buckets=%u); left alone",
+				 root->cfg.dir, e->d_name, root->cfg.buckets);
+	}
+	closedir(d);
+	return 0;
+}
+
+void persist_bucket_remove(const struct s3_store *b)
+{
+	static const char *const sub[] = { "objects", "uploads", "tmp", "buckets" };
+
+	if (b->persist_fd < 0)
+		return;
+	for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++)
+		unlinkat(b->persist_fd, sub[i], AT_REMOVEDIR);
+	if (rmdir(b->cfg.dir))
+		LOG_WARN("s3: %s could not be removed: %s", b->cfg.dir, strerror(errno));
+}
+
 /* ---- start ---- */
 
 int persist_open(struct s3_store *st)
 {
-	static const char *const sub[] = { "objects", "uploads", "tmp" };
+	static const char *const sub[] = { "objects", "uploads", "tmp", "buckets" };
 	unsigned nobj = 0, nup = 0, nparts = 0;
 	int fd;
 	DIR *d;
@@ -646,19 +686,20 @@ int persist_open(struct s3_store *st)
 	fd = openat(st->persist_fd, "uploads", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0 && (d = fdopendir(fd)) != NULL) {
 		while ((e = readdir(d)) != NULL) {
-			unsigned before = st->stats.uploads;
+			unsigned before = st->nuploads;
 
 			if (e->d_name[0] == '.')
 				continue;
 			load_upload(st, e->d_name, &nparts);
-			nup += st->stats.uploads != before;
+			nup += st->nuploads != before;
 		}
 		closedir(d);
 	} else if (fd >= 0) {
 		close(fd);
 	}
-	LOG_INFO("s3: %u objects (%" PRIu64 " bytes) and %u uploads in progress (%u parts) read from %s", nobj,
-		 st->stats.used_bytes, nup, nparts, st->cfg.dir);
+	LOG_INFO("s3: %u objects and %u uploads in progress (%u parts) read from %s", nobj, nup, nparts, st->cfg.dir);
+	if (st->root == st && load_buckets(st))
+		goto fail;
 	return 0;
 fail:
 	{

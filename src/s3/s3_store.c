@@ -4,6 +4,7 @@
  */
 #include "s3/s3_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -41,21 +42,25 @@ uint32_t store_lower_bound(const struct s3_store *st, const char *key, bool incl
 
 bool store_reserve(struct s3_store *st, uint64_t n)
 {
-	if (n > st->cfg.size || st->stats.used_bytes > st->cfg.size - n)
+	struct s3_store_stats *t = &st->root->stats;
+
+	if (n > st->cfg.size || t->used_bytes > st->cfg.size - n)
 		return false;
-	st->stats.used_bytes += n;
+	t->used_bytes += n;
 	return true;
 }
 
 void store_unreserve(struct s3_store *st, uint64_t n)
 {
-	st->stats.used_bytes -= n < st->stats.used_bytes ? n : st->stats.used_bytes;
+	struct s3_store_stats *t = &st->root->stats;
+
+	t->used_bytes -= n < t->used_bytes ? n : t->used_bytes;
 }
 
 /* Whether a PUT of key may take a slot (replacing an existing key needs none). */
 bool store_slot_available(const struct s3_store *st, const char *key)
 {
-	return store_find(st, key) >= 0 || st->nobjs < st->cfg.objects;
+	return store_find(st, key) >= 0 || st->root->stats.objects < st->cfg.objects;
 }
 
 /* What an object holds besides its key (its bytes' reservation goes too). */
@@ -91,7 +96,7 @@ struct s3_object *store_commit(struct s3_store *st, const char *key, struct s3_b
 		char *k = strdup(key);
 		uint32_t at = (uint32_t)(-i - 1);
 
-		if (k == NULL || st->nobjs >= st->cfg.objects) {
+		if (k == NULL || st->root->stats.objects >= st->cfg.objects) {
 			free(k);
 			return NULL;
 		}
@@ -100,13 +105,13 @@ struct s3_object *store_commit(struct s3_store *st, const char *key, struct s3_b
 		memset(o, 0, sizeof(*o));
 		o->key = k;
 		st->nobjs++;
+		st->root->stats.objects++;
 	}
 	o->blob = blob;
 	snprintf(o->etag, sizeof(o->etag), "%s", etag);
 	o->meta = *meta;
 	*meta = NULL;
 	o->mtime = (int64_t)time(NULL);
-	st->stats.objects = st->nobjs;
 	return o;
 }
 
@@ -121,7 +126,7 @@ void store_delete(struct s3_store *st, const char *key)
 	free(st->objs[i].key);
 	memmove(&st->objs[i], &st->objs[i + 1], (st->nobjs - (uint32_t)i - 1) * sizeof(st->objs[0]));
 	st->nobjs--;
-	st->stats.objects = st->nobjs;
+	st->root->stats.objects--;
 }
 
 /* ---------------------------------------------------------------- uploads */
@@ -154,12 +159,14 @@ void upload_free(struct s3_store *st, struct s3_upload *u)
 	s3_meta_free(u->meta);
 	free(u->key);
 	free(u);
-	st->stats.uploads--;
+	st->nuploads--;
+	st->root->stats.uploads--;
 }
 
 /* ---------------------------------------------------------------- store */
 
-struct s3_store *s3_store_new(const struct s3_config *cfg, const struct s3_token *server_token)
+/* A bucket's store: cfg with its name (and its directory under dir=); NULL when out of memory. */
+static struct s3_store *store_alloc(const struct s3_config *cfg, struct s3_store *root)
 {
 	struct s3_store *st = calloc(1, sizeof(*st));
 
@@ -167,16 +174,42 @@ struct s3_store *s3_store_new(const struct s3_config *cfg, const struct s3_token
 		return NULL;
 	st->cfg = *cfg;
 	st->persist_fd = -1;
+	st->root = root ? root : st;
 	st->objs = calloc(cfg->objects ? cfg->objects : 1, sizeof(*st->objs));
 	if (st->objs == NULL) {
 		free(st);
 		return NULL;
 	}
+	st->created = (int64_t)time(NULL);
+	return st;
+}
+
+/* What a bucket holds, and the bucket (not the root's shared parts). */
+static void store_release(struct s3_store *st)
+{
+	while (st->uploads)
+		upload_free(st, st->uploads);
+	for (uint32_t i = 0; i < st->nobjs; i++) {
+		object_release(st, &st->objs[i]);
+		free(st->objs[i].key);
+		st->root->stats.objects--;
+	}
+	free(st->objs);
+	persist_close(st);
+	free(st);
+}
+
+struct s3_store *s3_store_new(const struct s3_config *cfg, const struct s3_token *server_token)
+{
+	struct s3_store *st = store_alloc(cfg, NULL);
+
+	if (st == NULL)
+		return NULL;
+	st->nbuckets = 1;
 	if (server_token)
 		st->server_token = *server_token;
 	else
 		st->server_token.transport = S3_TRANSPORT_RC;
-	st->created = (int64_t)time(NULL);
 	st->md5w = s3_md5w_new(); /* without it, bodies are hashed inline */
 	if (persist_open(st)) {
 		s3_store_free(st);
@@ -189,21 +222,68 @@ void s3_store_free(struct s3_store *st)
 {
 	if (st == NULL)
 		return;
-	while (st->uploads)
-		upload_free(st, st->uploads);
-	for (uint32_t i = 0; i < st->nobjs; i++) {
-		object_release(st, &st->objs[i]);
-		free(st->objs[i].key);
+	while (st->next) {
+		struct s3_store *b = st->next;
+
+		st->next = b->next;
+		store_release(b);
 	}
-	free(st->objs);
 	s3_md5w_free(st->md5w);
-	persist_close(st);
-	free(st);
+	store_release(st);
 	map_cache_drain();
+}
+
+struct s3_store *bucket_find(struct s3_store *root, const char *name)
+{
+	for (struct s3_store *b = root; b; b = b->next)
+		if (strcmp(b->cfg.bucket, name) == 0)
+			return b;
+	return NULL;
+}
+
+struct s3_store *bucket_new(struct s3_store *root, const char *name)
+{
+	struct s3_config cfg = root->cfg;
+	struct s3_store *b, **pp;
+
+	snprintf(cfg.bucket, sizeof(cfg.bucket), "%s", name);
+	if (root->cfg.dir[0] &&
+	    snprintf(cfg.dir, sizeof(cfg.dir), "%s/buckets/%s", root->cfg.dir, name) >= (int)sizeof(cfg.dir))
+		return NULL;
+	b = store_alloc(&cfg, root);
+	if (b == NULL)
+		return NULL;
+	b->server_token = root->server_token;
+	if (persist_open(b)) {
+		store_release(b);
+		return NULL;
+	}
+	/* The list is kept in name order, as ListBuckets answers. */
+	for (pp = &root->next; *pp && strcmp((*pp)->cfg.bucket, name) < 0; pp = &(*pp)->next)
+		;
+	b->next = *pp;
+	*pp = b;
+	root->nbuckets++;
+	return b;
+}
+
+void bucket_delete(struct s3_store *b)
+{
+	struct s3_store *root = b->root, **pp;
+
+	for (pp = &root->next; *pp && *pp != b; pp = &(*pp)->next)
+		;
+	if (*pp == NULL || b == root)
+		return;
+	*pp = b->next;
+	root->nbuckets--;
+	persist_bucket_remove(b);
+	store_release(b);
 }
 
 void s3_store_set_dma(struct s3_store *st, const struct dma_ops *ops)
 {
+	st = st->root;
 	st->has_dma = ops != NULL;
 	if (ops)
 		st->dma = *ops;
@@ -211,11 +291,11 @@ void s3_store_set_dma(struct s3_store *st, const struct dma_ops *ops)
 
 int s3_store_md5_fd(const struct s3_store *st)
 {
-	return s3_md5w_fd(st->md5w);
+	return s3_md5w_fd(st->root->md5w);
 }
 
 const struct s3_store_stats *s3_store_stats(const struct s3_store *st)
 {
-	return &st->stats;
+	return &st->root->stats;
 }
 

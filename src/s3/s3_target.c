@@ -8,6 +8,7 @@
  */
 #include "s3/s3_internal.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -42,6 +43,50 @@ static const char *const bucket_unsupported[] = {
 	"policy", "policyStatus", "publicAccessBlock", "replication", "requestPayment", "tagging",
 	"versioning", "versions", "website",
 };
+
+/* S3's rules for a new bucket's name: 3 to 63 lower-case letters, digits, dots and hyphens,
+ * a letter or digit at each end, no two dots together, not an IPv4 address. */
+static bool bucket_name_valid(const char *n)
+{
+	size_t len = strlen(n);
+	unsigned dots = 0, digits_only = 1;
+
+	if (len < 3 || len > 63 || !isalnum((unsigned char)n[0]) || !isalnum((unsigned char)n[len - 1]))
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = n[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-'))
+			return false;
+		if (c == '.' && n[i + 1] == '.')
+			return false;
+		dots += c == '.';
+		if (c != '.' && !(c >= '0' && c <= '9'))
+			digits_only = 0;
+	}
+	return !(dots == 3 && digits_only);
+}
+
+/* CreateBucket (buckets= above 1): a new empty bucket, while there is room for one. */
+static void create_bucket(struct s3_op *op, const struct req *rq)
+{
+	struct s3_store *root = op->st->root;
+
+	if (!bucket_name_valid(rq->bucket)) {
+		op_error(op, S3_ERR_INVALID_BUCKET_NAME, NULL);
+		return;
+	}
+	if (root->nbuckets >= root->cfg.buckets) {
+		op_error(op, S3_ERR_TOO_MANY_BUCKETS, NULL);
+		return;
+	}
+	if (bucket_new(root, rq->bucket) == NULL) {
+		op_error(op, S3_ERR_INTERNAL, "The bucket could not be made.");
+		return;
+	}
+	ok_empty(op, 200);
+	resp_header(&op->resp, "Location", "/%s", rq->bucket);
+}
 
 static void bucket_request(struct s3_op *op, const struct req *rq)
 {
@@ -80,10 +125,19 @@ static void bucket_request(struct s3_op *op, const struct req *rq)
 		return;
 	}
 	if (strcmp(m, "DELETE") == 0) {
-		if (op->st->nobjs)
+		struct s3_store *root = op->st->root;
+
+		if (op->st->nobjs || op->st->nuploads) {
 			op_error(op, S3_ERR_BUCKET_NOT_EMPTY, NULL);
-		else
-			op_error(op, S3_ERR_METHOD_NOT_ALLOWED, "This store serves one bucket, which cannot be deleted.");
+		} else if (op->st == root) {
+			op_error(op, S3_ERR_METHOD_NOT_ALLOWED, "The store's first bucket (bucket=) cannot be deleted.");
+		} else if (op->st->ops) {
+			op_error(op, S3_ERR_OPERATION_ABORTED, NULL);
+		} else {
+			bucket_delete(op->st);
+			op->st = root;
+			ok_empty(op, 204);
+		}
 		return;
 	}
 	if (strcmp(m, "POST") == 0 && http_query_has(h, "delete")) {
@@ -166,7 +220,7 @@ static bool rdma_usable(struct s3_op *op, const struct req *rq)
 		op_error(op, S3_ERR_INTERNAL, "The rkey 0 names no memory registration.");
 		return false;
 	}
-	if (!op->st->has_dma) {
+	if (!op->st->root->has_dma) {
 		op_error(op, S3_ERR_INTERNAL, "No guest memory is reachable for RDMA.");
 		return false;
 	}
@@ -445,7 +499,7 @@ void put_begin(struct s3_op *op, const struct req *rq, enum op_kind kind)
 	}
 	op->kind = kind;
 	if (!rq->rdma && op->known_len && op->expected >= S3_MD5_THREAD_MIN)
-		op->md5s = s3_md5s_open(st->md5w, op->blob->data); /* NULL: hashed inline after all */
+		op->md5s = s3_md5s_open(st->root->md5w, op->blob->data); /* NULL: hashed inline after all */
 	if (rq->rdma) {
 		/* Made by s3_op_work: read into the blob, hashed piece by piece. */
 		op->xfer.rkey = rq->token.rkey;
@@ -577,6 +631,7 @@ struct s3_op *s3_op_begin(struct s3_store *st, const struct http_request *h)
 {
 	struct s3_op *op = calloc(1, sizeof(*op));
 	struct req rq = { .http = h };
+	struct s3_store *b;
 	const char *p, *slash, *tok;
 	size_t blen;
 
@@ -584,8 +639,8 @@ struct s3_op *s3_op_begin(struct s3_store *st, const struct http_request *h)
 		return NULL;
 	op->st = st;
 	op->kind = OP_DECIDED;
-	st->stats.requests++;
-	snprintf(op->request_id, sizeof(op->request_id), "%016" PRIX64, ++st->next_request_id);
+	st->root->stats.requests++;
+	snprintf(op->request_id, sizeof(op->request_id), "%016" PRIX64, ++st->root->next_request_id);
 	snprintf(op->resource, sizeof(op->resource), "%s", h->path);
 	rq.head = strcmp(h->method, "HEAD") == 0;
 	tok = http_header_get(h, "x-amz-rdma-token");
@@ -624,14 +679,20 @@ struct s3_op *s3_op_begin(struct s3_store *st, const struct http_request *h)
 			ok_empty(op, 200);
 		else
 			op_error(op, S3_ERR_METHOD_NOT_ALLOWED, NULL);
-	} else if (strcmp(rq.bucket, st->cfg.bucket) != 0) {
-		op_error(op, S3_ERR_NO_SUCH_BUCKET, NULL);
-	} else if (rq.key[0] == '\0') {
-		bucket_request(op, &rq);
+	} else if ((b = bucket_find(st->root, rq.bucket)) == NULL) {
+		if (rq.key[0] == '\0' && strcmp(h->method, "PUT") == 0 && h->query[0] == '\0' && st->cfg.buckets > 1)
+			create_bucket(op, &rq);
+		else
+			op_error(op, S3_ERR_NO_SUCH_BUCKET, NULL);
 	} else {
-		object_request(op, &rq);
+		op->st = b;
+		if (rq.key[0] == '\0')
+			bucket_request(op, &rq);
+		else
+			object_request(op, &rq);
 	}
 out:
+	op->st->ops++; /* a bucket is not deleted under a request that uses it */
 	op->resp.close = !h->keep_alive;
 	op->rdma = rq.rdma;
 	op->head = rq.head;
@@ -673,12 +734,12 @@ bool s3_op_work(struct s3_op *op, uint64_t budget)
 	if (n > budget)
 		n = budget;
 	if (op->xfer.write) {
-		rc = st->dma.write(st->dma.ctx, op->xfer.rkey, op->xfer.addr + op->xfer.done,
+		rc = st->root->dma.write(st->root->dma.ctx, op->xfer.rkey, op->xfer.addr + op->xfer.done,
 				   op->xfer.data + op->xfer.done, (size_t)n);
 	} else {
 		uint8_t *p = op->blob->data + op->xfer.done;
 
-		rc = st->dma.read(st->dma.ctx, op->xfer.rkey, op->xfer.addr + op->xfer.done, p, (size_t)n);
+		rc = st->root->dma.read(st->root->dma.ctx, op->xfer.rkey, op->xfer.addr + op->xfer.done, p, (size_t)n);
 		if (rc == 0 && EVP_DigestUpdate(op->md5, p, (size_t)n) != 1) {
 			xfer_end(op);
 			op_error(op, S3_ERR_INTERNAL, NULL);
@@ -692,7 +753,7 @@ bool s3_op_work(struct s3_op *op, uint64_t budget)
 		return false;
 	}
 	op->xfer.done += n;
-	st->stats.rdma_bytes += n;
+	st->root->stats.rdma_bytes += n;
 	if (!op->xfer.write)
 		op->filled = op->xfer.done;
 	if (op->xfer.done < op->xfer.len)
@@ -930,6 +991,7 @@ void s3_op_finish(struct s3_op *op, struct s3_response *resp)
 	free(op->xml);
 	drop_body(op);
 	s3_meta_free(op->meta);
+	op->st->ops--;
 	free(op);
 }
 
@@ -942,6 +1004,7 @@ void s3_op_abort(struct s3_op *op)
 	s3_response_release(&op->resp);
 	free(op->xml);
 	s3_meta_free(op->meta);
+	op->st->ops--;
 	free(op);
 }
 
@@ -949,7 +1012,7 @@ void s3_store_error_response(struct s3_store *st, int e, const char *resource, s
 {
 	struct s3_op op = { .st = st };
 
-	snprintf(op.request_id, sizeof(op.request_id), "%016" PRIX64, ++st->next_request_id);
+	snprintf(op.request_id, sizeof(op.request_id), "%016" PRIX64, ++st->root->next_request_id);
 	snprintf(op.resource, sizeof(op.resource), "%s", resource ? resource : "");
 	op_error(&op, (enum s3_err)e, NULL);
 	resp_header(&op.resp, "x-amz-request-id", "%s", op.request_id);

@@ -49,6 +49,7 @@ static const struct opt_desc s3_opts[] = {
 	{ "maxpart", OPT_SIZE,   FIELD(struct s3_config, maxpart), 1, UINT64_MAX, 0 },
 	{ "window",  OPT_SIZE,   FIELD(struct s3_config, window), S3_WINDOW_MIN, S3_WINDOW_MAX, 0 },
 	{ "dir",     OPT_PATH,   FIELD(struct s3_config, dir), 1, S3_DIR_MAX - 1, 0 },
+	{ "buckets", OPT_U32,    FIELD(struct s3_config, buckets), 1, S3_BUCKETS_MAX, 0 },
 };
 
 static const struct opt_desc nvmeof_opts[] = {
@@ -112,6 +113,7 @@ static void set_defaults(struct backend_config *cfg)
 		c->port = 9000;
 		c->maxpart = 256ull << 20;
 		c->window = S3_WINDOW_DEFAULT;
+		c->buckets = 1;
 		break;
 	}
 	case BACKEND_NVMEOF: {

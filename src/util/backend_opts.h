@@ -24,6 +24,7 @@ enum backend_kind {
 
 #define S3_BUCKET_MAX     63
 #define S3_OBJECTS_MAX    65536u
+#define S3_BUCKETS_MAX    100u    /* S3's own default limit per account */
 #define S3_WINDOW_MIN     (64ull << 10)  /* window=: what a peer without window scaling gets anyway */
 #define S3_WINDOW_MAX     (64ull << 20)
 #define S3_WINDOW_DEFAULT (4ull << 20)
@@ -43,6 +44,7 @@ struct s3_config {
 	uint64_t maxpart;  /* largest single transfer */
 	uint64_t window;   /* TCP receive window (and buffer) per connection, for peers that scale */
 	char dir[S3_DIR_MAX]; /* empty: objects in memory only; else kept under this directory too */
+	uint32_t buckets;  /* how many buckets may exist (bucket= is the first); 1: the spec's one */
 };
 
 struct nvmeof_config {

@@ -1127,6 +1127,160 @@ static void test_persist_restart(void **state)
 	free(d);
 }
 
+/* ---- buckets= ---- */
+
+static int setup_buckets(void **state)
+{
+	(void)state;
+	return setup_spec("s3:buckets=3");
+}
+
+static void test_buckets(void **state)
+{
+	struct s3_conn *c2;
+	uint8_t *out;
+	size_t olen, pos = 0;
+	struct resp r;
+	const char *h;
+
+	(void)state;
+	r = req_str("PUT /bb2 HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\n\r\n");
+	assert_int_equal(r.status, 200);
+	assert_hdr(&r, "Location", "/bb2");
+	free_resp(&r);
+	r = req_str("PUT /bb2 HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\n\r\n");
+	assert_error(&r, 409, "BucketAlreadyOwnedByYou", NULL);
+	free_resp(&r);
+	r = req_str("PUT /Bad_Name HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\n\r\n");
+	assert_error(&r, 400, "InvalidBucketName", NULL);
+	free_resp(&r);
+	r = req_str("PUT /192.168.1.1 HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\n\r\n");
+	assert_error(&r, 400, "InvalidBucketName", NULL);
+	free_resp(&r);
+	r = req_str("PUT /bb3 HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\n\r\n");
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	r = req_str("PUT /bb4 HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\n\r\n");
+	assert_error(&r, 400, "TooManyBuckets", NULL);
+	free_resp(&r);
+	r = req_str("GET / HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_non_null(strstr((char *)r.body, "<Bucket><Name>ernic</Name>"));
+	assert_non_null(strstr((char *)r.body, "<Bucket><Name>bb2</Name>"));
+	assert_non_null(strstr((char *)r.body, "<Bucket><Name>bb3</Name>"));
+	free_resp(&r);
+	r = req_str("HEAD /bb2 HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	r = req_str("HEAD /bb4 HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.status, 404);
+	free_resp(&r);
+	/* each bucket its own keys; capacity and slots shared */
+	r = put_bytes("/bb2/k", (const uint8_t *)"in bb2", 6, NULL);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	put_text("k", "in ernic", NULL);
+	r = req_str("GET /bb2/k HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_body(&r, "in bb2");
+	free_resp(&r);
+	r = get("k", NULL);
+	assert_body(&r, "in ernic");
+	free_resp(&r);
+	r = req_str("GET /bb2?list-type=2 HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_non_null(strstr((char *)r.body, "<Name>bb2</Name>"));
+	assert_int_equal(count((char *)r.body, "<Contents>"), 1);
+	free_resp(&r);
+	assert_int_equal(s3_store_stats(st)->objects, 2);
+	assert_int_equal(s3_store_stats(st)->used_bytes, 14);
+	/* a copy across buckets */
+	r = req_str("PUT /bb3/copied HTTP/1.1\r\nHost: s3\r\nx-amz-copy-source: /bb2/k\r\nContent-Length: 0\r\n\r\n");
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	r = req_str("GET /bb3/copied HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_body(&r, "in bb2");
+	free_resp(&r);
+	/* DeleteBucket: only empty, only when no request is using it, never the first */
+	r = req_str("DELETE /bb2 HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_error(&r, 409, "BucketNotEmpty", NULL);
+	free_resp(&r);
+	r = req_str("DELETE /bb2/k HTTP/1.1\r\nHost: s3\r\n\r\n");
+	free_resp(&r);
+	c2 = s3_conn_new(st);
+	h = "PUT /bb2/late HTTP/1.1\r\nHost: s3\r\nContent-Length: 4\r\n\r\nab";
+	assert_int_equal(s3_conn_input(c2, (const uint8_t *)h, strlen(h)), strlen(h));
+	r = req_str("DELETE /bb2 HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_error(&r, 409, "OperationAborted", NULL);
+	free_resp(&r);
+	assert_int_equal(s3_conn_input(c2, (const uint8_t *)"cd", 2), 2);
+	{
+		struct s3_conn *keep = conn;
+
+		conn = c2;
+		out = drain(&olen);
+		conn = keep;
+	}
+	assert_true(parse_resp(out, olen, &pos, &r));
+	assert_int_equal(r.status, 200);
+	free(out);
+	s3_conn_free(c2);
+	r = req_str("DELETE /bb2/late HTTP/1.1\r\nHost: s3\r\n\r\n");
+	free_resp(&r);
+	r = req_str("DELETE /bb2 HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.status, 204);
+	free_resp(&r);
+	r = req_str("GET /bb2/k HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_error(&r, 404, "NoSuchBucket", NULL);
+	free_resp(&r);
+	r = req_str("PUT /bb4 HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\n\r\n"); /* room again */
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	r = req_str("DELETE /ernic/k HTTP/1.1\r\nHost: s3\r\n\r\n");
+	free_resp(&r);
+	r = req_str("DELETE /ernic HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_error(&r, 405, "MethodNotAllowed", NULL);
+	free_resp(&r);
+}
+
+static void test_buckets_one(void **state)
+{
+	struct resp r;
+
+	(void)state;
+	/* buckets=1 (the default): the specification's one bucket; another name is no bucket */
+	r = req_str("PUT /bb2 HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\n\r\n");
+	assert_error(&r, 404, "NoSuchBucket", NULL);
+	free_resp(&r);
+}
+
+static void test_buckets_kept(void **state)
+{
+	char spec[128];
+	struct resp r;
+
+	(void)state;
+	teardown(NULL);
+	snprintf(spec, sizeof(spec), "s3:dir=%s/store,buckets=2", persist_dir);
+	assert_int_equal(setup_spec(spec), 0);
+	r = req_str("PUT /bb2 HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\n\r\n");
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	r = put_bytes("/bb2/k", (const uint8_t *)"kept in bb2", 11, NULL);
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	restart(",buckets=2");
+	r = req_str("GET /bb2/k HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_body(&r, "kept in bb2");
+	free_resp(&r);
+	r = req_str("DELETE /bb2/k HTTP/1.1\r\nHost: s3\r\n\r\n");
+	free_resp(&r);
+	r = req_str("DELETE /bb2 HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.status, 204);
+	free_resp(&r);
+	restart(",buckets=2");
+	r = req_str("HEAD /bb2 HTTP/1.1\r\nHost: s3\r\n\r\n");
+	assert_int_equal(r.status, 404);
+	free_resp(&r);
+}
+
 /* ---- status codes ---- */
 
 static void test_status_codes(void **state)
@@ -1182,6 +1336,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_checksum_trailer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_checksum_multipart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_persist_restart, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_buckets, setup_buckets, teardown),
+		cmocka_unit_test_setup_teardown(test_buckets_one, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_buckets_kept, setup_dir, teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
