@@ -6,7 +6,8 @@
 # metadata, a paging listing with a page size of 1 across common prefixes), s3fs (a FUSE mount:
 # cp, mv, chmod, rm, mode and mtime kept), and two curl writers racing for one key with
 # If-None-Match: *. Every object is compared byte for byte. A client that is not installed
-# fails its check (scripts/install-deps.sh installs them all). Then the store with dir=: objects
+# fails its check (scripts/install-deps.sh installs them all). A second bucket is made by s3cmd,
+# listed by the CLI, filled and removed by rclone (buckets=4). Then the store with dir=: objects
 # written, the server killed (-9) in the middle of two large PUTs, started again: what was
 # acknowledged is back whole with its metadata, the rest whole or absent. Nothing leaves the
 # namespace.
@@ -25,7 +26,7 @@ cleanup_ns() {
 }
 trap cleanup_ns EXIT
 
-s3_on_tap s3cl s3:size=1G || finish
+s3_on_tap s3cl s3:size=1G,buckets=4 || finish
 for _ in $(seq 50); do nsx curl -s -f --max-time 2 -o /dev/null $URL/ && break; sleep 0.2; done
 
 # Credentials are not checked by the store; the clients want some.
@@ -164,6 +165,17 @@ PY
 	nsx "${AWS[@]}" s3 rm --recursive s3://ernic/aw/ >"$TMP/aw3" 2>&1 &&
 		[ -z "$(nsx "${AWS[@]}" s3 ls --recursive s3://ernic/aw/ 2>/dev/null)" ] && pass s3cl-aws-rm-recursive ||
 		fail s3cl-aws-rm-recursive "$(tail -2 "$TMP/aw3" | tr '\n' '|')"
+fi
+
+# ---- buckets (buckets=4): made by s3cmd, listed by the CLI, filled and removed by rclone ----
+if [ -n "$(command -v s3cmd)" ] && [ -x $AWSCLI ] && [ -n "$(command -v rclone)" ]; then
+	out=$(nsx "${S3C[@]}" mb s3://second 2>&1) &&
+		nsx "${AWS[@]}" s3 ls >"$TMP/ls" 2>&1 && grep -q ' second$' "$TMP/ls" && grep -q ' ernic$' "$TMP/ls" &&
+		nsx rclone copyto "$TMP/aw" e:second/one >/dev/null 2>&1 &&
+		nsx curl -s -f -o "$TMP/second-back" "$URL/second/one" && cmp -s "$TMP/aw" "$TMP/second-back" &&
+		nsx rclone purge e:second >"$TMP/purge" 2>&1 &&
+		[ "$(nsx curl -s -o /dev/null -w '%{http_code}' -I "$URL/second")" = 404 ] && pass s3cl-buckets ||
+		fail s3cl-buckets "$out $(tr '\n' ' ' <"$TMP/ls" 2>/dev/null) $(tail -2 "$TMP/purge" 2>/dev/null | tr '\n' ' ')"
 fi
 
 # ---- s3fs ----
