@@ -49,7 +49,7 @@ struct s3_store *fs_store_new(void)
 	struct s3_store *st;
 
 	log_set_level(LOG_LEVEL_ERROR);
-	if (backend_config_parse("s3:size=4M,objects=64,maxpart=1M", &cfg, err, sizeof(err)))
+	if (backend_config_parse("s3:size=4M,objects=64,maxpart=1M,buckets=4", &cfg, err, sizeof(err)))
 		abort();
 	server.gid[10] = server.gid[11] = 0xff;
 	server.gid[12] = 192;

@@ -725,6 +725,13 @@ static void gen_http(void)
 		  "GET /ernic?uploads&key-marker=a&upload-id-marker=0&max-uploads=1 HTTP/1.1\r\nHost: x\r\n\r\n"
 		  "POST /ernic?delete HTTP/1.1\r\nHost: x\r\nContent-MD5: 1B2M2Y8AsgTpgAmY7PhCfg==\r\nContent-Length: 46\r\n\r\n"
 		  "<Delete><Object><Key>a</Key></Object></Delete>" },
+		{ "buckets",
+		  "PUT /two HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+		  "PUT /two/k HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi"
+		  "PUT /ernic/c HTTP/1.1\r\nHost: x\r\nx-amz-copy-source: two/k\r\nContent-Length: 0\r\n\r\n"
+		  "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+		  "DELETE /two/k HTTP/1.1\r\nHost: x\r\n\r\n"
+		  "DELETE /two HTTP/1.1\r\nHost: x\r\n\r\n" },
 		{ "checksums",
 		  "PUT /ernic/t HTTP/1.1\r\nHost: x\r\nContent-Encoding: aws-chunked\r\nx-amz-trailer: x-amz-checksum-crc32\r\n"
 		  "x-amz-decoded-content-length: 9\r\nContent-Length: 52\r\n\r\n9\r\n123456789\r\n0\r\nx-amz-checksum-crc32:y/Q5Jg==\r\n\r\n"
