@@ -6,6 +6,7 @@
  *   s3_blob.c       object memory (reference-counted, large ones mapped and reused)
  *   s3_resp.c       text, XML and response building, S3 XML errors
  *   s3_store.c      the object table, uploads, capacity, the store itself
+ *   s3_bucket.c     bucket requests; CreateBucket, DeleteBucket (buckets=)
  *   s3_list.c       ListBuckets, ListObjects V1/V2, ListParts
  *   s3_multipart.c  CreateMultipartUpload, UploadPart, CompleteMultipartUpload
  *   s3_meta.c       an object's metadata headers; conditional requests
@@ -214,6 +215,10 @@ struct s3_object *store_commit(struct s3_store *st, const char *key, struct s3_b
 void store_delete(struct s3_store *st, const char *key);
 struct s3_upload *upload_find(struct s3_store *st, const char *id, const char *key);
 void upload_free(struct s3_store *st, struct s3_upload *u);
+/* A bucket's store with cfg (root NULL: it is the root); NULL when out of memory. */
+struct s3_store *store_alloc(const struct s3_config *cfg, struct s3_store *root);
+/* Free what a bucket holds and the bucket (not the root's shared parts). */
+void store_release(struct s3_store *st);
 
 /* The bucket named name under root's, or NULL. */
 struct s3_store *bucket_find(struct s3_store *root, const char *name);
@@ -221,6 +226,9 @@ struct s3_store *bucket_find(struct s3_store *root, const char *name);
 struct s3_store *bucket_new(struct s3_store *root, const char *name);
 /* Remove an empty bucket that no request is using (never the root). */
 void bucket_delete(struct s3_store *b);
+
+void bucket_request(struct s3_op *op, const struct req *rq);
+void create_bucket(struct s3_op *op, const struct req *rq);
 
 /* s3_list.c */
 void list_buckets(struct s3_op *op);

@@ -166,7 +166,7 @@ void upload_free(struct s3_store *st, struct s3_upload *u)
 /* ---------------------------------------------------------------- store */
 
 /* A bucket's store: cfg with its name (and its directory under dir=); NULL when out of memory. */
-static struct s3_store *store_alloc(const struct s3_config *cfg, struct s3_store *root)
+struct s3_store *store_alloc(const struct s3_config *cfg, struct s3_store *root)
 {
 	struct s3_store *st = calloc(1, sizeof(*st));
 
@@ -185,7 +185,7 @@ static struct s3_store *store_alloc(const struct s3_config *cfg, struct s3_store
 }
 
 /* What a bucket holds, and the bucket (not the root's shared parts). */
-static void store_release(struct s3_store *st)
+void store_release(struct s3_store *st)
 {
 	while (st->uploads)
 		upload_free(st, st->uploads);
@@ -231,54 +231,6 @@ void s3_store_free(struct s3_store *st)
 	s3_md5w_free(st->md5w);
 	store_release(st);
 	map_cache_drain();
-}
-
-struct s3_store *bucket_find(struct s3_store *root, const char *name)
-{
-	for (struct s3_store *b = root; b; b = b->next)
-		if (strcmp(b->cfg.bucket, name) == 0)
-			return b;
-	return NULL;
-}
-
-struct s3_store *bucket_new(struct s3_store *root, const char *name)
-{
-	struct s3_config cfg = root->cfg;
-	struct s3_store *b, **pp;
-
-	snprintf(cfg.bucket, sizeof(cfg.bucket), "%s", name);
-	if (root->cfg.dir[0] &&
-	    snprintf(cfg.dir, sizeof(cfg.dir), "%s/buckets/%s", root->cfg.dir, name) >= (int)sizeof(cfg.dir))
-		return NULL;
-	b = store_alloc(&cfg, root);
-	if (b == NULL)
-		return NULL;
-	b->server_token = root->server_token;
-	if (persist_open(b)) {
-		store_release(b);
-		return NULL;
-	}
-	/* The list is kept in name order, as ListBuckets answers. */
-	for (pp = &root->next; *pp && strcmp((*pp)->cfg.bucket, name) < 0; pp = &(*pp)->next)
-		;
-	b->next = *pp;
-	*pp = b;
-	root->nbuckets++;
-	return b;
-}
-
-void bucket_delete(struct s3_store *b)
-{
-	struct s3_store *root = b->root, **pp;
-
-	for (pp = &root->next; *pp && *pp != b; pp = &(*pp)->next)
-		;
-	if (*pp == NULL || b == root)
-		return;
-	*pp = b->next;
-	root->nbuckets--;
-	persist_bucket_remove(b);
-	store_release(b);
 }
 
 void s3_store_set_dma(struct s3_store *st, const struct dma_ops *ops)
