@@ -154,6 +154,15 @@ void nvmeof_qpair_destroy(struct nvmeof_qpair *q)
 	c = q->ctrl;
 	if (c && c->queues[q->qid] == q) {
 		c->queues[q->qid] = NULL;
+		/*
+		 * A host tearing its controller down stops its keep-alives first, then
+		 * disconnects the I/O queues one by one before the Property Set that
+		 * shuts the controller down. A slow host (a guest on a loaded machine:
+		 * 32 queues took 12 s) would see its controller lost on the way: each
+		 * queue it takes down counts as traffic, like a command.
+		 */
+		if (q->qid != 0 && !c->fatal)
+			nvmeof_ctrl_traffic(c);
 		if (q->qid == 0) {
 			/*
 			 * The admin queue is the controller's lifetime: without it no

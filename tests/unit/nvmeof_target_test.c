@@ -1530,6 +1530,35 @@ static void test_keep_alive_timeout(void **state)
 	}
 }
 
+/* A host tearing down its I/O queues has stopped its keep-alives: each queue it takes down
+ * counts as traffic, so a slow teardown does not lose the controller before its shutdown. */
+static void test_keep_alive_teardown(void **state)
+{
+	uint16_t cntlid;
+
+	(void)state;
+	cntlid = admin_up(5000);
+	io_up(1, 1, cntlid);
+	io_up(2, 2, cntlid);
+	clock_ms += 4900;
+	nvmeof_qpair_destroy(qps[2]);
+	qps[2] = NULL;
+	clock_ms += 200;
+	nvmeof_target_tick(tgt);
+	assert_int_equal(ndisconnect, 0);
+	clock_ms += 4800;
+	nvmeof_qpair_destroy(qps[1]);
+	qps[1] = NULL;
+	clock_ms += 300;
+	nvmeof_target_tick(tgt);
+	assert_int_equal(ndisconnect, 0);
+	/* then nothing for a whole period: lost */
+	clock_ms += 5000;
+	nvmeof_target_tick(tgt);
+	assert_int_equal(ndisconnect, 1);
+	assert_ptr_equal(disconnects[0], (void *)0);
+}
+
 static void test_keep_alive_deferred_destroy(void **state)
 {
 	struct nvme_cmd c;
@@ -1772,6 +1801,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_file_crash_model, setup_file, teardown),
 		cmocka_unit_test_setup_teardown(test_file_writeback_error_sticks, setup_file, teardown),
 		cmocka_unit_test_setup_teardown(test_keep_alive_timeout, setup_ram, teardown),
+		cmocka_unit_test_setup_teardown(test_keep_alive_teardown, setup_ram, teardown),
 		cmocka_unit_test_setup_teardown(test_keep_alive_deferred_destroy, setup_ram, teardown),
 		cmocka_unit_test_setup_teardown(test_admin_queue_teardown, setup_ram, teardown),
 		cmocka_unit_test_setup_teardown(test_aer_and_abort, setup_ram, teardown),
