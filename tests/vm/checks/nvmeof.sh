@@ -37,8 +37,12 @@ fi
 
 wq=""
 [ "$WQUEUES" -gt 0 ] && wq="-W $WQUEUES"
+# A 30 s keep-alive timeout, not Linux's default 5 s: the host stops its keep-alives when it
+# starts tearing the controller down, and a 16-vCPU guest on a loaded machine took 12 s to take
+# down its 32 queues before the shutdown Property Set (with 5 s the target, as Linux nvmet would,
+# lost the controller first and the Property Set timed out). Keep-alive itself is nvme-cli-vm's.
 # shellcheck disable=SC2086 # $wq is empty or two words
-out=$(timeout 180 nvme connect -t rdma -a $CTRL -s 4420 -n "$NQN" -i "$QUEUES" $wq 2>&1)
+out=$(timeout 180 nvme connect -t rdma -a $CTRL -s 4420 -n "$NQN" -i "$QUEUES" $wq -k 30 2>&1)
 echo "$out"
 if wait_for 60 nsdev; then
 	NS=$(nsdev)
