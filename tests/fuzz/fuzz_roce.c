@@ -98,6 +98,9 @@ static void check_accepted(const uint8_t *frame, size_t len, uint32_t mtu, const
 			keep = 0x80;
 		else if (p->deth && frame + i == (const uint8_t *)p->deth + 4) /* DETH resv8 */
 			keep = 0;
+		else if (bth->opcode == ROCE_CNP && i >= bth_off + sizeof(*bth) &&
+			 i < bth_off + sizeof(*bth) + ROCE_CNP_RSVD_LEN)         /* CNP's reserved 16 bytes */
+			keep = 0;
 		if ((frame[i] ^ out[i]) & keep)
 			abort();
 	}
