@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "s3/s3_checksum.h"
@@ -992,6 +993,16 @@ static void restart(const char *extra_opts)
 	assert_int_equal(setup_spec(spec), 0);
 }
 
+/* CreateMultipartUpload that must fail with status. */
+static void initiate_expect_error(const char *key, int status)
+{
+	struct resp r = req_str("POST /ernic/%s?uploads HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\n\r\n", key);
+
+	assert_int_equal(r.status, status);
+	free_resp(&r);
+	assert_int_equal(s3_store_stats(st)->uploads, 0); /* nothing was left behind */
+}
+
 static void test_persist_restart(void **state)
 {
 	const size_t p1 = 5 << 20, p2 = 1000;
@@ -1087,6 +1098,19 @@ static void test_persist_restart(void **state)
 	assert_int_not_equal(access(path, F_OK), 0);
 	snprintf(path, sizeof(path), "%s/store/objects/0000", persist_dir);
 	assert_int_equal(access(path, F_OK), 0);
+	/* a file that cannot be written: the PUT fails (500), nothing changes, and the store goes on */
+	snprintf(path, sizeof(path), "%s/store/tmp", persist_dir);
+	assert_int_equal(rmdir(path), 0);
+	f = fopen(path, "w"); /* tmp/ is now a plain file: no file can be made under it */
+	fclose(f);
+	r = put_bytes("/ernic/plain", (const uint8_t *)"lost", 4, NULL);
+	refused(&r, 500, "InternalError");
+	r = get("plain", NULL);
+	assert_body(&r, "kept bytes");
+	free_resp(&r);
+	initiate_expect_error("blocked", 500);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkdir(path, 0700), 0);
 	/* and a store too small for what is kept takes what fits, leaving the rest on disk */
 	restart(",size=6M");
 	assert_true(s3_store_stats(st)->used_bytes <= 6u << 20);
