@@ -53,7 +53,7 @@
 
 /* ---- character classes -------------------------------------------------- */
 
-static bool is_tchar(unsigned char c)
+bool http_is_token_char(unsigned char c)
 {
 	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
 		return true;
@@ -66,7 +66,7 @@ static bool is_ows(unsigned char c)
 }
 
 /* field-content octets: HTAB, SP, VCHAR, obs-text */
-static bool is_field_char(unsigned char c)
+bool http_is_field_char(unsigned char c)
 {
 	return c == '\t' || (c >= 0x20 && c != 0x7f);
 }
@@ -297,7 +297,7 @@ static int ck_byte(struct chunk_dec *c, unsigned char ch)
 				return 400;
 			return 0;
 		default: /* SZ_EXT: ignored, but no control characters */
-			return is_field_char(ch) ? 0 : 400;
+			return http_is_field_char(ch) ? 0 : 400;
 		}
 	case CK_SIZE_LF:
 		return ch == '\n' ? ck_size_line_end(c) : 400;
@@ -327,18 +327,18 @@ static int ck_byte(struct chunk_dec *c, unsigned char ch)
 		ck_trailer_byte(c, ch);
 		switch (c->sub) {
 		case TR_START:
-			if (!is_tchar(ch))
+			if (!http_is_token_char(ch))
 				return 400; /* folding, empty name, junk */
 			c->sub = TR_NAME;
 			return 0;
 		case TR_NAME:
 			if (ch == ':')
 				c->sub = TR_VALUE;
-			else if (!is_tchar(ch))
+			else if (!http_is_token_char(ch))
 				return 400;
 			return 0;
 		default:
-			return is_field_char(ch) ? 0 : 400;
+			return http_is_field_char(ch) ? 0 : 400;
 		}
 	case CK_TRAILER_LF:
 		if (++c->trailer_bytes > HTTP_MAX_HEADER_BYTES)
@@ -449,7 +449,7 @@ static size_t fail(struct http_parser *p, int status, size_t used, enum http_eve
 
 static bool is_method_char(unsigned char c)
 {
-	return is_tchar(c) && !(c >= 'a' && c <= 'z');
+	return http_is_token_char(c) && !(c >= 'a' && c <= 'z');
 }
 
 /* The request line s[0..n), NUL-terminated at s[n]; parsed in place. */
@@ -517,12 +517,12 @@ static int parse_header_line(struct http_parser *p, char *s, size_t n)
 	if (r->nheaders >= HTTP_MAX_HEADERS)
 		return 431;
 	for (colon = 0; colon < n && s[colon] != ':'; colon++)
-		if (!is_tchar((unsigned char)s[colon]))
+		if (!http_is_token_char((unsigned char)s[colon]))
 			return 400;
 	if (colon == 0 || colon == n)
 		return 400;
 	for (i = colon + 1; i < n; i++)
-		if (!is_field_char((unsigned char)s[i]))
+		if (!http_is_field_char((unsigned char)s[i]))
 			return 400;
 	s[colon] = '\0';
 	vs = colon + 1;
@@ -963,175 +963,6 @@ bool http_query_has(const struct http_request *r, const char *key)
 	size_t vlen;
 
 	return query_find(r, key, &val, &vlen);
-}
-
-/* ---- responses ------------------------------------------------------------ */
-
-const char *http_reason(int status)
-{
-	switch (status) {
-	case 100: return "Continue";
-	case 101: return "Switching Protocols";
-	case 200: return "OK";
-	case 201: return "Created";
-	case 202: return "Accepted";
-	case 204: return "No Content";
-	case 206: return "Partial Content";
-	case 301: return "Moved Permanently";
-	case 302: return "Found";
-	case 303: return "See Other";
-	case 304: return "Not Modified";
-	case 307: return "Temporary Redirect";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 409: return "Conflict";
-	case 411: return "Length Required";
-	case 412: return "Precondition Failed";
-	case 413: return "Payload Too Large";
-	case 414: return "URI Too Long";
-	case 415: return "Unsupported Media Type";
-	case 416: return "Range Not Satisfiable";
-	case 417: return "Expectation Failed";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
-	case 503: return "Service Unavailable";
-	case 505: return "HTTP Version Not Supported";
-	case 507: return "Insufficient Storage";
-	default: return "Unknown";
-	}
-}
-
-static void put2(char *o, int v)
-{
-	o[0] = (char)('0' + v / 10 % 10);
-	o[1] = (char)('0' + v % 10);
-}
-
-void http_format_date(int64_t unix_time, char out[30])
-{
-	static const char wday[7][4] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
-	static const char mon[12][4] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
-					 "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
-	const int64_t max = 253402300799; /* 9999-12-31 23:59:59: four-digit years only */
-	struct tm tm;
-	time_t t;
-
-	if (unix_time < 0)
-		unix_time = 0;
-	if (unix_time > max)
-		unix_time = max;
-	t = (time_t)unix_time;
-	if (!gmtime_r(&t, &tm) || tm.tm_wday < 0 || tm.tm_wday > 6 || tm.tm_mon < 0 || tm.tm_mon > 11) {
-		memcpy(out, "Thu, 01 Jan 1970 00:00:00 GMT", 30);
-		return;
-	}
-	/* "Sun, 06 Nov 1994 08:49:37 GMT" */
-	memcpy(out, wday[tm.tm_wday], 3);
-	memcpy(out + 3, ", ", 2);
-	put2(out + 5, tm.tm_mday);
-	out[7] = ' ';
-	memcpy(out + 8, mon[tm.tm_mon], 3);
-	out[11] = ' ';
-	put2(out + 12, (tm.tm_year + 1900) / 100);
-	put2(out + 14, (tm.tm_year + 1900) % 100);
-	out[16] = ' ';
-	put2(out + 17, tm.tm_hour);
-	out[19] = ':';
-	put2(out + 20, tm.tm_min);
-	out[22] = ':';
-	put2(out + 23, tm.tm_sec);
-	memcpy(out + 25, " GMT", 5);
-}
-
-static bool put(char *out, size_t cap, size_t *n, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static bool put(char *out, size_t cap, size_t *n, const char *fmt, ...)
-{
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = vsnprintf(out + *n, cap - *n, fmt, ap);
-	va_end(ap);
-	if (r < 0 || (size_t)r >= cap - *n)
-		return false;
-	*n += (size_t)r;
-	return true;
-}
-
-static bool safe_field(const char *s, bool name)
-{
-	if (!s || (name && !*s))
-		return false;
-	for (; *s; s++)
-		if (name ? !is_tchar((unsigned char)*s) : !is_field_char((unsigned char)*s))
-			return false;
-	return true;
-}
-
-int http_format_response_head(const struct http_response_head *h, char *out, size_t cap)
-{
-	char date[30];
-	size_t n = 0;
-	bool ok;
-	unsigned i;
-
-	if (!out || cap == 0)
-		return -ENOSPC;
-	out[0] = '\0';
-	if (!h || h->status < 100 || h->status > 999 || (h->nheaders && !h->headers))
-		return -EINVAL;
-	for (i = 0; i < h->nheaders; i++) /* no response splitting through an extra header */
-		if (!safe_field(h->headers[i].name, true) || !safe_field(h->headers[i].value, false))
-			return -EINVAL;
-
-	http_format_date(time(NULL), date);
-	ok = put(out, cap, &n, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: rocm-ernic\r\n", h->status,
-		 http_reason(h->status), date);
-	/* RFC 7230 3.3.2: no Content-Length in 1xx and 204 responses */
-	if (ok && h->status >= 200 && h->status != 204)
-		ok = put(out, cap, &n, "Content-Length: %llu\r\n", (unsigned long long)h->content_length);
-	if (ok)
-		ok = put(out, cap, &n, "Connection: %s\r\n", h->keep_alive ? "keep-alive" : "close");
-	for (i = 0; ok && i < h->nheaders; i++)
-		ok = put(out, cap, &n, "%s: %s\r\n", h->headers[i].name, h->headers[i].value);
-	if (ok)
-		ok = put(out, cap, &n, "\r\n");
-	if (!ok || n > INT_MAX) {
-		out[0] = '\0';
-		return -ENOSPC;
-	}
-	return (int)n;
-}
-
-int http_parse_date(const char *s, int64_t *out)
-{
-	/* RFC 9110's preferred form, then the two obsolete ones a recipient must accept. */
-	static const char *const forms[] = {
-		"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT", "%a %b %e %H:%M:%S %Y",
-	};
-
-	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
-		struct tm tm;
-		const char *end;
-
-		memset(&tm, 0, sizeof(tm));
-		end = strptime(s, forms[i], &tm);
-		if (end == NULL)
-			continue;
-		while (*end == ' ' || *end == '\t')
-			end++;
-		if (*end != '\0')
-			continue;
-		*out = (int64_t)timegm(&tm);
-		return 0;
-	}
-	return -EINVAL;
 }
 
 const char *http_parser_trailer(const struct http_parser *p, const char *name)

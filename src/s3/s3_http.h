@@ -116,6 +116,10 @@ bool http_query_has(const struct http_request *r, const char *key);
 int http_percent_decode(const char *in, size_t len, char *out, size_t outlen);
 
 /* Standard reason phrase ("OK", "Partial Content", ...); "Unknown" otherwise. */
+/* RFC 9110's token characters and field-value characters (what a header name and value may hold). */
+bool http_is_token_char(unsigned char c);
+bool http_is_field_char(unsigned char c);
+
 const char *http_reason(int status);
 
 /* RFC 7231 IMF-fixdate of t: "Sun, 06 Nov 1994 08:49:37 GMT" (29 characters + NUL). */
