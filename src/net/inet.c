@@ -8,6 +8,7 @@
 
 #include "net/inet_priv.h"
 #include "net/net_arp.h"
+#include "net/net_nd.h"
 
 /* ---- PCB table --------------------------------------------------------------- */
 
@@ -374,6 +375,8 @@ struct inet_host *inet_new(const struct inet_config *cfg, const struct inet_ops 
 	while ((t->cfg.window >> t->rcv_shift) > INET_TCP_WINDOW)
 		t->rcv_shift++;
 	t->ip_id = (uint16_t)inet_new_iss(t);
+	net_nd_ll_from_mac(t->cfg.mac, t->ll6);
+	net_nd_solicited_mac(t->ll6, t->nd_mac);
 	return t;
 }
 
@@ -443,7 +446,8 @@ bool inet_wants_frame(const struct inet_host *t, const uint8_t *frame, size_t le
 
 	if (t == NULL || frame == NULL || len < sizeof(*eh))
 		return false;
-	return memcmp(eh->dst, t->cfg.mac, NET_ETH_ALEN) == 0 || net_arp_is_request_for(frame, len, t->cfg.ip);
+	return memcmp(eh->dst, t->cfg.mac, NET_ETH_ALEN) == 0 || net_arp_is_request_for(frame, len, t->cfg.ip) ||
+	       net_nd_is_ns_for(frame, len, t->ll6);
 }
 
 unsigned inet_active_conns(const struct inet_host *t)

@@ -8,7 +8,10 @@
  * with a fake clock).
  *
  * What it does: answers ARP requests for its address (and learns the
- * senders), ICMP echo, and TCP as a server: three-way handshake, in-order
+ * senders), ICMP echo, IPv6 neighbor solicitations for its link-local
+ * address (fe80:: and the modified EUI-64 of its MAC, see net/net_nd.h) and
+ * ICMPv6 echo to that address (other IPv6 is dropped: there is no IPv6
+ * transport), and TCP as a server: three-way handshake, in-order
  * data with cumulative ACKs, segmentation at min(1460, peer MSS) (MSS option
  * honoured down to 536), a receive window advertised truthfully (a slow
  * application closes it; a window update follows when it reopens),
@@ -109,6 +112,8 @@ struct inet_ops {
 struct inet_stats {
 	uint64_t frames_in, frames_out;
 	uint64_t arp_replies, icmp_echo_replies;
+	uint64_t nd_answered;           /* IPv6 neighbor solicitations for the link-local address answered */
+	uint64_t icmp6_echo_replies;    /* ICMPv6 echo requests to it answered */
 	uint64_t conns_accepted, conns_refused, resets_sent;
 	uint64_t retransmits;
 	uint64_t bytes_in, bytes_out;
@@ -156,7 +161,11 @@ void inet_input_flags(struct inet_host *t, const uint8_t *frame, size_t len, uns
  */
 void inet_poll(struct inet_host *t, uint64_t now_ms);
 
-/* Whether a frame is addressed to this host: unicast to its MAC, or an ARP request for its address. */
+/*
+ * Whether a frame is addressed to this host: unicast to its MAC, an ARP
+ * request for its address, or a neighbor solicitation for its link-local
+ * address sent to that address's solicited-node group.
+ */
 bool inet_wants_frame(const struct inet_host *t, const uint8_t *frame, size_t len);
 
 /* Connections not yet fully closed (TIME_WAIT excluded). */

@@ -1,6 +1,7 @@
 /*
  * The in-band TCP/IP stack, input side: frame validation, demultiplexing,
- * ARP, ICMP echo and the TCP state machine; see inet.h and inet_priv.h.
+ * ARP, ICMP echo, IPv6 neighbour discovery for the link-local address and
+ * the TCP state machine; see inet.h and inet_priv.h.
  * Every field read from a frame is checked against the frame's length first.
  */
 #include "net/inet.h"
@@ -9,6 +10,7 @@
 
 #include "net/inet_priv.h"
 #include "net/net_arp.h"
+#include "net/net_nd.h"
 
 static const uint8_t bcast_mac[NET_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
@@ -601,6 +603,36 @@ static void ip_input(struct inet_host *t, const uint8_t *smac, const uint8_t *p,
 	}
 }
 
+/* ---- IPv6: the link-local address ----------------------------------------------- */
+
+/*
+ * Only the link-local address derived from our MAC is served (net_nd.h): a
+ * neighbor solicitation for it is answered, so that a peer can resolve it
+ * (a guest's RDMA client connecting to the matching GID does), and an echo
+ * request to it, sent to our own MAC, gets its reply. Any other IPv6 frame
+ * is dropped as it always was: there is no IPv6 transport here.
+ */
+static void ip6_input(struct inet_host *t, const uint8_t *frame, size_t len, bool to_us)
+{
+	struct net_nd_ns ns;
+	size_t n;
+
+	if (net_nd_parse_ns(frame, len, t->ll6, &ns) == 0) {
+		n = net_nd_build_na(t->frame, sizeof(t->frame), &ns, t->cfg.mac, t->ll6);
+		t->stats.nd_answered++;
+		t->stats.frames_out++;
+		t->ops.send_frame(t->ops.ctx, t->frame, n);
+		return;
+	}
+	if (to_us && (n = net_nd_echo_reply(t->frame, sizeof(t->frame), frame, len, t->cfg.mac, t->ll6)) != 0) {
+		t->stats.icmp6_echo_replies++;
+		t->stats.frames_out++;
+		t->ops.send_frame(t->ops.ctx, t->frame, n);
+		return;
+	}
+	t->stats.drop_bad_eth++;
+}
+
 /* ---- Ethernet ----------------------------------------------------------------- */
 
 void inet_input(struct inet_host *t, const uint8_t *frame, size_t len, uint64_t now_ms)
@@ -611,7 +643,8 @@ void inet_input(struct inet_host *t, const uint8_t *frame, size_t len, uint64_t 
 void inet_input_flags(struct inet_host *t, const uint8_t *frame, size_t len, unsigned flags, uint64_t now_ms)
 {
 	const struct net_eth_hdr *eh = (const struct net_eth_hdr *)frame;
-	bool bcast;
+	bool bcast, to_us, nd_group;
+	uint16_t type;
 
 	t->now = now_ms;
 	t->stats.frames_in++;
@@ -619,8 +652,12 @@ void inet_input_flags(struct inet_host *t, const uint8_t *frame, size_t len, uns
 		t->stats.drop_bad_eth++;
 		return;
 	}
+	type = be16_get(eh->type);
 	bcast = memcmp(eh->dst, bcast_mac, NET_ETH_ALEN) == 0;
-	if (!bcast && memcmp(eh->dst, t->cfg.mac, NET_ETH_ALEN) != 0) {
+	to_us = memcmp(eh->dst, t->cfg.mac, NET_ETH_ALEN) == 0;
+	/* Our link-local address's solicited-node group: only IPv6 is taken from it (and only solicitations answered). */
+	nd_group = type == NET_ETHERTYPE_IPV6 && memcmp(eh->dst, t->nd_mac, NET_ETH_ALEN) == 0;
+	if (!bcast && !to_us && !nd_group) {
 		t->stats.drop_not_mine++;
 		return;
 	}
@@ -628,7 +665,7 @@ void inet_input_flags(struct inet_host *t, const uint8_t *frame, size_t len, uns
 		t->stats.drop_bad_eth++;
 		return;
 	}
-	switch (be16_get(eh->type)) {
+	switch (type) {
 	case NET_ETHERTYPE_ARP:
 		arp_input(t, frame + sizeof(*eh), len - sizeof(*eh));
 		break;
@@ -639,7 +676,10 @@ void inet_input_flags(struct inet_host *t, const uint8_t *frame, size_t len, uns
 		}
 		ip_input(t, eh->src, frame + sizeof(*eh), len - sizeof(*eh), flags);
 		break;
-	default:                                    /* 802.1Q, IPv6, 802.3 lengths, ... */
+	case NET_ETHERTYPE_IPV6:
+		ip6_input(t, frame, len, to_us);
+		break;
+	default:                                    /* 802.1Q, 802.3 lengths, ... */
 		t->stats.drop_bad_eth++;
 		break;
 	}

@@ -1,7 +1,8 @@
 /*
  * Internals of the in-band TCP/IP stack (inet.h), shared by its four
  * files: inet.c (PCB table, API, timers, the receive buffer), inet_in.c
- * (frames in, ARP, ICMP, options, the TCP state machine), inet_cc.c
+ * (frames in, ARP, ICMP, IPv6 neighbour discovery, options, the TCP state
+ * machine), inet_cc.c
  * (congestion control, RTT, the SACK scoreboard) and inet_out.c (frames
  * out, checksums, options, segmentation, retransmission, RST). Nothing here
  * is for other modules.
@@ -187,6 +188,8 @@ struct inet_host {
 	struct inet_pcb pcbs[INET_TCP_PCBS];
 	struct inet_arp_entry arp[INET_TCP_ARP_ENTRIES];
 	unsigned arp_next;
+	uint8_t ll6[NET_IP6_ALEN];          /* the IPv6 link-local address, from cfg.mac (net_nd.h) */
+	uint8_t nd_mac[NET_ETH_ALEN];       /* its solicited-node Ethernet group */
 	uint8_t frame[INET_TCP_MAX_FRAME];  /* every frame out is built here */
 };
 

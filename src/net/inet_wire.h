@@ -1,7 +1,8 @@
 /*
  * Wire formats of the in-band TCP/IP stack (inet.h): Ethernet II, ARP for
  * IPv4 over Ethernet, IPv4, ICMP echo and TCP headers, exactly as on the
- * wire; and the UDP header, which RoCEv2 (fabric/roce_wire.h) shares with
+ * wire; the IPv6 header and the ICMPv6 messages of neighbour discovery
+ * (net_nd.h); and the UDP header, which RoCEv2 (fabric/roce_wire.h) shares with
  * the Ethernet and IPv4 ones. Multi-byte fields are be16/be32 (util/endian.h), so they can only be
  * read and written through be16_get()/be16_set() and friends; sub-byte
  * fields are reached through the SHIFT/MASK accessors below, never through
@@ -22,6 +23,7 @@
 #define NET_ETHERTYPE_IPV4  0x0800
 #define NET_ETHERTYPE_ARP   0x0806
 #define NET_ETHERTYPE_VLAN  0x8100
+#define NET_ETHERTYPE_IPV6  0x86dd
 
 struct net_eth_hdr {
 	uint8_t dst[NET_ETH_ALEN];
@@ -146,6 +148,77 @@ _Static_assert(sizeof(struct net_icmp_echo) == 8, "ICMP echo header size");
 _Static_assert(offsetof(struct net_icmp_echo, csum) == 2, "ICMP checksum offset");
 _Static_assert(offsetof(struct net_icmp_echo, id) == 4, "ICMP id offset");
 _Static_assert(offsetof(struct net_icmp_echo, seq) == 6, "ICMP sequence offset");
+
+/* ---- IPv6 (RFC 8200) ---------------------------------------------------------- */
+
+#define NET_IP6_ALEN        16
+#define NET_IP6_NEXT_ICMP6  58
+/* ver_tc_flow: version in the top 4 bits, then the traffic class (8) and the flow label (20) */
+#define NET_IP6_VER_SHIFT   28
+#define NET_IP6_VER_MASK    0x0fu
+
+struct net_ip6_hdr {
+	be32 ver_tc_flow;
+	be16 plen;      /* what follows this header */
+	uint8_t next;
+	uint8_t hlim;
+	uint8_t src[NET_IP6_ALEN];
+	uint8_t dst[NET_IP6_ALEN];
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct net_ip6_hdr) == 40, "IPv6 header size");
+_Static_assert(offsetof(struct net_ip6_hdr, plen) == 4, "IPv6 payload length offset");
+_Static_assert(offsetof(struct net_ip6_hdr, next) == 6, "IPv6 next header offset");
+_Static_assert(offsetof(struct net_ip6_hdr, hlim) == 7, "IPv6 hop limit offset");
+_Static_assert(offsetof(struct net_ip6_hdr, src) == 8, "IPv6 source offset");
+_Static_assert(offsetof(struct net_ip6_hdr, dst) == 24, "IPv6 destination offset");
+
+static inline unsigned net_ip6_ver(const struct net_ip6_hdr *h)
+{
+	return ((unsigned)be32_get(h->ver_tc_flow) >> NET_IP6_VER_SHIFT) & NET_IP6_VER_MASK;
+}
+
+/* ---- ICMPv6 (RFC 4443) and neighbour discovery (RFC 4861) ------------------------ */
+
+/* Echo request and reply have the ICMP echo layout (struct net_icmp_echo) with these types. */
+#define NET_ICMP6_ECHO_REQUEST 128
+#define NET_ICMP6_ECHO_REPLY   129
+#define NET_ICMP6_ND_NS        135     /* neighbor solicitation (RFC 4861 §4.3) */
+#define NET_ICMP6_ND_NA        136     /* neighbor advertisement (RFC 4861 §4.4) */
+
+#define NET_ND_HOP_LIMIT       255     /* every ND message is sent, and must arrive, with this */
+/* flags of an advertisement: router, solicited, override */
+#define NET_ND_NA_FLAG_R       0x80000000u
+#define NET_ND_NA_FLAG_S       0x40000000u
+#define NET_ND_NA_FLAG_O       0x20000000u
+
+/* options: type, length in units of 8 bytes (0 is invalid), value */
+#define NET_ND_OPT_UNIT        8
+#define NET_ND_OPT_SLLA        1       /* source link-layer address */
+#define NET_ND_OPT_TLLA        2       /* target link-layer address */
+
+/* A solicitation or an advertisement up to its options: flags (reserved in a solicitation), the target. */
+struct net_nd_msg {
+	uint8_t type;
+	uint8_t code;
+	be16 csum;
+	be32 flags;
+	uint8_t target[NET_IP6_ALEN];
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct net_nd_msg) == 24, "ND solicitation/advertisement size");
+_Static_assert(offsetof(struct net_nd_msg, csum) == 2, "ICMPv6 checksum offset");
+_Static_assert(offsetof(struct net_nd_msg, flags) == 4, "ND flags offset");
+_Static_assert(offsetof(struct net_nd_msg, target) == 8, "ND target offset");
+
+/* A link-layer address option on Ethernet (RFC 4861 §4.6.1): one unit. */
+struct net_nd_opt_lla {
+	uint8_t type;
+	uint8_t len;
+	uint8_t mac[NET_ETH_ALEN];
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct net_nd_opt_lla) == NET_ND_OPT_UNIT, "ND link-layer address option size");
 
 /* ---- TCP (RFC 793) ------------------------------------------------------------ */
 

@@ -1,7 +1,9 @@
 /*
  * An in-process host on the emulated segment: one IPv4 address and MAC,
  * served by the in-band stack (net/inet.h) and attached to the segment switch
- * as an endpoint. It answers ARP and ICMP echo; with a TCP port it also
+ * as an endpoint. It answers ARP and ICMP echo, and IPv6 neighbor
+ * solicitations and echo for its link-local address (fe80:: and the
+ * modified EUI-64 of its MAC, net/net_nd.h); with a TCP port it also
  * accepts connections for its application (the S3 endpoint's HTTP), whose
  * timers it runs from the event loop. Without one (port 0) it is an address
  * the guest can resolve and ping, and every TCP SYN gets RST (the NVMe-oF

@@ -4,8 +4,10 @@
  * endpoint), which register a filter.
  *
  * A frame entering from any port is first offered to the endpoints: one whose
- * filter wants it (unicast to its MAC, or an ARP request for its address)
- * gets it, and a unicast frame so taken goes nowhere else. Other frames go to
+ * filter wants it (unicast to its MAC, an ARP request for its address, or an
+ * IPv6 neighbor solicitation to its solicited-node group) gets it, and a
+ * unicast frame so taken goes nowhere else; a broadcast or multicast one so
+ * taken still goes on to the wire ports, as below. Other frames go to
  * the port that last sent from their destination MAC, or, for broadcast,
  * multicast and unknown destinations, to every other wire port. A frame never
  * goes back out of the port it came from. A unicast frame whose destination

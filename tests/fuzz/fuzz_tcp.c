@@ -5,7 +5,9 @@
  * the host TAP behind a virtio_net_hdr (net_offload_parse, then
  * net_switch_input_offload: TCPv4 super-frames and partial checksums reach
  * the endpoint whole, other ports get them cut and completed). Behind the
- * stack: ARP, ICMP, the HTTP connections and the store (s3_endpoint.c).
+ * stack: ARP, ICMP, IPv6 neighbour discovery and echo for the endpoint's
+ * link-local address (net_nd.c), the HTTP connections and the store
+ * (s3_endpoint.c).
  *
  * input: records kind:u8 len:u16 bytes[len]; kind even: from the guest,
  * odd: from the TAP (the 10-byte legacy virtio_net_hdr first). A fresh

@@ -914,6 +914,49 @@ static void frame_rec(struct seed *s, uint8_t kind, const uint8_t *f, size_t n)
 	put(s, f, n);
 }
 
+/* The link-local addresses of the peer and the endpoint (fe80:: and the modified EUI-64 of each MAC). */
+static const uint8_t peer_ll[16] = { 0xfe, 0x80, [8] = 0x00, 0x45, 0x52, 0xff, 0xfe, 0x4e, 0x49, 0x43 };
+static const uint8_t ep_ll[16] = { 0xfe, 0x80, [8] = 0x00, 0x53, 0xc0, 0xff, 0xfe, 0xa8, 0xc8, 0x01 };
+static const uint8_t ep_snode[16] = { 0xff, 0x02, [11] = 0x01, 0xff, 0xa8, 0xc8, 0x01 };
+static const uint8_t ep_group_mac[6] = { 0x33, 0x33, 0xff, 0xa8, 0xc8, 0x01 };
+
+/* An Ethernet + IPv6 + ICMPv6 frame from the peer's MAC carrying msg[0..mlen) with its checksum; its length. */
+static size_t icmp6_frame(uint8_t *f, const uint8_t *dmac, const uint8_t *src, const uint8_t *dst, uint8_t hlim,
+			  const uint8_t *msg, size_t mlen)
+{
+	uint8_t *ip = f + 14, *m = ip + 40;
+	uint32_t sum = (uint32_t)mlen + 58;
+
+	memset(f, 0, 54 + mlen);
+	memcpy(f, dmac, 6);
+	memcpy(f + 6, peer_mac, 6);
+	b16(f + 12, 0x86dd);
+	ip[0] = 0x60;
+	b16(ip + 4, (uint16_t)mlen);
+	ip[6] = 58;
+	ip[7] = hlim;
+	memcpy(ip + 8, src, 16);
+	memcpy(ip + 24, dst, 16);
+	memcpy(m, msg, mlen);
+	m[2] = m[3] = 0;
+	for (size_t i = 8; i < 40; i += 2)
+		sum += (uint32_t)ip[i] << 8 | ip[i + 1];
+	b16(m + 2, csum(m, mlen, sum));
+	return 54 + mlen;
+}
+
+/* A neighbor solicitation for the endpoint's link-local address, with the peer's link-layer option when slla. */
+static size_t ns_frame(uint8_t *f, const uint8_t *dmac, const uint8_t *src, const uint8_t *dst, bool slla)
+{
+	uint8_t m[32] = { 135 };
+
+	memcpy(m + 8, ep_ll, 16);
+	m[24] = 1;
+	m[25] = 1;
+	memcpy(m + 26, peer_mac, 6);
+	return icmp6_frame(f, dmac, src, dst, 255, m, slla ? 32 : 24);
+}
+
 static void gen_tcp(void)
 {
 	const char *t = "fuzz-tcp";
@@ -950,6 +993,28 @@ static void gen_tcp(void)
 	b16(f + 36, csum(f + 34, 16, 0));
 	frame_rec(&s, 0, f, 50);
 	emit(t, "icmp-echo", &s);
+
+	/* IPv6 neighbour discovery for the endpoint's link-local address: to its group, to its MAC, from :: */
+	s.n = 0;
+	n = ns_frame(f, ep_group_mac, peer_ll, ep_snode, true);
+	frame_rec(&s, 0, f, n);
+	n = ns_frame(f, ep_mac, peer_ll, ep_ll, true);
+	frame_rec(&s, 0, f, n);
+	emit(t, "nd-ns", &s);
+	s.n = 0;
+	n = ns_frame(f, ep_group_mac, (const uint8_t[16]){ 0 }, ep_snode, false);
+	frame_rec(&s, 0, f, n);
+	emit(t, "nd-ns-dad", &s);
+
+	/* ICMPv6 echo to the link-local address */
+	s.n = 0;
+	{
+		uint8_t m[16] = { 128, 0, 0, 0, 0x12, 0x34, 0, 1, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h' };
+
+		n = icmp6_frame(f, ep_mac, peer_ll, ep_ll, 64, m, sizeof(m));
+	}
+	frame_rec(&s, 0, f, n);
+	emit(t, "icmp6-echo", &s);
 
 	/* SYN, then what a peer sends once the handshake is done (the ISS is random: ACKs miss) */
 	s.n = 0;
