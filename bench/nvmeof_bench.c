@@ -148,7 +148,7 @@ int main(int argc, char **argv)
 	double secs = argc > 1 ? atof(argv[1]) : 1.0;
 	FILE *csv = argc > 2 ? fopen(argv[2], "w") : NULL;
 	struct nvmeof_target_ops ops = { NULL, on_rsp, on_disconnect, now_ms };
-	struct dma_ops dma = { NULL, rd, wr };
+	struct dma_ops dma = { .read = rd, .write = wr };
 	struct backend_config cfg;
 	struct nvmeof_ns ns = { .fd = -1 };
 	struct nvmeof_target *t;

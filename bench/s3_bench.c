@@ -73,7 +73,7 @@ int main(int argc, char **argv)
 	static const size_t sizes[] = { 4096, 65536, 1 << 20 };
 	struct backend_config cfg;
 	char err[128];
-	struct dma_ops ops = { NULL, rd, wr };
+	struct dma_ops ops = { .read = rd, .write = wr };
 
 	if (backend_config_parse("s3:size=64M", &cfg, err, sizeof(err)))
 		return 1;

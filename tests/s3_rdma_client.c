@@ -3,84 +3,49 @@
  *
  * Built inside the guest with nothing from the tree but src/util/parse_int.h:
  *
- *   gcc -std=c17 -O2 -Wall -Wextra -Werror -I<dir of parse_int.h> s3_rdma_client.c -libverbs
+ *   gcc -std=c17 -O2 -Wall -Wextra -Werror -I<dir of parse_int.h> s3_rdma_client.c \
+ *       s3_rdma_checks.c s3_rdma_dialects.c -libverbs
  *
  * It opens an RDMA device, registers one buffer (local write, remote read, remote write) and
  * splits it in half: the low half is the source of every PUT, the high half the destination of
- * every GET. It creates a real RC queue pair, whose number goes into each token together with
- * the port's RoCE v2 IPv4 GID (the store does not check either: the transfer needs no
- * connection), and mints one x-amz-rdma-token per request: 44 little-endian bytes as 88 hex
- * characters (src/s3/s3_token.h):
+ * every GET. It creates a real RC queue pair and mints one x-amz-rdma-token per request, in
+ * the dialect being checked (src/s3/s3_token.h):
  *
- *   transport u8 (0x01 RC), QPN u32, GID[16], rkey u32, addr u64, len u64, port u8, LID u16
+ *  - hipObject: 44 little-endian bytes as 88 hex characters, the QP's number and the port's
+ *    RoCE v2 GID inside: transport u8 (0x01 RC), QPN u32, GID[16], rkey u32, addr u64,
+ *    len u64, port u8, LID u16. Answers carry x-amz-rdma-reply "<status>:<88 hex server
+ *    token>", x-amz-rdma-bytes and x-amz-rdma-bytes-transferred, on errors too.
+ *  - cuObject: the text descriptor raddr:rsize:rkey:lid:qpn:has_gid:gid. Successes carry the
+ *    bare status as the reply and the byte count; errors no reply; what RDMA cannot serve
+ *    whole is declined with 501 (a GET's payload then in the body).
  *
  * HTTP/1.1 goes over a plain TCP socket (one keep-alive connection, opened again when the
  * server closes it). On the RDMA path the store RDMA-WRITEs a GET's payload into the token's
- * window and RDMA-READs a PUT's payload out of it; the response has Content-Length 0 and carries
- * x-amz-rdma-reply "<status>:<88 hex server token>", x-amz-rdma-bytes and
- * x-amz-rdma-bytes-transferred (the same count). Errors there are S3 XML documents with the
- * same three headers and 0 bytes moved.
+ * window and RDMA-READs a PUT's payload out of it.
  *
- * Usage: s3_rdma_client [-F] [-a ADDR] [-p PORT] [-b BUCKET] [-d DEVICE] [-s SIZE] [-n COUNT]
+ * Usage: s3_rdma_client [-F] [-m MODE] [-a ADDR] [-p PORT] [-b BUCKET] [-d DEVICE] [-s SIZE] [-n COUNT]
  *   -F         functional mode: every check prints "ok NAME" or "FAIL NAME: reason"; at the end
  *              "all checks passed" and exit status 0, or exit status 1
+ *   -m MODE    which checks -F runs: hipobject (the default), cuobject, rc (the RC handshake an
+ *              RC client makes toward the reply's server token, from the port's link-local GID
+ *              and from its IPv4-mapped one), or all
  *   otherwise  benchmark: one object of SIZE (default 1M; K/M/G suffixes) PUT COUNT times
  *              (default 16) and read back COUNT times, both by RDMA; prints MB/s (10^6 bytes/s)
  *   -a ADDR    endpoint IPv4 address (192.168.200.1)    -p PORT    TCP port (9000)
  *   -b BUCKET  bucket (ernic)                           -d DEVICE  RDMA device (the first)
  * Every object it creates is deleted before it exits.
  */
-#define _POSIX_C_SOURCE 200809L
-
-#include <arpa/inet.h>
-#include <errno.h>
-#include <inttypes.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <infiniband/verbs.h>
-
-#include "parse_int.h"
-
-#define TOKEN_BYTES 44
-#define TOKEN_HEX   88
-#define TRANSPORT_RC 0x01
-
-#define HEAD_CAP     16384u                 /* largest response head accepted */
-#define BODY_CAP     (64u << 20)            /* largest response body accepted */
-#define IO_TIMEOUT_S 60                     /* per send/receive on the socket */
-#define FUNC_HALF    (2u << 20)             /* half-buffer size of the functional mode */
+#include "s3_rdma_client.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Options */
 
-struct opts {
-	bool functional;
-	uint32_t ip;             /* host order */
-	uint16_t port;
-	const char *bucket;
-	const char *device;      /* NULL: the first */
-	uint64_t size;           /* benchmark object size */
-	uint64_t count;          /* benchmark iterations */
-};
-
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: s3_rdma_client [-F] [-a ADDR] [-p PORT] [-b BUCKET] [-d DEVICE] [-s SIZE] [-n COUNT]\n"
+		"usage: s3_rdma_client [-F] [-m MODE] [-a ADDR] [-p PORT] [-b BUCKET] [-d DEVICE] [-s SIZE] [-n COUNT]\n"
 		"  -F         functional checks (ok/FAIL per check, \"all checks passed\", exit 0 or 1)\n"
+		"  -m MODE    the checks -F runs: hipobject (default), cuobject, rc or all\n"
 		"  (no -F)    benchmark: PUT and GET one SIZE object COUNT times by RDMA, print MB/s\n"
 		"  -a ADDR    S3 endpoint IPv4 address (default 192.168.200.1)\n"
 		"  -p PORT    TCP port (default 9000)\n"
@@ -102,26 +67,26 @@ static uint64_t splitmix64(uint64_t x)
 }
 
 /* Byte i of the pattern named by seed: what object "seed" holds at offset i. */
-static uint8_t pat(uint64_t seed, uint64_t i)
+uint8_t pat(uint64_t seed, uint64_t i)
 {
 	return (uint8_t)(splitmix64(seed * 0x100000001b3ull + i) >> 29);
 }
 
-static void pat_fill(uint8_t *p, size_t n, uint64_t seed, uint64_t off)
+void pat_fill(uint8_t *p, size_t n, uint64_t seed, uint64_t off)
 {
 	for (size_t j = 0; j < n; j++)
 		p[j] = pat(seed, off + j);
 }
 
 /* The guard: bytes that differ from the pattern at every position, so any stray write shows. */
-static void guard_fill(uint8_t *p, size_t n, uint64_t seed, uint64_t off)
+void guard_fill(uint8_t *p, size_t n, uint64_t seed, uint64_t off)
 {
 	for (size_t j = 0; j < n; j++)
 		p[j] = (uint8_t)~pat(seed, off + j);
 }
 
 /* The first j in [from, to) where p[j] is not pattern (want_guard false) or guard; -1 if none. */
-static long scan(const uint8_t *p, size_t from, size_t to, uint64_t seed, uint64_t off, bool want_guard)
+long scan(const uint8_t *p, size_t from, size_t to, uint64_t seed, uint64_t off, bool want_guard)
 {
 	for (size_t j = from; j < to; j++) {
 		uint8_t want = pat(seed, off + j);
@@ -134,7 +99,7 @@ static long scan(const uint8_t *p, size_t from, size_t to, uint64_t seed, uint64
 	return -1;
 }
 
-static double now_s(void)
+double now_s(void)
 {
 	struct timespec ts;
 
@@ -142,7 +107,7 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void put_le(uint8_t *p, size_t *o, uint64_t v, unsigned bytes)
+void put_le(uint8_t *p, size_t *o, uint64_t v, unsigned bytes)
 {
 	for (unsigned i = 0; i < bytes; i++)
 		p[(*o)++] = (uint8_t)(v >> (8 * i));
@@ -151,23 +116,7 @@ static void put_le(uint8_t *p, size_t *o, uint64_t v, unsigned bytes)
 /* ------------------------------------------------------------------------------------------ */
 /* Verbs */
 
-struct rdma {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_mr *mr;
-	uint8_t port;
-	uint16_t lid;
-	int gid_index;
-	union ibv_gid gid;
-	char name[64];
-	uint8_t *buf;
-	size_t half;             /* buf holds 2 * half bytes */
-	uint8_t *lo, *hi;        /* PUT source, GET destination */
-};
-
-static bool gid_is_ipv4_mapped(const union ibv_gid *g)
+bool gid_is_ipv4_mapped(const union ibv_gid *g)
 {
 	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
@@ -224,16 +173,19 @@ static int rdma_open(struct rdma *r, const char *want, size_t half, char *err, s
 		return -1;
 	}
 	ibv_query_port(r->ctx, r->port, &pattr);
+	r->ll_index = -1;
 	for (int i = 0; i < pattr.gid_tbl_len; i++) {
 		struct ibv_gid_entry e;
 
-		if (ibv_query_gid_ex(r->ctx, r->port, (uint32_t)i, &e, 0))
+		if (ibv_query_gid_ex(r->ctx, r->port, (uint32_t)i, &e, 0) || e.gid_type != IBV_GID_TYPE_ROCE_V2)
 			continue;
-		if (e.gid_type != IBV_GID_TYPE_ROCE_V2 || !gid_is_ipv4_mapped(&e.gid))
-			continue;
-		r->gid_index = i;
-		r->gid = e.gid;
-		break;
+		if (r->gid_index < 0 && gid_is_ipv4_mapped(&e.gid)) {
+			r->gid_index = i;
+			r->gid = e.gid;
+		} else if (r->ll_index < 0 && e.gid.raw[0] == 0xfe && (e.gid.raw[1] & 0xc0) == 0x80) {
+			r->ll_index = i;
+			r->ll_gid = e.gid;
+		}
 	}
 	if (r->gid_index < 0) {
 		snprintf(err, errlen, "%s port %u has no RoCE v2 IPv4 GID (no IPv4 address on its netdev?)",
@@ -308,17 +260,17 @@ static void rdma_close(struct rdma *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* The 88 lowercase hex characters of a token for the window [p, p + len) under rkey. */
-static void mint_token(const struct rdma *r, uint32_t rkey, const void *p, uint64_t len,
-		       char out[TOKEN_HEX + 1])
+static const char hex_digits[] = "0123456789abcdef";
+
+void mint_token_for(const struct rdma *r, uint32_t qpn, const union ibv_gid *gid, uint32_t rkey, const void *p,
+		    uint64_t len, char out[TOKEN_HEX + 1])
 {
-	static const char hex[] = "0123456789abcdef";
 	uint8_t raw[TOKEN_BYTES];
 	size_t o = 0;
 
 	raw[o++] = TRANSPORT_RC;
-	put_le(raw, &o, r->qp->qp_num, 4);
-	memcpy(raw + o, r->gid.raw, 16);
+	put_le(raw, &o, qpn, 4);
+	memcpy(raw + o, gid->raw, 16);
 	o += 16;
 	put_le(raw, &o, rkey, 4);
 	put_le(raw, &o, (uint64_t)(uintptr_t)p, 8);
@@ -326,53 +278,34 @@ static void mint_token(const struct rdma *r, uint32_t rkey, const void *p, uint6
 	raw[o++] = r->port;
 	put_le(raw, &o, r->lid, 2);
 	for (size_t i = 0; i < TOKEN_BYTES; i++) {
-		out[2 * i] = hex[raw[i] >> 4];
-		out[2 * i + 1] = hex[raw[i] & 15];
+		out[2 * i] = hex_digits[raw[i] >> 4];
+		out[2 * i + 1] = hex_digits[raw[i] & 15];
 	}
 	out[TOKEN_HEX] = '\0';
+}
+
+void mint_token(const struct rdma *r, uint32_t rkey, const void *p, uint64_t len, char out[TOKEN_HEX + 1])
+{
+	mint_token_for(r, r->qp->qp_num, &r->gid, rkey, p, len, out);
+}
+
+void mint_cu_token(const struct rdma *r, uint32_t rkey, const void *p, uint64_t len, char out[CU_TOKEN_MAX])
+{
+	char gid[33];
+
+	for (int i = 0; i < 16; i++) {
+		gid[2 * i] = hex_digits[r->gid.raw[i] >> 4];
+		gid[2 * i + 1] = hex_digits[r->gid.raw[i] & 15];
+	}
+	gid[32] = '\0';
+	snprintf(out, CU_TOKEN_MAX, "%016" PRIx64 ":%08" PRIx64 ":%08" PRIx32 ":%04x:%06x:1:%s",
+		 (uint64_t)(uintptr_t)p, len, rkey, (unsigned)r->lid, (unsigned)(r->qp->qp_num & 0xffffff), gid);
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* HTTP/1.1 over one TCP connection */
 
-struct http {
-	uint32_t ip;
-	uint16_t port;
-	int fd;
-	bool fresh;              /* no request sent on this connection yet */
-	uint8_t in[HEAD_CAP];    /* received, not yet consumed */
-	size_t in_len;
-	uint8_t *body;           /* the last response's body, NUL-terminated */
-	size_t body_cap;
-	char err[256];
-};
-
-struct http_req {
-	const char *method;
-	const char *path;
-	const char *token;       /* x-amz-rdma-token value, or NULL */
-	const char *range;       /* Range value, or NULL */
-	const void *body;        /* PUT body, or NULL */
-	size_t body_len;
-	bool content_length;     /* send Content-Length (body_len) */
-};
-
-struct http_resp {
-	int status;
-	bool has_length;
-	uint64_t length;
-	bool has_reply;
-	char reply[128];
-	bool has_bytes, has_bytes_xfer;
-	uint64_t bytes, bytes_xfer;
-	char etag[96];
-	char content_range[96];
-	bool close;
-	const char *body;        /* points into http.body; valid until the next request */
-	size_t body_len;
-};
-
-static void http_disconnect(struct http *h)
+void http_disconnect(struct http *h)
 {
 	if (h->fd >= 0)
 		close(h->fd);
@@ -539,6 +472,10 @@ static int parse_head(struct http *h, size_t head_len, struct http_resp *r)
 			copy_value(r->etag, sizeof(r->etag), v, vl); /* an over-long one stays "" */
 		} else if (IS("content-range")) {
 			copy_value(r->content_range, sizeof(r->content_range), v, vl);
+		} else if (IS("x-amz-checksum-crc32")) {
+			copy_value(r->crc32, sizeof(r->crc32), v, vl);
+		} else if (IS("x-amz-mp-parts-count")) {
+			copy_value(r->mp_parts, sizeof(r->mp_parts), v, vl);
 		} else if (IS("connection")) {
 			r->close = vl == 5 && strncasecmp(v, "close", 5) == 0;
 		}
@@ -548,7 +485,7 @@ static int parse_head(struct http *h, size_t head_len, struct http_resp *r)
 }
 
 /* One request and its response. 0, or -1 with h->err set (the connection is then closed). */
-static int http_do(struct http *h, const struct http_req *q, struct http_resp *r)
+int http_do(struct http *h, const struct http_req *q, struct http_resp *r)
 {
 	char head[1024];
 	char ip[16];
@@ -564,6 +501,8 @@ static int http_do(struct http *h, const struct http_req *q, struct http_resp *r
 		n += snprintf(head + n, sizeof(head) - (size_t)n, "x-amz-rdma-token: %s\r\n", q->token);
 	if (n > 0 && (size_t)n < sizeof(head) && q->range)
 		n += snprintf(head + n, sizeof(head) - (size_t)n, "Range: %s\r\n", q->range);
+	if (n > 0 && (size_t)n < sizeof(head) && q->extra)
+		n += snprintf(head + n, sizeof(head) - (size_t)n, "%s", q->extra);
 	if (n > 0 && (size_t)n < sizeof(head))
 		n += snprintf(head + n, sizeof(head) - (size_t)n, "\r\n");
 	if (n <= 0 || (size_t)n >= sizeof(head)) {
@@ -689,26 +628,17 @@ static int http_do(struct http *h, const struct http_req *q, struct http_resp *r
 /* ------------------------------------------------------------------------------------------ */
 /* The client */
 
-struct client {
-	struct opts o;
-	struct rdma r;
-	struct http h;
-	char prefix[64];         /* key prefix of this run */
-	unsigned passed, failed;
-};
-
-static void path_of(const struct client *c, const char *bucket, const char *key, char *out, size_t cap)
+void path_of(const struct client *c, const char *bucket, const char *key, char *out, size_t cap)
 {
 	snprintf(out, cap, "/%s%s%s", bucket ? bucket : c->o.bucket, key ? "/" : "", key ? key : "");
 }
 
-static void key_of(const struct client *c, const char *suffix, char *out, size_t cap)
+void key_of(const struct client *c, const char *suffix, char *out, size_t cap)
 {
 	snprintf(out, cap, "%s-%s", c->prefix, suffix);
 }
 
-/* Request helpers: an RDMA request with a window in the registered buffer, and a plain one. */
-static int req_rdma(struct client *c, const char *method, const char *bucket, const char *key, uint32_t rkey,
+int req_rdma(struct client *c, const char *method, const char *bucket, const char *key, uint32_t rkey,
 		    const void *win, uint64_t len, const char *range, struct http_resp *r)
 {
 	char path[512], tok[TOKEN_HEX + 1];
@@ -720,7 +650,18 @@ static int req_rdma(struct client *c, const char *method, const char *bucket, co
 	return http_do(&c->h, &q, r);
 }
 
-static int req_plain(struct client *c, const char *method, const char *bucket, const char *key,
+int req_token(struct client *c, const char *method, const char *key, const char *token, const char *range,
+	      const char *extra, struct http_resp *r)
+{
+	char path[512];
+	struct http_req q = { .method = method, .path = path, .token = token, .range = range, .extra = extra,
+			      .content_length = strcmp(method, "PUT") == 0 };
+
+	path_of(c, NULL, key, path, sizeof(path));
+	return http_do(&c->h, &q, r);
+}
+
+int req_plain(struct client *c, const char *method, const char *bucket, const char *key,
 		     const char *token, const void *body, size_t body_len, struct http_resp *r)
 {
 	char path[512];
@@ -731,7 +672,7 @@ static int req_plain(struct client *c, const char *method, const char *bucket, c
 	return http_do(&c->h, &q, r);
 }
 
-static bool ok(struct client *c, const char *name)
+bool ok(struct client *c, const char *name)
 {
 	printf("ok %s\n", name);
 	fflush(stdout);
@@ -740,7 +681,7 @@ static bool ok(struct client *c, const char *name)
 }
 
 /* One line per failure, whatever the reason quotes (XML documents hold line breaks). */
-static bool fail(struct client *c, const char *name, const char *fmt, ...)
+bool fail(struct client *c, const char *name, const char *fmt, ...)
 {
 	char why[1024];
 	va_list ap;
@@ -758,7 +699,7 @@ static bool fail(struct client *c, const char *name, const char *fmt, ...)
 }
 
 /* A one-line summary of a response for failure messages. */
-static const char *summary(const struct http_resp *r)
+const char *summary(const struct http_resp *r)
 {
 	static char s[400];
 	const char *code = r->body ? strstr(r->body, "<Code>") : NULL;
@@ -775,7 +716,7 @@ static const char *summary(const struct http_resp *r)
  * x-amz-rdma-bytes (and -transferred, equal) at want_bytes, and for a success no body.
  * Returns NULL when all hold, else what did not.
  */
-static const char *rdma_headers_problem(const struct http_resp *r, int want_status, uint64_t want_bytes)
+const char *rdma_headers_problem(const struct http_resp *r, int want_status, uint64_t want_bytes)
 {
 	static char why[512];
 	char st[8];
@@ -825,7 +766,7 @@ static const char *rdma_headers_problem(const struct http_resp *r, int want_stat
 }
 
 /* An S3 XML error document with the given code. */
-static bool is_s3_error(const struct http_resp *r, const char *code)
+bool is_s3_error(const struct http_resp *r, const char *code)
 {
 	char tag[80];
 
@@ -833,357 +774,10 @@ static bool is_s3_error(const struct http_resp *r, const char *code)
 	return r->body && strstr(r->body, "<Error>") && strstr(r->body, tag);
 }
 
-/* ------------------------------------------------------------------------------------------ */
-/* Functional checks */
-
-#define SEED_4K   0x4b1d0004ull
-#define SEED_1M   0x4b1d0100ull
-
-struct state {
-	char key4k[96], key1m[96], keybody[96], keymissing[96], keybadtok[96], keyrkey0[96];
-	char etag4k[96];
-};
-
 /* Prepare the GET destination: the guard over [0, n), against object `seed` read from `off`. */
-static void arm(struct client *c, size_t n, uint64_t seed, uint64_t off)
+void arm(struct client *c, size_t n, uint64_t seed, uint64_t off)
 {
 	guard_fill(c->r.hi, n, seed, off);
-}
-
-/* PUT `size` bytes by RDMA from the low half, GET them by RDMA into the high half, compare. */
-static bool check_round_trip(struct client *c, const char *name, const char *key, uint64_t seed, size_t size,
-			     char *etag_out, size_t etag_cap)
-{
-	struct rdma *r = &c->r;
-	struct http_resp resp;
-	const char *why;
-	char etag[96];
-	size_t guard = size + 4096 <= r->half ? size + 4096 : r->half;
-	long bad;
-
-	pat_fill(r->lo, size, seed, 0);
-	if (req_rdma(c, "PUT", NULL, key, r->mr->rkey, r->lo, size, NULL, &resp))
-		return fail(c, name, "PUT %s: %s", key, c->h.err);
-	if ((why = rdma_headers_problem(&resp, 200, size)))
-		return fail(c, name, "PUT %s: %s", key, why);
-	if (resp.etag[0] == '\0')
-		return fail(c, name, "PUT %s: no ETag", key);
-	snprintf(etag, sizeof(etag), "%s", resp.etag);
-
-	/* The GET window is the whole high half: the object's size must cap the transfer. */
-	arm(c, guard, seed, 0);
-	if (req_rdma(c, "GET", NULL, key, r->mr->rkey, r->hi, r->half, NULL, &resp))
-		return fail(c, name, "GET %s: %s", key, c->h.err);
-	if ((why = rdma_headers_problem(&resp, 200, size)))
-		return fail(c, name, "GET %s: %s", key, why);
-	if ((bad = scan(r->hi, 0, size, seed, 0, false)) >= 0)
-		return fail(c, name, "GET %s: byte %ld of %zu differs (0x%02x, want 0x%02x)", key, bad, size,
-			    r->hi[bad], pat(seed, (uint64_t)bad));
-	if ((bad = scan(r->hi, size, guard, seed, 0, true)) >= 0)
-		return fail(c, name, "GET %s: byte %ld past the %zu-byte object was written", key, bad, size);
-	if (strcmp(resp.etag, etag) != 0)
-		return fail(c, name, "GET %s: ETag %s, the PUT answered %s", key, resp.etag, etag);
-	if (etag_out)
-		snprintf(etag_out, etag_cap, "%s", etag);
-	return ok(c, name);
-}
-
-static bool check_ranged_get(struct client *c, const struct state *s)
-{
-	static const char name[] = "rdma-ranged-get";
-	struct rdma *r = &c->r;
-	struct http_resp resp;
-	const char *why;
-	long bad;
-
-	arm(c, 4096, SEED_4K, 1024);
-	if (req_rdma(c, "GET", NULL, s->key4k, r->mr->rkey, r->hi, r->half, "bytes=1024-1535", &resp))
-		return fail(c, name, "GET %s: %s", s->key4k, c->h.err);
-	if ((why = rdma_headers_problem(&resp, 206, 512)))
-		return fail(c, name, "%s", why);
-	if (strcmp(resp.content_range, "bytes 1024-1535/4096") != 0)
-		return fail(c, name, "Content-Range '%s', want 'bytes 1024-1535/4096'", resp.content_range);
-	if ((bad = scan(r->hi, 0, 512, SEED_4K, 1024, false)) >= 0)
-		return fail(c, name, "placed byte %ld (object byte %ld) differs", bad, bad + 1024);
-	if ((bad = scan(r->hi, 512, 4096, SEED_4K, 1024, true)) >= 0)
-		return fail(c, name, "byte %ld past the 512 placed bytes was written", bad);
-	return ok(c, name);
-}
-
-static bool check_short_window(struct client *c, const struct state *s)
-{
-	static const char name[] = "rdma-short-window";
-	struct rdma *r = &c->r;
-	struct http_resp resp;
-	const char *why;
-	long bad;
-
-	arm(c, 4096, SEED_4K, 0);
-	if (req_rdma(c, "GET", NULL, s->key4k, r->mr->rkey, r->hi, 1000, NULL, &resp))
-		return fail(c, name, "GET %s: %s", s->key4k, c->h.err);
-	if ((why = rdma_headers_problem(&resp, 200, 1000)))
-		return fail(c, name, "%s", why);
-	if ((bad = scan(r->hi, 0, 1000, SEED_4K, 0, false)) >= 0)
-		return fail(c, name, "byte %ld inside the window differs", bad);
-	if ((bad = scan(r->hi, 1000, 4096, SEED_4K, 0, true)) >= 0)
-		return fail(c, name, "byte %ld past the 1000-byte window was written", bad);
-	return ok(c, name);
-}
-
-static bool check_rkey_zero(struct client *c, const struct state *s)
-{
-	static const char name[] = "rdma-rkey-zero";
-	struct rdma *r = &c->r;
-	struct http_resp resp;
-	const char *why;
-	long bad;
-
-	/* GET of an existing object naming rkey 0: 500, nothing written. */
-	arm(c, 4096, SEED_4K, 0);
-	if (req_rdma(c, "GET", NULL, s->key4k, 0, r->hi, 4096, NULL, &resp))
-		return fail(c, name, "GET %s: %s", s->key4k, c->h.err);
-	if ((why = rdma_headers_problem(&resp, 500, 0)))
-		return fail(c, name, "GET: %s", why);
-	if ((bad = scan(r->hi, 0, 4096, SEED_4K, 0, true)) >= 0)
-		return fail(c, name, "GET answered 500 but byte %ld of the window was written", bad);
-	/* PUT naming rkey 0: 500, nothing stored. */
-	pat_fill(r->lo, 4096, SEED_4K, 0);
-	if (req_rdma(c, "PUT", NULL, s->keyrkey0, 0, r->lo, 4096, NULL, &resp))
-		return fail(c, name, "PUT %s: %s", s->keyrkey0, c->h.err);
-	if ((why = rdma_headers_problem(&resp, 500, 0)))
-		return fail(c, name, "PUT: %s", why);
-	if (req_plain(c, "GET", NULL, s->keyrkey0, NULL, NULL, 0, &resp))
-		return fail(c, name, "GET %s: %s", s->keyrkey0, c->h.err);
-	if (resp.status != 404)
-		return fail(c, name, "the refused PUT stored an object: GET %s answered %s", s->keyrkey0, summary(&resp));
-	return ok(c, name);
-}
-
-static bool check_missing_key(struct client *c, const struct state *s)
-{
-	static const char name[] = "missing-key";
-	struct rdma *r = &c->r;
-	struct http_resp resp;
-	const char *why;
-	long bad;
-
-	arm(c, 4096, SEED_4K, 0);
-	if (req_rdma(c, "GET", NULL, s->keymissing, r->mr->rkey, r->hi, 4096, NULL, &resp))
-		return fail(c, name, "GET %s: %s", s->keymissing, c->h.err);
-	if ((why = rdma_headers_problem(&resp, 404, 0)))
-		return fail(c, name, "%s", why);
-	if (!is_s3_error(&resp, "NoSuchKey"))
-		return fail(c, name, "no NoSuchKey XML error document: '%.200s'", resp.body);
-	if ((bad = scan(r->hi, 0, 4096, SEED_4K, 0, true)) >= 0)
-		return fail(c, name, "byte %ld of the window was written", bad);
-	/* The same without a token: the plain S3 answer. */
-	if (req_plain(c, "GET", NULL, s->keymissing, NULL, NULL, 0, &resp))
-		return fail(c, name, "GET %s (no token): %s", s->keymissing, c->h.err);
-	if (resp.status != 404 || !is_s3_error(&resp, "NoSuchKey"))
-		return fail(c, name, "GET without a token: want 404 NoSuchKey, got %s", summary(&resp));
-	return ok(c, name);
-}
-
-static bool check_malformed_token(struct client *c, const struct state *s)
-{
-	static const char name[] = "malformed-token";
-	struct rdma *r = &c->r;
-	struct http_resp resp;
-	char tok[TOKEN_HEX + 1];
-	const char *why;
-	long bad;
-
-	/* PUT with 88 characters that are not hex: 400, nothing stored. */
-	memset(tok, 'g', TOKEN_HEX);
-	tok[TOKEN_HEX] = '\0';
-	if (req_plain(c, "PUT", NULL, s->keybadtok, tok, NULL, 0, &resp))
-		return fail(c, name, "PUT %s: %s", s->keybadtok, c->h.err);
-	if ((why = rdma_headers_problem(&resp, 400, 0)))
-		return fail(c, name, "PUT with a non-hex token: %s", why);
-	if (req_plain(c, "GET", NULL, s->keybadtok, NULL, NULL, 0, &resp))
-		return fail(c, name, "GET %s: %s", s->keybadtok, c->h.err);
-	if (resp.status != 404)
-		return fail(c, name, "the refused PUT stored an object: GET answered %s", summary(&resp));
-	/* GET with a valid token cut short by two characters: 400, nothing written. */
-	mint_token(r, r->mr->rkey, r->hi, 4096, tok);
-	tok[TOKEN_HEX - 2] = '\0';
-	arm(c, 4096, SEED_4K, 0);
-	if (req_plain(c, "GET", NULL, s->key4k, tok, NULL, 0, &resp))
-		return fail(c, name, "GET %s: %s", s->key4k, c->h.err);
-	if ((why = rdma_headers_problem(&resp, 400, 0)))
-		return fail(c, name, "GET with an 86-character token: %s", why);
-	if ((bad = scan(r->hi, 0, 4096, SEED_4K, 0, true)) >= 0)
-		return fail(c, name, "GET answered 400 but byte %ld of the window was written", bad);
-	return ok(c, name);
-}
-
-static bool check_wrong_bucket(struct client *c, const struct state *s)
-{
-	static const char name[] = "wrong-bucket";
-	struct rdma *r = &c->r;
-	struct http_resp resp;
-	char bucket[128];
-	const char *why;
-	long bad;
-
-	snprintf(bucket, sizeof(bucket), "%s-no-such-bucket", c->o.bucket);
-	arm(c, 4096, SEED_4K, 0);
-	if (req_rdma(c, "GET", bucket, s->key4k, r->mr->rkey, r->hi, 4096, NULL, &resp))
-		return fail(c, name, "GET /%s/%s: %s", bucket, s->key4k, c->h.err);
-	if ((why = rdma_headers_problem(&resp, 404, 0)))
-		return fail(c, name, "%s", why);
-	if (!is_s3_error(&resp, "NoSuchBucket"))
-		return fail(c, name, "no NoSuchBucket XML error document: '%.200s'", resp.body);
-	if ((bad = scan(r->hi, 0, 4096, SEED_4K, 0, true)) >= 0)
-		return fail(c, name, "byte %ld of the window was written", bad);
-	return ok(c, name);
-}
-
-/* The body path: no token, the payload in the HTTP body; and across paths with the RDMA objects. */
-static bool check_body_path(struct client *c, const struct state *s)
-{
-	static const char name[] = "body-path";
-	struct http_resp resp;
-	uint8_t data[4096];
-	char etag[96];
-
-	pat_fill(data, sizeof(data), SEED_4K, 0); /* the content of the RDMA-PUT 4 KiB object */
-	if (req_plain(c, "PUT", NULL, s->keybody, NULL, data, sizeof(data), &resp))
-		return fail(c, name, "PUT %s: %s", s->keybody, c->h.err);
-	if (resp.status != 200 || resp.etag[0] == '\0')
-		return fail(c, name, "PUT %s: want 200 with an ETag, got %s", s->keybody, summary(&resp));
-	if (resp.has_reply || resp.has_bytes)
-		return fail(c, name, "PUT without a token answered with RDMA headers (reply '%s')", resp.reply);
-	snprintf(etag, sizeof(etag), "%s", resp.etag);
-	/* Same bytes, same MD5: the RDMA PUT stored exactly what was in the buffer. */
-	if (s->etag4k[0] && strcmp(etag, s->etag4k) != 0)
-		return fail(c, name, "ETag %s of the body PUT differs from %s of the same 4 KiB put by RDMA", etag,
-			    s->etag4k);
-
-	if (req_plain(c, "GET", NULL, s->keybody, NULL, NULL, 0, &resp))
-		return fail(c, name, "GET %s: %s", s->keybody, c->h.err);
-	if (resp.status != 200 || resp.body_len != sizeof(data) || resp.has_reply)
-		return fail(c, name, "GET %s: want 200 with a 4096-byte body and no RDMA headers, got %s", s->keybody,
-			    summary(&resp));
-	if (memcmp(resp.body, data, sizeof(data)) != 0)
-		return fail(c, name, "GET %s: the body differs from what was PUT", s->keybody);
-	if (strcmp(resp.etag, etag) != 0)
-		return fail(c, name, "GET %s: ETag %s, the PUT answered %s", s->keybody, resp.etag, etag);
-
-	/* The object put by RDMA, read through the body. */
-	if (req_plain(c, "GET", NULL, s->key4k, NULL, NULL, 0, &resp))
-		return fail(c, name, "GET %s: %s", s->key4k, c->h.err);
-	if (resp.status != 200 || resp.body_len != sizeof(data) || memcmp(resp.body, data, sizeof(data)) != 0)
-		return fail(c, name, "GET %s (put by RDMA) through the body: %s, %s", s->key4k, summary(&resp),
-			    resp.status == 200 && resp.body_len == sizeof(data) ? "content differs" : "wrong answer");
-
-	/* The object put through the body, read by RDMA. */
-	struct rdma *r = &c->r;
-	const char *why;
-	long bad;
-
-	arm(c, 8192, SEED_4K, 0);
-	if (req_rdma(c, "GET", NULL, s->keybody, r->mr->rkey, r->hi, r->half, NULL, &resp))
-		return fail(c, name, "GET %s by RDMA: %s", s->keybody, c->h.err);
-	if ((why = rdma_headers_problem(&resp, 200, sizeof(data))))
-		return fail(c, name, "GET %s by RDMA: %s", s->keybody, why);
-	if ((bad = scan(r->hi, 0, sizeof(data), SEED_4K, 0, false)) >= 0 ||
-	    (bad = scan(r->hi, sizeof(data), 8192, SEED_4K, 0, true)) >= 0)
-		return fail(c, name, "GET %s by RDMA: byte %ld wrong", s->keybody, bad);
-	return ok(c, name);
-}
-
-static bool listing_has(const struct http_resp *r, const char *key)
-{
-	char tag[160];
-
-	snprintf(tag, sizeof(tag), "<Key>%s</Key>", key);
-	return r->body && strstr(r->body, tag) != NULL;
-}
-
-static bool check_listing(struct client *c, const struct state *s)
-{
-	static const char name[] = "listing";
-	const char *keys[] = { s->key4k, s->key1m, s->keybody };
-	struct http_resp resp;
-	char want[96];
-
-	if (req_plain(c, "GET", NULL, NULL, NULL, NULL, 0, &resp))
-		return fail(c, name, "GET /%s: %s", c->o.bucket, c->h.err);
-	if (resp.status != 200 || !resp.body || !strstr(resp.body, "<ListBucketResult"))
-		return fail(c, name, "GET /%s: want 200 with a ListBucketResult, got %s", c->o.bucket, summary(&resp));
-	snprintf(want, sizeof(want), "<Name>%s</Name>", c->o.bucket);
-	if (!strstr(resp.body, want))
-		return fail(c, name, "the listing does not name the bucket '%s'", c->o.bucket);
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		if (!listing_has(&resp, keys[i]))
-			return fail(c, name, "key %s is not listed: '%.300s'", keys[i], resp.body);
-	if (listing_has(&resp, s->keybadtok) || listing_has(&resp, s->keyrkey0) || listing_has(&resp, s->keymissing))
-		return fail(c, name, "a key never stored is listed: '%.300s'", resp.body);
-	return ok(c, name);
-}
-
-static bool check_delete(struct client *c, const struct state *s)
-{
-	static const char name[] = "delete";
-	const char *keys[] = { s->key4k, s->key1m, s->keybody };
-	struct http_resp resp;
-
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		if (req_plain(c, "DELETE", NULL, keys[i], NULL, NULL, 0, &resp))
-			return fail(c, name, "DELETE %s: %s", keys[i], c->h.err);
-		if (resp.status != 204)
-			return fail(c, name, "DELETE %s: want 204, got %s", keys[i], summary(&resp));
-	}
-	if (req_plain(c, "GET", NULL, NULL, NULL, NULL, 0, &resp))
-		return fail(c, name, "GET /%s: %s", c->o.bucket, c->h.err);
-	if (resp.status != 200)
-		return fail(c, name, "GET /%s: %s", c->o.bucket, summary(&resp));
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		if (listing_has(&resp, keys[i]))
-			return fail(c, name, "key %s is still listed after its DELETE", keys[i]);
-	return ok(c, name);
-}
-
-static bool check_deleted_404(struct client *c, const struct state *s)
-{
-	static const char name[] = "deleted-404";
-	struct rdma *r = &c->r;
-	struct http_resp resp;
-	const char *why;
-	long bad;
-
-	if (req_plain(c, "GET", NULL, s->key4k, NULL, NULL, 0, &resp))
-		return fail(c, name, "GET %s: %s", s->key4k, c->h.err);
-	if (resp.status != 404 || !is_s3_error(&resp, "NoSuchKey"))
-		return fail(c, name, "GET %s after DELETE: want 404 NoSuchKey, got %s", s->key4k, summary(&resp));
-	arm(c, 4096, SEED_1M, 0);
-	if (req_rdma(c, "GET", NULL, s->key1m, r->mr->rkey, r->hi, 4096, NULL, &resp))
-		return fail(c, name, "GET %s: %s", s->key1m, c->h.err);
-	if ((why = rdma_headers_problem(&resp, 404, 0)))
-		return fail(c, name, "GET %s by RDMA after DELETE: %s", s->key1m, why);
-	if ((bad = scan(r->hi, 0, 4096, SEED_1M, 0, true)) >= 0)
-		return fail(c, name, "GET %s answered 404 but byte %ld of the window was written", s->key1m, bad);
-	/* Deletes are idempotent. */
-	if (req_plain(c, "DELETE", NULL, s->key4k, NULL, NULL, 0, &resp))
-		return fail(c, name, "DELETE %s again: %s", s->key4k, c->h.err);
-	if (resp.status != 204)
-		return fail(c, name, "DELETE of a deleted key: want 204, got %s", summary(&resp));
-	return ok(c, name);
-}
-
-/* Delete whatever this run may have left (quietly; DELETE of a missing key is a 204). */
-static void cleanup_keys(struct client *c, const struct state *s)
-{
-	const char *keys[] = { s->key4k, s->key1m, s->keybody, s->keybadtok, s->keyrkey0, s->keymissing };
-	struct http_resp resp;
-
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		if (req_plain(c, "DELETE", NULL, keys[i], NULL, NULL, 0, &resp))
-			fprintf(stderr, "s3_rdma_client: cleanup: DELETE %s: %s\n", keys[i], c->h.err);
-		else if (resp.status != 204)
-			fprintf(stderr, "s3_rdma_client: cleanup: DELETE %s: %s\n", keys[i], summary(&resp));
-	}
 }
 
 /* The endpoint answers and serves the bucket: GET / lists it. Without that nothing else can pass. */
@@ -1205,46 +799,10 @@ static bool check_endpoint(struct client *c)
 	return ok(c, name);
 }
 
-static int functional(struct client *c)
-{
-	struct state s = { 0 };
-
-	if (!check_endpoint(c)) {
-		printf("%u passed, %u failed (the remaining checks need the endpoint)\n", c->passed, c->failed);
-		return 1;
-	}
-
-	key_of(c, "4k", s.key4k, sizeof(s.key4k));
-	key_of(c, "1m", s.key1m, sizeof(s.key1m));
-	key_of(c, "body", s.keybody, sizeof(s.keybody));
-	key_of(c, "missing", s.keymissing, sizeof(s.keymissing));
-	key_of(c, "badtoken", s.keybadtok, sizeof(s.keybadtok));
-	key_of(c, "rkey0", s.keyrkey0, sizeof(s.keyrkey0));
-
-	check_round_trip(c, "rdma-round-trip-4k", s.key4k, SEED_4K, 4096, s.etag4k, sizeof(s.etag4k));
-	check_round_trip(c, "rdma-round-trip-1m", s.key1m, SEED_1M, 1u << 20, NULL, 0);
-	check_ranged_get(c, &s);
-	check_short_window(c, &s);
-	check_rkey_zero(c, &s);
-	check_missing_key(c, &s);
-	check_malformed_token(c, &s);
-	check_wrong_bucket(c, &s);
-	check_body_path(c, &s);
-	check_listing(c, &s);
-	check_delete(c, &s);
-	check_deleted_404(c, &s);
-	cleanup_keys(c, &s);
-
-	printf("%u passed, %u failed\n", c->passed, c->failed);
-	if (c->failed == 0) {
-		printf("all checks passed\n");
-		return 0;
-	}
-	return 1;
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* Benchmark */
+
+#define SEED_BENCH 0x4b1d0100ull
 
 static int bench(struct client *c)
 {
@@ -1258,7 +816,7 @@ static int bench(struct client *c)
 	int rc = 1;
 
 	key_of(c, "bench", key, sizeof(key));
-	pat_fill(r->lo, size, SEED_1M, 0);
+	pat_fill(r->lo, size, SEED_BENCH, 0);
 	t0 = now_s();
 	for (uint64_t i = 0; i < c->o.count; i++) {
 		if (req_rdma(c, "PUT", NULL, key, r->mr->rkey, r->lo, size, NULL, &resp)) {
@@ -1284,7 +842,7 @@ static int bench(struct client *c)
 		}
 	}
 	get_s = now_s() - t0;
-	if ((bad = scan(r->hi, 0, size, SEED_1M, 0, false)) >= 0) {
+	if ((bad = scan(r->hi, 0, size, SEED_BENCH, 0, false)) >= 0) {
 		fprintf(stderr, "s3_rdma_client: GET %s: byte %ld differs from what was PUT\n", key, bad);
 		goto out;
 	}
@@ -1299,6 +857,29 @@ out:
 		rc = 1;
 	}
 	return rc;
+}
+
+/* The checks -m names, after the endpoint's: "all checks passed" and 0 when none failed. */
+static int functional(struct client *c)
+{
+	bool all = strcmp(c->o.mode, "all") == 0;
+
+	if (!check_endpoint(c)) {
+		printf("%u passed, %u failed (the remaining checks need the endpoint)\n", c->passed, c->failed);
+		return 1;
+	}
+	if (all || strcmp(c->o.mode, "hipobject") == 0)
+		hipobject_checks(c);
+	if (all || strcmp(c->o.mode, "cuobject") == 0)
+		cuobject_checks(c);
+	if (all || strcmp(c->o.mode, "rc") == 0)
+		rc_checks(c);
+	printf("%u passed, %u failed\n", c->passed, c->failed);
+	if (c->failed == 0) {
+		printf("all checks passed\n");
+		return 0;
+	}
+	return 1;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1316,10 +897,19 @@ int main(int argc, char **argv)
 	c.o.bucket = "ernic";
 	c.o.size = 1u << 20;
 	c.o.count = 16;
-	while ((opt = getopt(argc, argv, "Fa:p:b:d:s:n:h")) != -1) {
+	c.o.mode = "hipobject";
+	while ((opt = getopt(argc, argv, "Fm:a:p:b:d:s:n:h")) != -1) {
 		switch (opt) {
 		case 'F':
 			c.o.functional = true;
+			break;
+		case 'm':
+			if (strcmp(optarg, "hipobject") && strcmp(optarg, "cuobject") && strcmp(optarg, "rc") &&
+			    strcmp(optarg, "all")) {
+				fprintf(stderr, "s3_rdma_client: -m wants hipobject, cuobject, rc or all, not '%s'\n", optarg);
+				return 2;
+			}
+			c.o.mode = optarg;
 			break;
 		case 'a':
 			if (parse_ipv4(optarg, &c.o.ip)) {

@@ -136,6 +136,11 @@ static int s3_dma_write(void *ctx, uint32_t key, uint64_t addr, const void *src,
 	return ionic_rdma_key_xfer(ctx, key, addr, (void *)src, len, true);
 }
 
+static int s3_dma_check(void *ctx, uint32_t key, uint64_t addr, size_t len, bool write)
+{
+	return ionic_rdma_key_check(ctx, key, addr, len, write);
+}
+
 void fabric_attach(struct fabric *dp, struct ionic_dev *dev)
 {
 	if (dp == NULL)
@@ -144,7 +149,7 @@ void fabric_attach(struct fabric *dp, struct ionic_dev *dev)
 		fabric_nvmeof_attach(dp->nvmeof, dev);
 	roce_glue_attach(dp->roce, dev);
 	if (dp->s3) {
-		struct dma_ops ops = { dev, s3_dma_read, s3_dma_write };
+		struct dma_ops ops = { dev, s3_dma_read, s3_dma_write, s3_dma_check };
 
 		s3_store_set_dma(s3_endpoint_store(dp->s3), dev ? &ops : NULL);
 	}
@@ -152,8 +157,11 @@ void fabric_attach(struct fabric *dp, struct ionic_dev *dev)
 
 void fabric_log_stats(const struct fabric *dp)
 {
-	if (dp != NULL && dp->roce != NULL)
+	if (dp == NULL)
+		return;
+	if (dp->roce != NULL)
 		roce_glue_log_stats(dp->roce);
+	s3_endpoint_log_stats(dp->s3);
 }
 
 void fabric_destroy(struct fabric *dp)

@@ -164,7 +164,7 @@ static int cm_queue_create(void *ctx, struct nvmeof_cm_conn *conn)
 {
 	struct fabric_nvmeof *g = ctx;
 	struct glue_conn *c = calloc(1, sizeof(*c));
-	struct dma_ops dma = { NULL, conn_dma_read, conn_dma_write };
+	struct dma_ops dma = { .read = conn_dma_read, .write = conn_dma_write };
 
 	if (!c)
 		return 6; /* NVME_RDMA_CM_NO_RSC */

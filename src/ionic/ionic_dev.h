@@ -186,6 +186,8 @@ int ionic_rdma_peer_xfer(struct ionic_dev *dev, uint32_t guest_qpn, uint32_t rke
  * -ENOKEY/-EACCES/-EFAULT.
  */
 int ionic_rdma_key_xfer(struct ionic_dev *dev, uint32_t rkey, uint64_t addr, void *buf, size_t len, bool write);
+/* What ionic_rdma_key_xfer would answer for the same key, range and direction, moving nothing. */
+int ionic_rdma_key_check(struct ionic_dev *dev, uint32_t rkey, uint64_t addr, size_t len, bool write);
 
 /*
  * The wire: RC and UC queue pairs whose destination is another host, carried by a

@@ -1726,6 +1726,17 @@ int ionic_rdma_key_xfer(struct ionic_dev *dev, uint32_t rkey, uint64_t addr, voi
 			    write ? IONIC_MRF_REMOTE_WRITE : IONIC_MRF_REMOTE_READ);
 }
 
+int ionic_rdma_key_check(struct ionic_dev *dev, uint32_t rkey, uint64_t addr, size_t len, bool write)
+{
+	const struct rdma_mr *mr;
+	uint64_t off;
+
+	if (rkey == 0)
+		return -ENOKEY; /* the reserved DMA key names raw guest memory: never a peer's */
+	return rdma_mr_resolve(dev, NULL, rkey, addr, len, write ? IONIC_MRF_REMOTE_WRITE : IONIC_MRF_REMOTE_READ,
+			       &mr, &off);
+}
+
 /* ---- the wire's entry points (ionic_dev.h) ---------------------------------------------------------------- */
 
 void ionic_dev_set_rdma_wire(struct ionic_dev *dev, const struct ionic_rdma_wire_ops *ops)

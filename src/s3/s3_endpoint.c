@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "net/net_host.h"
+#include "net/net_nd.h"
 #include "s3/s3_conn.h"
 #include "s3/s3_target.h"
 #include "util/evloop.h"
@@ -198,6 +199,13 @@ struct s3_endpoint *s3_endpoint_new(const struct s3_config *cfg, struct evloop *
 			snprintf(err, errlen, "s3 backend: cannot create the store");
 		goto fail;
 	}
+	{
+		/* And at its link-local GID, for clients that registered from theirs (the host answers its ND). */
+		uint8_t ll[16];
+
+		net_nd_ll_from_mac(hc.mac, ll);
+		s3_store_set_server_ll(ep->store, ll);
+	}
 	ep->host = net_host_new(&hc, loop, sw, err, errlen);
 	if (ep->host == NULL)
 		goto fail;
@@ -231,6 +239,12 @@ void s3_endpoint_free(struct s3_endpoint *ep)
 	net_host_free(ep->host); /* closes every connection */
 	s3_store_free(ep->store);
 	free(ep);
+}
+
+void s3_endpoint_log_stats(const struct s3_endpoint *ep)
+{
+	if (ep && ep->store)
+		s3_store_log_stats(ep->store);
 }
 
 struct s3_store *s3_endpoint_store(struct s3_endpoint *ep)

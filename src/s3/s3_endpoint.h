@@ -19,6 +19,8 @@ struct s3_endpoint;
 struct s3_endpoint *s3_endpoint_new(const struct s3_config *cfg, struct evloop *loop, struct net_switch *sw,
 				    char *err, size_t errlen);
 void s3_endpoint_free(struct s3_endpoint *ep);
+/* The store's counters in one line (the closing statistics and SIGUSR2, through fabric_log_stats). */
+void s3_endpoint_log_stats(const struct s3_endpoint *ep);
 
 /* The store (the data path gives it its DMA ops). */
 struct s3_store *s3_endpoint_store(struct s3_endpoint *ep);

@@ -33,6 +33,10 @@ static const struct s3_err_desc table[S3_ERR_COUNT] = {
 	[S3_ERR_INVALID_URI] = { "InvalidURI", "Couldn't parse the specified URI.", 400 },
 	[S3_ERR_TOO_MANY_BUCKETS] = { "TooManyBuckets", "You have attempted to create more buckets than allowed.", 400 },
 	[S3_ERR_OPERATION_ABORTED] = { "OperationAborted", "A conflicting conditional operation is currently in progress against this resource. Try again.", 409 },
+	[S3_ERR_INVALID_RDMA_TOKEN] = { "InvalidRDMAToken", "The x-amz-rdma-token header is malformed.", 400 },
+	/* A declined RDMA PUT: the upload did not happen, and the client sends it again with the data in the body. */
+	[S3_ERR_RDMA_NOT_SUPPORTED] = { "RDMANotSupported", "RDMA cannot serve this request; send the data in the body.", 200 },
+	[S3_ERR_RDMA_TRANSFER_FAILED] = { "RDMATransferFailed", "The RDMA transfer failed.", 500 },
 	[S3_ERR_MALFORMED_TRAILER] = { "MalformedTrailerError", "The request contained trailing data that was not well-formed or did not conform to our published schema.", 400 },
 	[S3_ERR_INVALID_PART_NUMBER] = { "InvalidPartNumber", "The requested partnumber is not satisfiable", 416 },
 	[S3_ERR_BAD_REQUEST] = { "BadRequest", "The request could not be parsed as HTTP/1.1.", 400 },

@@ -40,6 +40,10 @@ enum s3_err {
 	S3_ERR_MALFORMED_TRAILER,
 	S3_ERR_TOO_MANY_BUCKETS,
 	S3_ERR_OPERATION_ABORTED,
+	/* the cuObject dialect of the RDMA path (its own codes; RDMANotSupported is a 200) */
+	S3_ERR_INVALID_RDMA_TOKEN,
+	S3_ERR_RDMA_NOT_SUPPORTED,
+	S3_ERR_RDMA_TRANSFER_FAILED,
 	/* HTTP-level failures of a request that never reached the store */
 	S3_ERR_BAD_REQUEST,
 	S3_ERR_URI_TOO_LONG,

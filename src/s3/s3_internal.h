@@ -13,7 +13,8 @@
  *   s3_copy.c       CopyObject, UploadPartCopy
  *   s3_delete.c     DeleteObjects
  *   s3_persist.c    dir=: objects and uploads kept as files, read back at start
- *   s3_target.c     request routing, GET/PUT/DELETE, the RDMA transfer, bodies
+ *   s3_rdma.c       the RDMA path: dialects, declines, the transfer, the reply headers
+ *   s3_target.c     request routing, GET/PUT/DELETE, bodies
  */
 #ifndef ERNIC_S3_S3_INTERNAL_H
 #define ERNIC_S3_S3_INTERNAL_H
@@ -79,6 +80,7 @@ struct s3_upload {
 struct s3_store {
 	struct s3_config cfg;
 	struct s3_token server_token;
+	uint8_t server_ll[16];    /* root: the link-local GID our replies name to link-local clients (0: none) */
 	struct dma_ops dma;
 	bool has_dma;
 	struct s3_object *objs;   /* sorted by key */
@@ -141,8 +143,16 @@ struct s3_op {
 	uint64_t filled;
 	uint64_t reserved;        /* capacity held for this body */
 	enum s3_err body_err;     /* set when the body turned out bad; further bytes are dropped */
-	bool rdma;                /* the request carried x-amz-rdma-token: its response reports the transfer */
+	bool rdma;                /* the request carried x-amz-rdma-token (not a HEAD, which ignores it) */
+	enum s3_dialect dialect;  /* the token's, when rdma */
+	bool client_ll;           /* its GID is link-local: so is the one our reply names */
+	bool rdma_admitted;       /* RDMA moves this request's payload */
+	bool rdma_declined;       /* 501: the body carries a GET's payload, a PUT is sent again */
+	const char *rdma_why;     /* why it was declined or failed (the -v line) */
+	uint64_t rdma_moved;      /* bytes the transfer moved, once it is over */
 	bool head;                /* HEAD: the response never has a body */
+	char method[16];          /* for the -v line */
+	uint64_t t0_us;           /* when the headers were complete (CLOCK_MONOTONIC) */
 	char *xml;
 	size_t xml_len;
 	/*
@@ -199,7 +209,6 @@ void resp_header(struct s3_response *r, const char *name, const char *fmt, ...) 
 void resp_xml(struct s3_response *r, struct sbuf *s);
 void op_error(struct s3_op *op, enum s3_err e, const char *detail);
 void ok_empty(struct s3_op *op, int status);
-void set_rdma(struct s3_op *op, uint64_t moved);
 /* An element name read by expat without its namespace prefix ("s3:Part" is "Part"). */
 const char *xml_local_name(const char *name);
 
@@ -284,6 +293,25 @@ void upload_part_copy(struct s3_op *op, const struct req *rq, const char *source
 /* s3_delete.c */
 void delete_objects_begin(struct s3_op *op, const struct req *rq);
 void finish_delete_objects(struct s3_op *op);
+
+/* s3_rdma.c */
+enum rdma_verdict {
+	RDMA_GO,       /* op->xfer is the caller's to set up */
+	RDMA_DECLINE,  /* 501: a GET answers with the body, a PUT with RDMANotSupported */
+	RDMA_ERROR,    /* the error response is set */
+};
+/*
+ * Whether RDMA serves the payload of a GET (get: *n bytes of the object to
+ * write, capped here to what the dialect sends) or of a PUT or UploadPart
+ * (*n: the token's length, to read).
+ */
+enum rdma_verdict rdma_admit(struct s3_op *op, const struct req *rq, uint64_t *n, bool get);
+/* The x-amz-rdma-* headers of op's response, by dialect (s3_op_finish). */
+void rdma_reply(struct s3_op *op);
+/* The transfer stops here (done or failed): its reference goes. */
+void xfer_end(struct s3_op *op);
+/* The -v line of a finished request. */
+void op_log(const struct s3_op *op);
 
 /* s3_target.c */
 /* ETag, Last-Modified and the stored headers; get (or NULL) gives a GET's response-* overrides. */

@@ -212,19 +212,6 @@ void op_error(struct s3_op *op, enum s3_err e, const char *detail)
 }
 
 
-void set_rdma(struct s3_op *op, uint64_t moved)
-{
-	struct s3_token t = op->st->server_token;
-	char v[S3_TOKEN_HEX + 16];
-
-	t.addr = 0;
-	t.len = moved;
-	if (s3_reply_format(op->resp.status, &t, v, sizeof(v)) > 0)
-		resp_header(&op->resp, "x-amz-rdma-reply", "%s", v);
-	resp_header(&op->resp, "x-amz-rdma-bytes", "%" PRIu64, moved);
-	resp_header(&op->resp, "x-amz-rdma-bytes-transferred", "%" PRIu64, moved);
-}
-
 void ok_empty(struct s3_op *op, int status)
 {
 	op->resp.status = status;

@@ -4,10 +4,13 @@
  */
 #include "s3/s3_internal.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "util/log.h"
 
 /* ---------------------------------------------------------------- objects */
 
@@ -251,3 +254,19 @@ const struct s3_store_stats *s3_store_stats(const struct s3_store *st)
 	return &st->root->stats;
 }
 
+
+void s3_store_set_server_ll(struct s3_store *st, const uint8_t gid[16])
+{
+	memcpy(st->root->server_ll, gid, sizeof(st->root->server_ll));
+}
+
+void s3_store_log_stats(const struct s3_store *st)
+{
+	const struct s3_store_stats *t = &st->root->stats;
+
+	LOG_INFO("s3: %" PRIu64 " requests; %" PRIu64 " with an RDMA token (%" PRIu64 " hipObject, %" PRIu64
+		 " cuObject): %" PRIu64 " declined, %" PRIu64 " answered in the body instead, %" PRIu64
+		 " failed; %" PRIu64 " bytes moved by RDMA",
+		 t->requests, t->rdma_hipobj + t->rdma_cuobj, t->rdma_hipobj, t->rdma_cuobj, t->rdma_declined,
+		 t->rdma_fallback, t->rdma_failed, t->rdma_bytes);
+}

@@ -82,35 +82,6 @@ static int parse_range(const char *v, uint64_t size, uint64_t *start, uint64_t *
 	return 1;
 }
 
-static const char *dma_error(int rc)
-{
-	switch (rc) {
-	case -ENOKEY: return "The rkey in the token names no memory registration.";
-	case -EACCES: return "The memory registration does not allow this access.";
-	case -EFAULT: return "The token's window lies outside its memory registration.";
-	default: return "The RDMA transfer failed.";
-	}
-}
-
-/* Common checks of the RDMA path; false with the error response set. */
-static bool rdma_usable(struct s3_op *op, const struct req *rq)
-{
-	if (!rq->token_ok) {
-		op_error(op, S3_ERR_INVALID_ARGUMENT, "The x-amz-rdma-token header is malformed.");
-		return false;
-	}
-	if (rq->token.rkey == 0) {
-		/* Key 0 is the driver's reserved DMA key: raw guest memory, never a registration. */
-		op_error(op, S3_ERR_INTERNAL, "The rkey 0 names no memory registration.");
-		return false;
-	}
-	if (!op->st->root->has_dma) {
-		op_error(op, S3_ERR_INTERNAL, "No guest memory is reachable for RDMA.");
-		return false;
-	}
-	return true;
-}
-
 static void get_object(struct s3_op *op, const struct req *rq)
 {
 	struct s3_store *st = op->st;
@@ -191,25 +162,24 @@ static void get_object(struct s3_op *op, const struct req *rq)
 	if (rq->rdma) {
 		uint64_t n = len;
 
-		if (!rdma_usable(op, rq))
+		switch (rdma_admit(op, rq, &n, true)) {
+		case RDMA_ERROR:
 			return;
-		/* Capped by the client's window and by maxpart: a short transfer, reported as such. */
-		if (n > rq->token.len)
-			n = rq->token.len;
-		if (n > st->cfg.maxpart)
-			n = st->cfg.maxpart;
-		/* Made by s3_op_work, from a reference to the object's bytes as they are now. */
-		op->xfer.write = true;
-		op->xfer.rkey = rq->token.rkey;
-		op->xfer.addr = rq->token.addr;
-		op->xfer.len = n;
-		op->xfer.blob = o->blob;
-		op->xfer.data = o->blob->data + start;
-		o->blob->refs++;
-		op->resp.content_length = 0;
-		op->resp.send_body = false;
-		op->resp.len = n; /* what set_rdma reports */
-		return;
+		case RDMA_DECLINE:
+			break; /* the payload goes in the body, below */
+		case RDMA_GO:
+			/* Made by s3_op_work, from a reference to the object's bytes as they are now. */
+			op->xfer.write = true;
+			op->xfer.rkey = rq->token.rkey;
+			op->xfer.addr = rq->token.addr;
+			op->xfer.len = n;
+			op->xfer.blob = o->blob;
+			op->xfer.data = o->blob->data + start;
+			o->blob->refs++;
+			op->resp.content_length = 0;
+			op->resp.send_body = false;
+			return;
+		}
 	}
 	op->resp.content_length = len;
 	op->resp.send_body = !rq->head && len > 0;
@@ -352,14 +322,19 @@ void put_begin(struct s3_op *op, const struct req *rq, enum op_kind kind)
 		return;
 	}
 	if (rq->rdma) {
-		if (!rdma_usable(op, rq))
+		uint64_t n = rq->token.len;
+
+		switch (rdma_admit(op, rq, &n, false)) {
+		case RDMA_ERROR:
 			return;
-		op->known_len = true;
-		op->expected = rq->token.len;
-		if (op->expected > st->cfg.maxpart) {
-			op_error(op, S3_ERR_ENTITY_TOO_LARGE, NULL);
+		case RDMA_DECLINE:
+			op_error(op, S3_ERR_RDMA_NOT_SUPPORTED, NULL);
 			return;
+		case RDMA_GO:
+			break;
 		}
+		op->known_len = true;
+		op->expected = n;
 	} else if (!body_length(op, rq)) {
 		return;
 	}
@@ -389,7 +364,6 @@ void put_begin(struct s3_op *op, const struct req *rq, enum op_kind kind)
 		op->xfer.rkey = rq->token.rkey;
 		op->xfer.addr = rq->token.addr;
 		op->xfer.len = op->expected;
-		op->resp.len = op->expected;
 	}
 }
 
@@ -526,11 +500,23 @@ struct s3_op *s3_op_begin(struct s3_store *st, const struct http_request *h)
 	st->root->stats.requests++;
 	snprintf(op->request_id, sizeof(op->request_id), "%016" PRIX64, ++st->root->next_request_id);
 	snprintf(op->resource, sizeof(op->resource), "%s", h->path);
+	snprintf(op->method, sizeof(op->method), "%s", h->method);
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		op->t0_us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	}
 	rq.head = strcmp(h->method, "HEAD") == 0;
 	tok = http_header_get(h, "x-amz-rdma-token");
-	if (tok) {
+	if (tok && !rq.head) { /* a HEAD has no payload to move: its token is not looked at */
 		rq.rdma = true;
-		rq.token_ok = s3_token_parse_header(tok, &rq.token) == 0;
+		rq.token_ok = s3_token_parse_header(tok, &rq.token, &op->dialect) == 0;
+		op->client_ll = rq.token_ok && s3_gid_link_local(rq.token.gid);
+		if (op->dialect == S3_DIALECT_CUOBJ)
+			st->root->stats.rdma_cuobj++;
+		else
+			st->root->stats.rdma_hipobj++;
 	}
 
 	p = h->path + 1; /* the parser guarantees a leading "/" */
@@ -583,74 +569,11 @@ out:
 	return op;
 }
 
-/* ---- the RDMA transfer ---- */
-
-bool s3_op_hashing(const struct s3_op *op)
-{
-	return op->md5s != NULL && op->filled == op->expected && op->body_err == S3_OK &&
-	       !s3_md5s_ready(op->md5s, NULL);
-}
-
-bool s3_op_busy(const struct s3_op *op)
-{
-	return op->xfer.done < op->xfer.len || s3_op_hashing(op);
-}
-
-/* The transfer stops here (done or failed): its reference goes. */
-static void xfer_end(struct s3_op *op)
-{
-	op->xfer.len = op->xfer.done;
-	s3_blob_put(op->xfer.blob);
-	op->xfer.blob = NULL;
-	op->xfer.data = NULL;
-}
-
-bool s3_op_work(struct s3_op *op, uint64_t budget)
-{
-	struct s3_store *st = op->st;
-	uint64_t n = op->xfer.len - op->xfer.done;
-	int rc;
-
-	if (n == 0) {
-		xfer_end(op); /* an empty transfer holds a reference all the same */
-		return false;
-	}
-	if (n > budget)
-		n = budget;
-	if (op->xfer.write) {
-		rc = st->root->dma.write(st->root->dma.ctx, op->xfer.rkey, op->xfer.addr + op->xfer.done,
-				   op->xfer.data + op->xfer.done, (size_t)n);
-	} else {
-		uint8_t *p = op->blob->data + op->xfer.done;
-
-		rc = st->root->dma.read(st->root->dma.ctx, op->xfer.rkey, op->xfer.addr + op->xfer.done, p, (size_t)n);
-		if (rc == 0 && EVP_DigestUpdate(op->md5, p, (size_t)n) != 1) {
-			xfer_end(op);
-			op_error(op, S3_ERR_INTERNAL, NULL);
-			return false;
-		}
-	}
-	if (rc) {
-		/* Nothing is stored and the response says 0 bytes (what moved before is not reported). */
-		xfer_end(op);
-		op_error(op, S3_ERR_INTERNAL, dma_error(rc));
-		return false;
-	}
-	op->xfer.done += n;
-	st->root->stats.rdma_bytes += n;
-	if (!op->xfer.write)
-		op->filled = op->xfer.done;
-	if (op->xfer.done < op->xfer.len)
-		return true;
-	xfer_end(op);
-	return false;
-}
-
 /* ---- body and finish ---- */
 
 bool s3_op_wants_body(const struct s3_op *op)
 {
-	return op->kind != OP_DECIDED && op->body_err == S3_OK && !op->rdma;
+	return op->kind != OP_DECIDED && op->body_err == S3_OK && !op->rdma_admitted;
 }
 
 void s3_op_body(struct s3_op *op, const uint8_t *data, size_t len)
@@ -853,24 +776,14 @@ void s3_op_finish(struct s3_op *op, struct s3_response *resp)
 	if (op->resp.status == 0)
 		op->resp.status = 500;
 	resp_header(&op->resp, "x-amz-request-id", "%s", op->request_id);
-	if (op->rdma) {
-		/* The RDMA path answers with the transfer in headers and no body of its own. */
-		uint64_t moved = op->resp.status < 300 ? op->resp.len : 0;
-
-		set_rdma(op, moved);
-		if (op->resp.status < 300) {
-			op->resp.content_length = 0;
-			op->resp.send_body = false;
-		}
-		if (!op->resp.blob)
-			op->resp.len = 0;
-	}
+	rdma_reply(op);
 	if (op->head && op->resp.send_body) {
 		/* HEAD answers with the status and headers alone (an error's XML is not sent). */
 		op->resp.send_body = false;
 		if (op->resp.xml)
 			op->resp.content_length = 0;
 	}
+	op_log(op);
 	response_move(resp, &op->resp);
 	free(op->xml);
 	drop_body(op);

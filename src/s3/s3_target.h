@@ -75,6 +75,11 @@ struct s3_store_stats {
 	uint32_t uploads;
 	uint64_t requests;
 	uint64_t rdma_bytes;
+	/* requests with an x-amz-rdma-token (HEAD aside), by dialect, and how they ended */
+	uint64_t rdma_hipobj, rdma_cuobj;
+	uint64_t rdma_declined;     /* answered 501 */
+	uint64_t rdma_fallback;     /* GETs whose payload the HTTP body carried instead */
+	uint64_t rdma_failed;       /* transfers that failed part-way (or at the start, without a decline) */
 };
 
 struct s3_store;
@@ -83,8 +88,12 @@ struct s3_store;
 struct s3_store *s3_store_new(const struct s3_config *cfg, const struct s3_token *server_token);
 void s3_store_free(struct s3_store *st);
 
-/* The guest memory the RDMA path reaches (NULL: RDMA requests get 500). */
+/* The guest memory the RDMA path reaches (NULL: RDMA requests get 500, or a decline). */
 void s3_store_set_dma(struct s3_store *st, const struct dma_ops *ops);
+/* The link-local GID our replies name to a client whose token's GID is link-local (docs/s3.md). */
+void s3_store_set_server_ll(struct s3_store *st, const uint8_t gid[16]);
+/* The counters in one line at info level (exit, SIGUSR2). */
+void s3_store_log_stats(const struct s3_store *st);
 
 const struct s3_store_stats *s3_store_stats(const struct s3_store *st);
 /* Readable when a body hashed on the MD5 thread has its digest (read it to clear it); -1 if none. */

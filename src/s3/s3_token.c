@@ -91,33 +91,19 @@ static bool is_blank(char c)
 	return c == ' ' || c == '\t';
 }
 
-int s3_token_parse_header(const char *value, struct s3_token *out)
+/* hipObject: "<88 hex>" or "<88 hex>:<addr>:<len>" in s[0..n). */
+static int parse_hipobj(const char *s, size_t n, struct s3_token *out)
 {
 	struct s3_token t;
-	const char *s, *end, *f2, *f3;
+	const char *end = s + n, *f2, *f3;
 	uint64_t addr, len;
-	size_t n;
 
-	if (value == NULL)
-		return -EINVAL;
-	s = value;
-	while (is_blank(*s))
-		s++;
-	end = s + strlen(s);
-	while (end > s && is_blank(end[-1]))
-		end--;
-	n = (size_t)(end - s);
-
-	if (n < S3_TOKEN_HEX)
-		return -EINVAL;
-	if (s3_token_from_hex(s, S3_TOKEN_HEX, &t))
+	if (n < S3_TOKEN_HEX || s3_token_from_hex(s, S3_TOKEN_HEX, &t))
 		return -EINVAL;
 	if (n == S3_TOKEN_HEX) {
 		*out = t;
 		return 0;
 	}
-
-	/* "<88 hex>:<addr>:<len>", each of addr and len 1..16 hex digits. */
 	if (s[S3_TOKEN_HEX] != ':')
 		return -EINVAL;
 	f2 = s + S3_TOKEN_HEX + 1;
@@ -136,6 +122,115 @@ int s3_token_parse_header(const char *value, struct s3_token *out)
 		t.len = len;
 	*out = t;
 	return 0;
+}
+
+/*
+ * cuObject: seven colon-separated hex fields, raddr:rsize:rkey:lid:qpn:has_gid:gid,
+ * then optionally :addr:size. Each field at most as wide as NooBaa prints it
+ * (rsize and the trailing pair: 16 digits); the GID is 32 digits when has_gid
+ * is 1 and ignored (1..32 digits) when it is 0.
+ */
+#define CUOBJ_FIELDS_MIN 7
+#define CUOBJ_FIELDS_MAX 9
+
+static int parse_cuobj(const char *s, size_t n, struct s3_token *out)
+{
+	static const uint8_t width[CUOBJ_FIELDS_MAX] = { 16, 16, 8, 4, 6, 1, 32, 16, 16 };
+	const char *f[CUOBJ_FIELDS_MAX];
+	size_t flen[CUOBJ_FIELDS_MAX];
+	uint64_t v[CUOBJ_FIELDS_MAX] = { 0 };
+	struct s3_token t;
+	const char *p = s, *end = s + n;
+	unsigned nf = 0;
+
+	while (p <= end) {
+		const char *c = memchr(p, ':', (size_t)(end - p));
+		const char *fe = c ? c : end;
+
+		if (nf == CUOBJ_FIELDS_MAX)
+			return -EINVAL;
+		f[nf] = p;
+		flen[nf] = (size_t)(fe - p);
+		if (flen[nf] == 0 || flen[nf] > width[nf])
+			return -EINVAL;
+		nf++;
+		if (c == NULL)
+			break;
+		p = c + 1;
+	}
+	if (nf != CUOBJ_FIELDS_MIN && nf != CUOBJ_FIELDS_MAX)
+		return -EINVAL;
+	for (unsigned i = 0; i < nf; i++) {
+		if (i == 6) { /* the GID: hex, read below when has_gid says it is one */
+			for (size_t k = 0; k < flen[i]; k++)
+				if (parse_hex_digit(f[i][k]) < 0)
+					return -EINVAL;
+			continue;
+		}
+		if (parse_hex_u64_n(f[i], flen[i], &v[i]))
+			return -EINVAL;
+	}
+	if (v[5] > 1)
+		return -EINVAL;
+	memset(&t, 0, sizeof(t));
+	t.transport = S3_TRANSPORT_DC;
+	t.addr = v[0];
+	t.len = v[1];
+	t.rkey = (uint32_t)v[2];
+	t.lid = (uint16_t)v[3];
+	t.qpn = (uint32_t)v[4];
+	t.port = 1;
+	if (v[5] == 1) {
+		if (flen[6] != 32)
+			return -EINVAL;
+		for (unsigned i = 0; i < 16; i++)
+			t.gid[i] = (uint8_t)(parse_hex_digit(f[6][2 * i]) << 4 | parse_hex_digit(f[6][2 * i + 1]));
+	}
+	if (nf == CUOBJ_FIELDS_MAX) {
+		if (v[7] != 0)
+			t.addr = v[7];
+		if (v[8] != 0)
+			t.len = v[8];
+	}
+	*out = t;
+	return 0;
+}
+
+int s3_token_parse_header(const char *value, struct s3_token *out, enum s3_dialect *dialect)
+{
+	struct s3_token t;
+	const char *s, *end, *colon;
+	enum s3_dialect d;
+	size_t n;
+
+	if (value == NULL || out == NULL)
+		return -EINVAL;
+	s = value;
+	while (is_blank(*s))
+		s++;
+	end = s + strlen(s);
+	while (end > s && is_blank(end[-1]))
+		end--;
+	n = (size_t)(end - s);
+
+	/*
+	 * The dialects part at the first field: a cuObject descriptor always has
+	 * colons and never an 88-digit first field. What is neither counts as a
+	 * hipObject token gone wrong (the dialect is reported even then).
+	 */
+	colon = memchr(s, ':', n);
+	d = colon && (size_t)(colon - s) != S3_TOKEN_HEX ? S3_DIALECT_CUOBJ : S3_DIALECT_HIPOBJ;
+	if (dialect)
+		*dialect = d;
+	if (d == S3_DIALECT_CUOBJ ? parse_cuobj(s, n, &t) : parse_hipobj(s, n, &t))
+		return -EINVAL;
+	*out = t;
+	return 0;
+}
+
+bool s3_gid_link_local(const uint8_t gid[16])
+{
+	return gid[0] == 0xfe && (gid[1] & 0xc0) == 0x80;
 }
 
 static bool status_ok(int status)

@@ -1,8 +1,18 @@
 /*
  * The S3-over-RDMA token (x-amz-rdma-token) and reply (x-amz-rdma-reply)
- * wire formats, as cuObject v1.2.0 introduced them and hipObject speaks them.
+ * wire formats. Two dialects share the header names (docs/s3.md, "Dialects"):
  *
- * Token: 44 bytes, little-endian, sent as 88 hexadecimal characters (we emit
+ *  - hipObject v1 (AMD's RC clients): a 44-byte binary record as 88 hex
+ *    characters, below; the reply may carry the server's own token.
+ *  - cuObject (NVIDIA's cuObject descriptor, used by the aws-c-s3 RDMA fork,
+ *    NooBaa, nixl and MinIO's SDKs): colon-separated hex fields,
+ *    "raddr:rsize:rkey:lid:qpn:has_gid:gid" (NooBaa prints them 16, 8, 8, 4,
+ *    6, 1 and 32 digits wide; we take 1 up to that many, the GID exactly 32
+ *    when has_gid is 1), optionally followed by ":<addr>:<size>" (AIStor's and
+ *    nixl's window inside the registration: a 0 means "no override"). Its
+ *    replies are bare decimals and no error carries one.
+ *
+ * hipObject's token: 44 bytes, little-endian, sent as 88 hexadecimal characters (we emit
  * lowercase, accept either case):
  *
  *   offset size field
@@ -82,12 +92,24 @@ int s3_token_from_hex(const char *hex, size_t len, struct s3_token *out);
 /* 88 lowercase hex characters and a NUL. */
 void s3_token_to_hex(const struct s3_token *t, char out[S3_TOKEN_HEX + 1]);
 
+enum s3_dialect {
+	S3_DIALECT_HIPOBJ,  /* the 88-hex record, bare or with ":<addr>:<len>" */
+	S3_DIALECT_CUOBJ,   /* cuObject's text descriptor */
+};
+
 /*
  * An x-amz-rdma-token header value (NUL-terminated; leading and trailing
- * spaces and tabs are ignored): the bare form or the three-field form, the
- * overrides already applied to out->addr / out->len. 0 or -EINVAL.
+ * spaces and tabs are ignored) in either dialect, the overrides already
+ * applied to out->addr / out->len, and the dialect it was in (dialect may be
+ * NULL). A cuObject descriptor fills rkey, addr, len, qpn, lid and gid (all
+ * zero without one) and says transport DC, port 1. 0 or -EINVAL; the
+ * dialect is set either way (a value with colons whose first field is not
+ * 88 characters is a cuObject descriptor, anything else a hipObject token).
  */
-int s3_token_parse_header(const char *value, struct s3_token *out);
+int s3_token_parse_header(const char *value, struct s3_token *out, enum s3_dialect *dialect);
+
+/* fe80::/10: a link-local GID (the kind a client registered from decides the kind of GID our reply names). */
+bool s3_gid_link_local(const uint8_t gid[16]);
 
 enum s3_reply_kind {
 	S3_REPLY_TAG,          /* "ok" or "err" */

@@ -12,6 +12,7 @@
 #ifndef ERNIC_UTIL_DMA_OPS_H
 #define ERNIC_UTIL_DMA_OPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,12 @@ struct dma_ops {
 	int (*read)(void *ctx, uint32_t key, uint64_t addr, void *dst, size_t len);
 	/* RDMA WRITE: src into guest memory named by (key, addr). */
 	int (*write)(void *ctx, uint32_t key, uint64_t addr, const void *src, size_t len);
+	/*
+	 * Optional (NULL: only the transfers find out): what read (write false)
+	 * or write of [addr, addr + len) under key would answer now, moving
+	 * nothing: the S3 store decides before a transfer whether to decline it.
+	 */
+	int (*check)(void *ctx, uint32_t key, uint64_t addr, size_t len, bool write);
 };
 
 #endif

@@ -63,7 +63,7 @@ static int fake_write(void *ctx, uint32_t key, uint64_t addr, const void *src, s
 	return rc;
 }
 
-static const struct dma_ops dma = { NULL, fake_read, fake_write };
+static const struct dma_ops dma = { .read = fake_read, .write = fake_write };
 
 static void on_rsp(void *ctx, void *qp, const struct nvme_cpl *cpl, uint32_t inv)
 {

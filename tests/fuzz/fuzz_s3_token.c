@@ -52,6 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t method = fz_u8(&f);
 	char tok[512], range[128], req[1024], out[2048];
 	struct s3_token t;
+	enum s3_dialect d;
 	struct s3_reply r, r2;
 	size_t n = 0, got;
 	const uint8_t *p = fz_ptr(&f, fz_left(&f), &got);
@@ -77,8 +78,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		range[rn] = '\0';
 	}
 
-	if (s3_token_parse_header(tok, &t) == 0)
+	if (s3_token_parse_header(tok, &t, &d) == 0) {
 		check_token(&t);
+		/* a descriptor's transport is DC and its port 1; a hipObject token is 88 digits first */
+		if (d == S3_DIALECT_CUOBJ ? t.transport != S3_TRANSPORT_DC || t.port != 1 : strlen(tok) < S3_TOKEN_HEX)
+			abort();
+	}
 	if (s3_token_from_hex(tok, strlen(tok), &t) == 0)
 		check_token(&t);
 	if (s3_reply_parse(tok, &r) == 0 && r.kind != S3_REPLY_TAG) {

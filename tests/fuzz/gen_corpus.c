@@ -843,6 +843,25 @@ static void gen_s3_token(void)
 	p8(&s, 0);
 	pstr(&s, "bytes=900-");
 	emit(t, "get-open-range", &s);
+	/* cuObject's descriptor for the same window: a GET, one with AIStor's window pair and a range, a PUT. */
+	snprintf(v, sizeof(v), "%016llx:%08x:%08x:0000:000015:1:00000000000000000000ffffc0a8c803",
+		 (unsigned long long)tok.addr, (unsigned)tok.len, (unsigned)tok.rkey);
+	s.n = 0;
+	p8(&s, 0);
+	pstr(&s, v);
+	emit(t, "cu-get", &s);
+	s.n = 0;
+	p8(&s, 1);
+	pstr(&s, v);
+	emit(t, "cu-put", &s);
+	snprintf(v + strlen(v), sizeof(v) - strlen(v), ":%016llx:%016llx", (unsigned long long)tok.addr + 0x101,
+		 200ull);
+	s.n = 0;
+	p8(&s, 0);
+	pstr(&s, v);
+	p8(&s, 0);
+	pstr(&s, "bytes=10-209");
+	emit(t, "cu-get-window", &s);
 }
 
 /* ---- fuzz-tcp ---- */

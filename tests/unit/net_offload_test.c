@@ -900,7 +900,7 @@ static void test_rdma_in_slices(void **state)
 {
 	struct world *w = *state;
 	const size_t size = 8u << 20;
-	const struct dma_ops ops = { NULL, fake_read, fake_write };
+	const struct dma_ops ops = { .read = fake_read, .write = fake_write };
 	struct s3_token t = { .transport = S3_TRANSPORT_RC, .qpn = 0x11, .rkey = FAKE_KEY, .port = 1 };
 	char hex[S3_TOKEN_HEX + 1], req[1024], resp[4096], etag[40];
 	struct ev_watch *wt;

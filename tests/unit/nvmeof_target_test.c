@@ -110,7 +110,7 @@ static int fake_write(void *ctx, uint32_t key, uint64_t addr, const void *src, s
 	return rc;
 }
 
-static const struct dma_ops dma = { NULL, fake_read, fake_write };
+static const struct dma_ops dma = { .read = fake_read, .write = fake_write };
 
 static void key_add(uint32_t key, uint64_t off, uint64_t len, int access)
 {

@@ -12,12 +12,14 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "s3/s3_token.h"
 #include "util/backend_opts.h"
 
 /* ---- fake guest memory: registrations by key ---- */
@@ -42,39 +44,49 @@ static int fake_check(struct fake_mr *m, uint64_t addr, size_t len)
 	return 0;
 }
 
-static int fake_read(void *ctx, uint32_t key, uint64_t addr, void *dst, size_t len)
+/* What a read (write false) or write of [addr, addr + len) under key would answer. */
+static int fake_access(uint32_t key, uint64_t addr, size_t len, bool write)
 {
 	struct fake_mr *m = mr_find(key);
 
-	(void)ctx;
-	dma_calls++;
 	if (key == 0 || m == NULL)
 		return -ENOKEY;
-	if (!m->readable)
+	if (write ? !m->writable : !m->readable)
 		return -EACCES;
-	if (fake_check(m, addr, len))
-		return -EFAULT;
-	memcpy(dst, m->buf + (addr - m->addr), len);
-	return 0;
+	return fake_check(m, addr, len);
+}
+
+static int fake_read(void *ctx, uint32_t key, uint64_t addr, void *dst, size_t len)
+{
+	int rc = fake_access(key, addr, len, false);
+
+	(void)ctx;
+	dma_calls++;
+	if (rc == 0)
+		memcpy(dst, mr_find(key)->buf + (addr - mr_find(key)->addr), len);
+	return rc;
 }
 
 static int fake_write(void *ctx, uint32_t key, uint64_t addr, const void *src, size_t len)
 {
-	struct fake_mr *m = mr_find(key);
+	int rc = fake_access(key, addr, len, true);
 
 	(void)ctx;
 	dma_calls++;
-	if (key == 0 || m == NULL)
-		return -ENOKEY;
-	if (!m->writable)
-		return -EACCES;
-	if (fake_check(m, addr, len))
-		return -EFAULT;
-	memcpy(m->buf + (addr - m->addr), src, len);
-	return 0;
+	if (rc == 0)
+		memcpy(mr_find(key)->buf + (addr - mr_find(key)->addr), src, len);
+	return rc;
 }
 
-static const struct dma_ops fake_ops = { NULL, fake_read, fake_write };
+bool dma_check_passes;
+
+static int fake_dma_check(void *ctx, uint32_t key, uint64_t addr, size_t len, bool write)
+{
+	(void)ctx;
+	return dma_check_passes ? 0 : fake_access(key, addr, len, write);
+}
+
+static const struct dma_ops fake_ops = { .read = fake_read, .write = fake_write, .check = fake_dma_check };
 
 struct fake_mr *add_mr(uint32_t key, uint64_t addr, size_t len)
 {
@@ -115,6 +127,7 @@ int setup_spec(const char *spec)
 	conn = s3_conn_new(st);
 	nmrs = 0;
 	dma_calls = 0;
+	dma_check_passes = false;
 	return st && conn ? 0 : -1;
 }
 
@@ -339,4 +352,48 @@ struct resp complete(const char *key, const char *id, const char *xml)
 
 	snprintf(msg, sizeof(msg), "%s%s", head, xml);
 	return exchange(msg, (size_t)n + strlen(xml), true);
+}
+
+/* ---- the RDMA path (hipObject's token) ---- */
+
+const char *token_hdr(uint32_t rkey, uint64_t addr, uint64_t len, char out[128])
+{
+	struct s3_token t = { .transport = S3_TRANSPORT_RC, .qpn = 0x11, .rkey = rkey, .addr = addr, .len = len, .port = 1 };
+	char hex[S3_TOKEN_HEX + 1];
+
+	s3_token_to_hex(&t, hex);
+	snprintf(out, 128, "%s", hex);
+	return out;
+}
+
+struct resp rdma_req(const char *method, const char *path, uint32_t rkey, uint64_t addr, uint64_t len,
+			    const char *extra)
+{
+	char tok[128];
+
+	return req_str("%s %s HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\nx-amz-rdma-token: %s\r\n%s\r\n", method, path,
+		       token_hdr(rkey, addr, len, tok), extra ? extra : "");
+}
+
+void assert_rdma(const struct resp *r, int status, uint64_t moved)
+{
+	char v[256], want[32];
+	struct s3_reply rep;
+
+	assert_int_equal(r->status, status);
+	assert_non_null(hdr(r, "x-amz-rdma-reply", v, sizeof(v)));
+	assert_int_equal(s3_reply_parse(v, &rep), 0);
+	assert_int_equal(rep.kind, S3_REPLY_STATUS_TOKEN);
+	assert_int_equal(rep.status, status);
+	assert_int_equal(rep.token.qpn, 0x00c00042); /* the server's own token */
+	snprintf(want, sizeof(want), "%" PRIu64, moved);
+	assert_string_equal(hdr(r, "x-amz-rdma-bytes", v, sizeof(v)), want);
+	assert_string_equal(hdr(r, "x-amz-rdma-bytes-transferred", v, sizeof(v)), want);
+}
+
+size_t pending_output(void)
+{
+	const uint8_t *p;
+
+	return s3_conn_output_peek(conn, 0, &p);
 }

@@ -20,6 +20,8 @@ struct fake_mr {
 extern struct fake_mr mrs[4];
 extern unsigned nmrs;
 extern unsigned dma_calls;
+/* The fake DMA check says yes to everything (the transfer then finds the fault): false by default. */
+extern bool dma_check_passes;
 extern struct s3_store *st;
 extern struct s3_conn *conn;
 
@@ -58,5 +60,16 @@ void initiate(const char *key, char id[64]);
 void upload_part(const char *key, const char *id, int n, const uint8_t *d, size_t len, char etag[48]);
 /* CompleteMultipartUpload of key with the document xml. */
 struct resp complete(const char *key, const char *id, const char *xml);
+
+/* A hipObject token (88 hex, QPN 0x11, RC) for (rkey, addr, len), into out. */
+const char *token_hdr(uint32_t rkey, uint64_t addr, uint64_t len, char out[128]);
+/* method path with that token, Content-Length: 0 and the extra header lines (or NULL). */
+struct resp rdma_req(const char *method, const char *path, uint32_t rkey, uint64_t addr, uint64_t len,
+		     const char *extra);
+/* A hipObject answer: status, the reply "<status>:<the server's token>", both byte counts at moved. */
+void assert_rdma(const struct resp *r, int status, uint64_t moved);
+
+/* Bytes the connection has queued for sending, taken without parsing. */
+size_t pending_output(void);
 
 #endif

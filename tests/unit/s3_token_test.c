@@ -267,7 +267,7 @@ static void test_round_trips(void **state)
 		assert_token_equal(&out, &in[i]);
 
 		poison(&out, sizeof(out));
-		assert_int_equal(s3_token_parse_header(hex, &out), 0);
+		assert_int_equal(s3_token_parse_header(hex, &out, NULL), 0);
 		assert_token_equal(&out, &in[i]);
 	}
 	/* the xorshift token encodes big-endian-looking values little-endian */
@@ -289,7 +289,7 @@ static void test_header_bare(void **state)
 		char *v = exact_dup(ok[i]);
 
 		poison(&t, sizeof(t));
-		assert_int_equal(s3_token_parse_header(v, &t), 0);
+		assert_int_equal(s3_token_parse_header(v, &t, NULL), 0);
 		assert_ref_fields(&t, REF_ADDR, REF_LEN);
 		free(v);
 	}
@@ -324,7 +324,7 @@ static void test_header_overrides(void **state)
 		char *v = exact_dup(ok[i].v);
 
 		poison(&t, sizeof(t));
-		assert_int_equal(s3_token_parse_header(v, &t), 0);
+		assert_int_equal(s3_token_parse_header(v, &t, NULL), 0);
 		assert_ref_fields(&t, ok[i].addr, ok[i].len);
 		free(v);
 	}
@@ -337,7 +337,7 @@ static void assert_header_rejected(const char *value)
 	char *v = exact_dup(value);
 
 	poison(&t, sizeof(t));
-	if (s3_token_parse_header(v, &t) != -EINVAL)
+	if (s3_token_parse_header(v, &t, NULL) != -EINVAL)
 		fail_msg("accepted: \"%s\"", value);
 	assert_poisoned(&t, sizeof(t));
 	free(v);
@@ -378,7 +378,7 @@ static void test_header_rejects(void **state)
 		struct s3_token t;
 
 		poison(&t, sizeof(t));
-		assert_int_equal(s3_token_parse_header(NULL, &t), -EINVAL);
+		assert_int_equal(s3_token_parse_header(NULL, &t, NULL), -EINVAL);
 		assert_poisoned(&t, sizeof(t));
 	}
 }
@@ -407,12 +407,12 @@ static void test_non_hex_positions(void **state)
 
 			memcpy(header, hex, sizeof(hex));
 			poison(&t, sizeof(t));
-			assert_int_equal(s3_token_parse_header(header, &t), -EINVAL);
+			assert_int_equal(s3_token_parse_header(header, &t, NULL), -EINVAL);
 			assert_poisoned(&t, sizeof(t));
 
 			memcpy(header + S3_TOKEN_HEX, ":1:2", 5);
 			poison(&t, sizeof(t));
-			assert_int_equal(s3_token_parse_header(header, &t), -EINVAL);
+			assert_int_equal(s3_token_parse_header(header, &t, NULL), -EINVAL);
 			assert_poisoned(&t, sizeof(t));
 
 			memcpy(reply, "200:", 4);
@@ -451,6 +451,97 @@ static void test_from_hex_lengths(void **state)
 }
 
 /* ---- replies --------------------------------------------------------------------------------- */
+
+/*
+ * cuObject's descriptor, as NooBaa prints it (16:8:8:4:6:1:32 hex digits),
+ * with and without AIStor's trailing ":addr:size" window, and the dialect
+ * reported; every field read into its place.
+ */
+static void test_cuobj_descriptor(void **state)
+{
+	static const uint8_t gid[16] = { 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x11, 0x22, 0xff, 0xfe, 0x33, 0x44, 0x55 };
+	const char *desc = "00007f0012345678:00100000:0000abcd:0012:00c0de:1:fe80000000000000021122fffe334455";
+	char buf[256];
+	struct s3_token t;
+	enum s3_dialect d = S3_DIALECT_HIPOBJ;
+
+	(void)state;
+	assert_int_equal(strlen(desc), 81);
+	assert_int_equal(s3_token_parse_header(desc, &t, &d), 0);
+	assert_int_equal(d, S3_DIALECT_CUOBJ);
+	assert_int_equal(t.transport, S3_TRANSPORT_DC);
+	assert_int_equal(t.addr, 0x00007f0012345678ull);
+	assert_int_equal(t.len, 0x100000);
+	assert_int_equal(t.rkey, 0xabcd);
+	assert_int_equal(t.lid, 0x12);
+	assert_int_equal(t.qpn, 0xc0de);
+	assert_int_equal(t.port, 1);
+	assert_memory_equal(t.gid, gid, 16);
+	assert_true(s3_gid_link_local(t.gid));
+
+	/* AIStor/nixl: a window inside the registration; a 0 keeps the descriptor's field. */
+	snprintf(buf, sizeof(buf), "  %s:00007f0012345000:0000000000001000\t", desc);
+	assert_int_equal(s3_token_parse_header(buf, &t, &d), 0);
+	assert_int_equal(t.addr, 0x00007f0012345000ull);
+	assert_int_equal(t.len, 0x1000);
+	snprintf(buf, sizeof(buf), "%s:0:0", desc);
+	assert_int_equal(s3_token_parse_header(buf, &t, &d), 0);
+	assert_int_equal(t.addr, 0x00007f0012345678ull);
+	assert_int_equal(t.len, 0x100000);
+
+	/* No GID: has_gid 0, whatever the last field says (still hex); narrower fields; a wider size. */
+	assert_int_equal(s3_token_parse_header("1000:0000000100000000:7:0:1:0:0", &t, &d), 0);
+	assert_int_equal(t.addr, 0x1000);
+	assert_int_equal(t.len, 0x100000000ull);
+	assert_int_equal(t.rkey, 7);
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(t.gid[i], 0);
+	assert_false(s3_gid_link_local(t.gid));
+
+	/* An 88-digit first field is hipObject's, with or without colons after it. */
+	d = S3_DIALECT_CUOBJ;
+	assert_int_equal(s3_token_parse_header(REF_HEX, &t, &d), 0);
+	assert_int_equal(d, S3_DIALECT_HIPOBJ);
+}
+
+static void test_cuobj_rejects(void **state)
+{
+	static const char *bad[] = {
+		"", ":", "1:2:3:4:5:0:0:", ":1:2:3:4:5:0:0",
+		"1:2:3:4:5:0",                               /* six fields */
+		"1:2:3:4:5:0:0:1",                           /* eight */
+		"1:2:3:4:5:0:0:1:2:3",                       /* ten */
+		"10000000000000000:2:3:4:5:0:0",             /* an address of 17 digits */
+		"1:20000000000000000:3:4:5:0:0",             /* a size of 17 */
+		"1:2:100000000:4:5:0:0",                     /* an rkey of 9 */
+		"1:2:3:10000:5:0:0",                         /* a LID of 5 */
+		"1:2:3:4:1000000:0:0",                       /* a QPN of 7 */
+		"1:2:3:4:5:00:0",                            /* has_gid of 2 digits */
+		"1:2:3:4:5:2:0",                             /* has_gid 2 */
+		"1:2:3:4:5:1:0",                             /* a GID of 1 digit */
+		"1:2:3:4:5:1:fe80000000000000021122fffe33445",   /* of 31 */
+		"1:2:3:4:5:1:fe80000000000000021122fffe3344556", /* of 33 */
+		"1:2:3:4:5:1:fe80000000000000021122fffe33445g",  /* not hex */
+		"1:2:3:4:5:0:0:10000000000000000:1",         /* a window address of 17 */
+		"1:2:3:4:5:0:0:1:",                          /* an empty size */
+		"1:2: 3:4:5:0:0", "0x1:2:3:4:5:0:0", "-1:2:3:4:5:0:0",
+	};
+	struct s3_token t;
+	enum s3_dialect d;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		poison(&t, sizeof(t));
+		if (s3_token_parse_header(bad[i], &t, &d) != -EINVAL)
+			fail_msg("accepted \"%s\"", bad[i]);
+		assert_poisoned(&t, sizeof(t));
+	}
+	/* A value without colons that is not 88 digits is a hipObject token gone wrong. */
+	assert_int_equal(s3_token_parse_header("1234", &t, &d), -EINVAL);
+	assert_int_equal(d, S3_DIALECT_HIPOBJ);
+	assert_int_equal(s3_token_parse_header("1:2:3", &t, &d), -EINVAL);
+	assert_int_equal(d, S3_DIALECT_CUOBJ);
+}
 
 static void test_reply_forms(void **state)
 {
@@ -605,6 +696,8 @@ int main(void)
 		cmocka_unit_test(test_header_rejects),
 		cmocka_unit_test(test_non_hex_positions),
 		cmocka_unit_test(test_from_hex_lengths),
+		cmocka_unit_test(test_cuobj_descriptor),
+		cmocka_unit_test(test_cuobj_rejects),
 		cmocka_unit_test(test_reply_forms),
 		cmocka_unit_test(test_reply_round_trip),
 		cmocka_unit_test(test_reply_rejects),

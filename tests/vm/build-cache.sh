@@ -27,7 +27,8 @@ step_inputs() {
 	case $1 in
 	10-hostroot) cat "$VM_LIB_DIR/common.sh"; echo "suite=$VM_SUITE" ;;
 	20-ionic-rdma) echo "kver=$(guest_kver)" ;;
-	30-guestroot) cat "$VM_DIR/../s3_rdma_client.c" "$VM_DIR/../../src/util/parse_int.h" ;;
+	30-guestroot) cat "$VM_DIR"/../s3_rdma_client.[ch] "$VM_DIR/../s3_rdma_checks.c" "$VM_DIR/../s3_rdma_dialects.c" \
+		"$VM_DIR/../../src/util/parse_int.h" ;;
 	40-images) cat "$VM_DIR/guest/init.sh" "$VM_DIR/guest/initramfs-init.sh" ;;
 	esac
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build step 3: the guest's root file system (a sid tree in $GUESTROOT): the guest kernel's
 # modules and image, the RDMA user space, the tools guest checks and the demo's tour use, the
-# project's S3-over-RDMA client (tests/s3_rdma_client.c, as /usr/local/bin/s3_rdma_client) and
+# project's S3-over-RDMA client (tests/s3_rdma_*, as /usr/local/bin/s3_rdma_client) and
 # ionic_rdma.ko in updates/. No init system: the lane's own init (guest/init.sh) comes with the
 # initramfs. Idempotent: only missing packages are installed.
 set -euo pipefail
@@ -37,12 +37,14 @@ chroot_run "$GUESTROOT" depmod -a "$KVER"
 [ -f "$GUESTROOT/usr/lib/modules/$KVER/vmlinuz" ] || die "linux-binary-$KVER has no vmlinuz where expected"
 
 # The S3-over-RDMA client, built by the guest's own compiler against its libibverbs, from its
-# source and parse_int.h alone (as the s3-rdma check builds it in the guest).
+# sources and parse_int.h alone (as the s3-rdma check builds it in the guest).
 SRCDIR=$(mktemp -d)
 trap 'rm -rf "$SRCDIR"' EXIT
-cp "$VM_DIR/../s3_rdma_client.c" "$VM_DIR/../../src/util/parse_int.h" "$SRCDIR/"
+cp "$VM_DIR"/../s3_rdma_client.[ch] "$VM_DIR/../s3_rdma_checks.c" "$VM_DIR/../s3_rdma_dialects.c" \
+	"$VM_DIR/../../src/util/parse_int.h" "$SRCDIR/"
 chroot_run "$GUESTROOT" -b "$SRCDIR:/src:ro" -- \
-	gcc -std=c17 -O2 -Wall -Wextra -Werror -I/src /src/s3_rdma_client.c -libverbs -o /usr/local/bin/s3_rdma_client
+	gcc -std=c17 -O2 -Wall -Wextra -Werror -I/src /src/s3_rdma_client.c /src/s3_rdma_checks.c \
+	/src/s3_rdma_dialects.c -libverbs -o /usr/local/bin/s3_rdma_client
 
 echo ernic-guest >"$GUESTROOT/etc/hostname"
 printf '127.0.0.1 localhost\n127.0.1.1 ernic-guest\n' >"$GUESTROOT/etc/hosts"
