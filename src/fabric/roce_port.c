@@ -93,6 +93,17 @@ struct roce_port {
 	} lmac[ROCE_PORT_LOCAL_MACS];
 	struct neigh neigh[ROCE_PORT_NEIGH];
 	unsigned neigh_next;
+	/*
+	 * Peers whose flows got late signals (roce_rate.h), with the rate the
+	 * last such flow had: a new QP toward one starts there instead of at
+	 * ROCE_RATE_START, since that peer will again tell of an overflow only
+	 * seconds after it began (perftest makes a new QP for every run).
+	 */
+	struct {
+		uint32_t ip;            /* 0: unused */
+		uint64_t rate;
+	} late_peer[ROCE_PORT_LATE_PEERS];
+	unsigned late_next;
 	/* received frames: rxq[rx_head], ... rx_count of them */
 	struct rx_slot rxq[ROCE_PORT_RXQ];
 	unsigned rx_head, rx_count;
@@ -269,12 +280,45 @@ static void rate_signal(struct roce_port *port, struct port_qp *qp, uint64_t now
 		port->stats.rate_cuts++;
 }
 
-/* Losses the transport counted since the last look: each look that finds one is a signal. */
+/* The entry of ip in the late peers, or -1 (make: the oldest is taken for it). */
+static int late_peer_find(struct roce_port *port, uint32_t ip, bool make)
+{
+	for (unsigned i = 0; i < ROCE_PORT_LATE_PEERS; i++)
+		if (port->late_peer[i].ip == ip && ip != 0)
+			return (int)i;
+	if (!make || ip == 0)
+		return -1;
+	port->late_peer[port->late_next].ip = ip;
+	port->late_next = (port->late_next + 1) % ROCE_PORT_LATE_PEERS;
+	return (int)((port->late_next + ROCE_PORT_LATE_PEERS - 1) % ROCE_PORT_LATE_PEERS);
+}
+
+/* What a late flow's rate is now, kept for the next QP toward its peer. */
+static void late_peer_note(struct roce_port *port, const struct port_qp *qp)
+{
+	int i;
+
+	if (!qp->rate.late || (i = late_peer_find(port, qp->remote_ip, true)) < 0)
+		return;
+	port->late_peer[i].rate = qp->rate.rate;
+}
+
+/*
+ * Losses the transport counted since the last look: each look that finds one
+ * is a signal; a READ asked for again is a late one.
+ */
 static void loss_check(struct roce_port *port, struct port_qp *qp, uint64_t now_us)
 {
-	if (qp->req.timeouts != qp->seen_timeouts || qp->resp.read_again != qp->seen_read_again) {
-		qp->seen_timeouts = qp->req.timeouts;
+	if (qp->resp.read_again != qp->seen_read_again) {
 		qp->seen_read_again = qp->resp.read_again;
+		qp->seen_timeouts = qp->req.timeouts;
+		if (roce_rate_late(&qp->rate, now_us)) {
+			port->stats.rate_cuts++;
+			port->stats.late_cuts++;
+		}
+		late_peer_note(port, qp);
+	} else if (qp->req.timeouts != qp->seen_timeouts) {
+		qp->seen_timeouts = qp->req.timeouts;
 		rate_signal(port, qp, now_us);
 	}
 }
@@ -524,7 +568,16 @@ int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_
 	qp->tos = cfg->tos;
 	qp->pkey = cfg->pkey;
 	qp->remote_qpn = cfg->remote_qpn;
-	roce_rate_init(&qp->rate, now_us);
+	{
+		int lp = late_peer_find(port, qp->remote_ip, false);
+
+		if (lp >= 0) {
+			roce_rate_init_late(&qp->rate, port->late_peer[lp].rate, now_us);
+			port->stats.late_starts++;
+		} else {
+			roce_rate_init(&qp->rate, now_us);
+		}
+	}
 	qp->resp_ops = ro;
 	qp->resp_ctx = cfg->resp_ctx;
 	qp->req_ops = qo;
@@ -594,6 +647,7 @@ int roce_port_qp_destroy(struct roce_port *port, uint32_t qpn)
 	/* The pump or a timer may be inside this very QP, and the loops hold places in the list. */
 	if (port->busy)
 		return -EBUSY;
+	late_peer_note(port, qp);
 	/* Unlinked first: nothing the flush below calls out to finds the QP any more. */
 	qp_unlink(port, qp);
 	lm = port->guest ? lmac_find(port, qp->local_mac, false) : -1;

@@ -66,6 +66,7 @@ struct net_switch;
 /* Distinct local MACs a guest node's QPs may send with besides its own (its receive filter checks each). */
 #define ROCE_PORT_LOCAL_MACS 16
 #define ROCE_PORT_NEIGH 16              /* neighbour table entries */
+#define ROCE_PORT_LATE_PEERS 16         /* peers remembered for the late signals of their flows */
 #define ROCE_PORT_RXQ 64                /* received frames held until roce_port_pump() */
 #define ROCE_PORT_BACKLOG (ROCE_PORT_RXQ * 3 / 4) /* a frame that finds this many waiting: the node is behind */
 #define ROCE_PORT_CNP_GAP_US 50         /* at most one CNP per QP this often */
@@ -100,7 +101,9 @@ struct roce_port_stats {
 	uint64_t neigh_learned;         /* entries made or changed */
 	/* congestion control (roce_rate.h) */
 	uint64_t cnp_sent, cnp_received;        /* CNPs: the node behind on a peer's frames / a peer behind on ours */
-	uint64_t rate_cuts;             /* a QP's rate halved (CNP, sequence or implied NAK, timeout, READ asked again) */
+	uint64_t rate_cuts;             /* a QP's rate halved (CNP, sequence or implied NAK, timeout), or quartered (late) */
+	uint64_t late_cuts;             /* of which late: a READ asked for again after its responses went */
+	uint64_t late_starts;           /* QPs that started at the rate an earlier flow to their peer learned late */
 	uint64_t paced;                 /* a QP with frames to send found its rate out of tokens */
 	uint64_t drops[ROCE_PORT_DROP_NUM];
 	uint64_t parse_err[ROCE_ERR_NUM];

@@ -13,9 +13,17 @@ void roce_rate_init(struct roce_rate *r, uint64_t now_us)
 	r->alpha = ROCE_RATE_ALPHA_ONE;
 }
 
-/* One quiet step of sending: up again (fast recovery first, then additively). */
+/* One quiet step of sending: up again (fast recovery first, then additively; a late flow by a little). */
 static void raise(struct roce_rate *r)
 {
+	if (r->late) {
+		r->rate += r->rate >> ROCE_RATE_LATE_SHIFT;
+		if (r->rate > ROCE_RATE_LINE)
+			r->rate = ROCE_RATE_LINE;
+		r->target = r->rate;
+		r->raises++;
+		return;
+	}
 	if (r->fast < ROCE_RATE_FAST_STEPS) {
 		r->fast++;
 	} else {
@@ -47,7 +55,7 @@ static void refill(struct roce_rate *r, uint64_t now_us)
 			r->refill_us += (credit * 1000000u + r->rate - 1) / r->rate;
 		}
 	}
-	if (now_us - r->step_us >= ROCE_RATE_STEP_US) {
+	if (now_us - r->step_us >= (r->late ? ROCE_RATE_LATE_STEP_US : ROCE_RATE_STEP_US)) {
 		uint64_t span = now_us - r->step_us < 1000000u ? now_us - r->step_us : 1000000u;
 
 		/* A step counts when the flow used half of what its rate allowed in it: it was sending. */
@@ -93,6 +101,36 @@ bool roce_rate_signal(struct roce_rate *r, uint64_t now_us)
 		r->tokens = 0;
 	r->refill_us = now_us;
 	return true;
+}
+
+bool roce_rate_late(struct roce_rate *r, uint64_t now_us)
+{
+	r->signals++;
+	r->lates++;
+	if (r->late && now_us - r->late_us < ROCE_RATE_LATE_GAP_US)
+		return false;
+	r->rate /= 4;
+	if (r->rate < ROCE_RATE_MIN)
+		r->rate = ROCE_RATE_MIN;
+	r->target = r->rate;
+	r->late = true;
+	r->late_us = r->cut_us = now_us;
+	r->cuts++;
+	r->fast = ROCE_RATE_FAST_STEPS;
+	r->step_us = now_us;
+	r->step_bytes = 0;
+	if (r->tokens > 0)
+		r->tokens = 0;
+	r->refill_us = now_us;
+	return true;
+}
+
+void roce_rate_init_late(struct roce_rate *r, uint64_t rate, uint64_t now_us)
+{
+	roce_rate_init(r, now_us);
+	r->rate = r->target = rate < ROCE_RATE_MIN ? ROCE_RATE_MIN : rate > ROCE_RATE_LINE ? ROCE_RATE_LINE : rate;
+	r->late = true;
+	r->late_us = now_us - ROCE_RATE_LATE_GAP_US; /* a late signal now would count */
 }
 
 uint64_t roce_rate_next_us(const struct roce_rate *r, uint64_t now_us)

@@ -626,6 +626,64 @@ static void test_lossy_read(void **state)
 	teardown_world();
 }
 
+/*
+ * A READ asked for again after its responses went is a late signal (roce_rate.h): the responder's
+ * rate is cut to a quarter and the flow is late; the rate is remembered for the peer, so a new QP
+ * toward the same address starts there, late, while one toward another address starts afresh.
+ */
+static void test_late_peer(void **state)
+{
+	uint32_t rlen = 4 * MTU;
+	const struct roce_rate *rb;
+	struct roce_port_qp_cfg c;
+	uint64_t learned;
+
+	(void)state;
+	setup(true);
+	B->drop_op = is_read_mid;
+	B->drop_op_left = 1;
+	assert_int_equal(post(A, 1, ROCE_RC_REQ_READ, rlen, 1000), 0);
+	run();
+	expect_comp(A, 0, 1, ROCE_RC_REQ_WC_SUCCESS, rlen);
+	assert_memory_equal(A->lbuf[1], B->mr + 1000, rlen);
+	rb = roce_port_qp_rate(B->port, QPN_B);
+	assert_true(roce_port_qp_responder(B->port, QPN_B)->read_again > 0);
+	assert_true(rb->late);
+	assert_int_equal(roce_port_stats(B->port)->late_cuts, 1);
+	assert_true(rb->rate <= ROCE_RATE_START / 4);
+	learned = rb->rate;
+	/* A's requester saw no late signal: its rate is not late. */
+	assert_false(roce_port_qp_rate(A->port, QPN_A)->late);
+
+	/* Both QPs go; B's new one toward A's address starts at what it learned. */
+	assert_int_equal(roce_port_qp_destroy(A->port, QPN_A), 0);
+	c = qp_cfg(A);
+	assert_int_equal(roce_port_qp_create(A->port, QPN_A, &c, W->now), 0);
+	assert_int_equal(roce_port_qp_destroy(B->port, QPN_B), 0);
+	c = qp_cfg(B);
+	assert_int_equal(roce_port_qp_create(B->port, QPN_B, &c, W->now), 0);
+	rb = roce_port_qp_rate(B->port, QPN_B);
+	assert_true(rb->late);
+	assert_int_equal(rb->rate, learned);
+	assert_int_equal(roce_port_stats(B->port)->late_starts, 1);
+	/* ... and it works: the READ again, no loss this time. */
+	assert_int_equal(post(A, 2, ROCE_RC_REQ_READ, rlen, 2000), 0);
+	run();
+	expect_comp(A, 1, 2, ROCE_RC_REQ_WC_SUCCESS, rlen);
+	assert_memory_equal(A->lbuf[2], B->mr + 2000, rlen);
+
+	/* Toward another address: a fresh start. */
+	assert_int_equal(roce_port_qp_destroy(B->port, QPN_B), 0);
+	c = qp_cfg(B);
+	c.remote_ip = IP_A + 100;
+	assert_int_equal(roce_port_qp_create(B->port, QPN_B, &c, W->now), 0);
+	rb = roce_port_qp_rate(B->port, QPN_B);
+	assert_false(rb->late);
+	assert_int_equal(rb->rate, ROCE_RATE_START);
+	assert_int_equal(roce_port_stats(B->port)->late_starts, 1);
+	teardown_world();
+}
+
 /* The neighbour unresolved when the SEND goes out: dropped, ARP asked, the retransmission gets through. */
 static void test_unresolved(void **state)
 {
@@ -1657,6 +1715,7 @@ int main(void)
 		cmocka_unit_test(test_atomics),
 		cmocka_unit_test(test_lossy),
 		cmocka_unit_test(test_lossy_read),
+		cmocka_unit_test(test_late_peer),
 		cmocka_unit_test(test_unresolved),
 		cmocka_unit_test(test_drops),
 		cmocka_unit_test(test_hostile),

@@ -4,7 +4,9 @@
  * congestion signal (by alpha / 2: half at first, little after a quiet spell, half again when the
  * signals keep coming; one per ROCE_RATE_CUT_GAP_US; the floor), the rise after quiet steps of
  * sending (fast recovery halfway back, then additive, the line rate the ceiling) and none while
- * idle, and when a flow that ran dry may send again.
+ * idle, and when a flow that ran dry may send again; late signals (a READ asked for again): a cut
+ * to a quarter, one per ROCE_RATE_LATE_GAP_US, the floor, then only the slow rise of a late flow
+ * (1/32 per 100 ms of sending, none while idle, no fast recovery), and a flow started late.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -127,12 +129,98 @@ static void test_recovery(void **state)
 	assert_true(r.rate < before / 2 + before / 64);
 }
 
+/* Send at the rate for dur_us from *t, in steps of 10 us (a flow that always has frames). */
+static void send_for(struct roce_rate *r, uint64_t *t, uint64_t dur_us)
+{
+	for (uint64_t end = *t + dur_us; *t < end; *t += 10)
+		while (roce_rate_ready(r, *t))
+			roce_rate_sent(r, 1024, *t);
+}
+
+static void test_late(void **state)
+{
+	struct roce_rate r;
+	uint64_t t = 5000, before, raises;
+
+	(void)state;
+	roce_rate_init(&r, t);
+	send_for(&r, &t, 1000);
+	before = r.rate;
+	raises = r.raises;
+	/* A late signal: a quarter, no fast recovery back to where it was. */
+	assert_true(roce_rate_late(&r, t));
+	assert_true(r.late);
+	assert_int_equal(r.rate, before / 4);
+	assert_int_equal(r.target, r.rate);
+	/* Another within the gap is the same loss. */
+	assert_false(roce_rate_late(&r, t + ROCE_RATE_LATE_GAP_US - 1));
+	assert_int_equal(r.rate, before / 4);
+	assert_int_equal(r.lates, 2);
+	/* 99 ms of sending: no rise yet (a normal flow would have risen ~500 times). */
+	send_for(&r, &t, ROCE_RATE_LATE_STEP_US - 1000);
+	assert_int_equal(r.rate, before / 4);
+	/* Past the step: up by 1/32, once. */
+	send_for(&r, &t, 2000);
+	assert_int_equal(r.rate, before / 4 + (before / 4 >> ROCE_RATE_LATE_SHIFT));
+	assert_int_equal(r.raises, raises + 1);
+	/* A second of sending: ten steps, each by 1/32 (about 36% in all, never doubling). */
+	before = r.rate;
+	send_for(&r, &t, 1000000);
+	assert_true(r.rate > before + before / 4 && r.rate < before * 3 / 2);
+	/* Idle: no rise (the step that was under way when sending stopped counts once). */
+	t += 5000000;
+	assert_true(roce_rate_ready(&r, t));
+	before = r.rate;
+	t += 1000000;
+	assert_true(roce_rate_ready(&r, t));
+	t += 1000000;
+	assert_true(roce_rate_ready(&r, t));
+	assert_int_equal(r.rate, before);
+	/* Repeated late signals, each past the gap, reach the floor and stay there. */
+	for (int i = 0; i < 20; i++) {
+		t += ROCE_RATE_LATE_GAP_US;
+		roce_rate_late(&r, t);
+	}
+	assert_int_equal(r.rate, ROCE_RATE_MIN);
+	/* A CNP still cuts a late flow, which stays late. */
+	send_for(&r, &t, 300000);
+	before = r.rate;
+	assert_true(roce_rate_signal(&r, t));
+	assert_true(r.rate < before || r.rate == ROCE_RATE_MIN);
+	assert_true(r.late);
+}
+
+/* A flow toward a peer known for late signals starts at the rate given, late, within the bounds. */
+static void test_init_late(void **state)
+{
+	struct roce_rate r;
+	uint64_t t = 10;
+
+	(void)state;
+	roce_rate_init_late(&r, 20000000, t);
+	assert_int_equal(r.rate, 20000000);
+	assert_true(r.late);
+	/* A late signal at once counts (the gap is measured from an earlier flow's). */
+	assert_true(roce_rate_late(&r, t));
+	assert_int_equal(r.rate, 5000000);
+	roce_rate_init_late(&r, 1, t);
+	assert_int_equal(r.rate, ROCE_RATE_MIN);
+	roce_rate_init_late(&r, ~0ull, t);
+	assert_int_equal(r.rate, ROCE_RATE_LINE);
+	/* It rises as a late flow. */
+	roce_rate_init_late(&r, 32000000, t);
+	send_for(&r, &t, ROCE_RATE_LATE_STEP_US + 1000);
+	assert_int_equal(r.rate, 33000000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bucket),
 		cmocka_unit_test(test_cut),
 		cmocka_unit_test(test_recovery),
+		cmocka_unit_test(test_late),
+		cmocka_unit_test(test_init_late),
 	};
 
 	return cmocka_run_group_tests_name("roce-rate-unit", tests, NULL, NULL);
