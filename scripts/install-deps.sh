@@ -18,6 +18,7 @@ PACKAGES=(
 	curl python3-boto3 nftables         # s3-tap-ci: real HTTP and S3 clients, packet loss
 	iputils-ping                        # s3-tap-ci: ICMP echo
 	rclone s3cmd s3fs awscli            # s3-clients-ci: the stock S3 clients users run
+	tshark                              # pcap-ci: the capture decoded by Wireshark's own dissectors
 	debootstrap util-linux              # guest test lane (tests/vm): chroots, mount namespaces
 )
 case ${1:-} in

@@ -18,11 +18,13 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fabric/fabric.h"
 #include "ionic/ionic_pci.h"
 #include "net/net_switch.h"
+#include "net/net_pcap.h"
 #include "net/tap.h"
 #include "util/backend_opts.h"
 #include "util/evloop.h"
@@ -51,6 +53,8 @@ struct options {
 	struct backend_config backend;
 	bool mmap_doorbells;
 	unsigned poll_us;
+	const char *pcap;       /* --pcap FILE, or NULL */
+	uint64_t pcap_max;      /* --pcap-max, 0: the default */
 };
 
 static void usage(FILE *f)
@@ -69,6 +73,8 @@ static void usage(FILE *f)
 		"      --no-mmap-doorbells every doorbell traps (the default)\n"
 		"      --poll-us N         after any activity, poll without sleeping for N microseconds\n"
 		"                          (0..100000; default 0, with --mmap-doorbells 50)\n"
+		"      --pcap FILE         capture every frame of the emulated segment into FILE (pcap)\n"
+		"      --pcap-max SIZE     stop capturing once FILE would pass SIZE (default 1G)\n"
 		"  -L, --log-level LEVEL   error | warn | info | debug (default info)\n"
 		"  -v                      same as --log-level debug\n"
 		"      --version           print the version and exit\n"
@@ -125,7 +131,7 @@ static const char *long_name(const struct option *longopts, int c)
 
 static void parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_VERSION = 256, OPT_MMAP_DB, OPT_NO_MMAP_DB, OPT_POLL_US };
+	enum { OPT_VERSION = 256, OPT_MMAP_DB, OPT_NO_MMAP_DB, OPT_POLL_US, OPT_PCAP, OPT_PCAP_MAX };
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "backend", required_argument, NULL, 'b' },
@@ -135,13 +141,15 @@ static void parse_args(int argc, char **argv, struct options *o)
 		{ "mmap-doorbells", no_argument, NULL, OPT_MMAP_DB },
 		{ "no-mmap-doorbells", no_argument, NULL, OPT_NO_MMAP_DB },
 		{ "poll-us", required_argument, NULL, OPT_POLL_US },
+		{ "pcap", required_argument, NULL, OPT_PCAP },
+		{ "pcap-max", required_argument, NULL, OPT_PCAP_MAX },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *backend = "loopback";
 	const char *mac = NULL;
-	bool seen[128] = { false }, seen_db = false, seen_poll = false;
+	bool seen[128] = { false }, seen_db = false, seen_poll = false, seen_pcap_max = false;
 	char err[512];
 	uint64_t v;
 	int c;
@@ -195,6 +203,21 @@ static void parse_args(int argc, char **argv, struct options *o)
 				usage_error("bad --poll-us '%s' (0..%u microseconds)", optarg, MAX_POLL_US);
 			o->poll_us = (unsigned)v;
 			break;
+		case OPT_PCAP:
+			if (o->pcap)
+				usage_error("option --pcap given twice");
+			if (optarg[0] == '\0')
+				usage_error("--pcap needs a file name");
+			o->pcap = optarg;
+			break;
+		case OPT_PCAP_MAX:
+			if (seen_pcap_max)
+				usage_error("option --pcap-max given twice");
+			seen_pcap_max = true;
+			if (parse_size(optarg, &v) || v < 4096)
+				usage_error("bad --pcap-max '%s' (a size of at least 4K)", optarg);
+			o->pcap_max = v;
+			break;
 		case OPT_VERSION:
 			printf("rocm-ernic %s\n", ERNIC_VERSION);
 			exit(0);
@@ -211,6 +234,8 @@ static void parse_args(int argc, char **argv, struct options *o)
 		usage_error("unexpected argument '%s' (see --help)", argv[optind]);
 	if (!seen_poll)
 		o->poll_us = o->mmap_doorbells ? DEFAULT_POLL_US_MAPPED : 0;
+	if (seen_pcap_max && !o->pcap)
+		usage_error("--pcap-max without --pcap");
 
 	if (backend_config_parse(backend, &o->backend, err, sizeof(err)))
 		usage_error("%s", err);
@@ -230,6 +255,15 @@ static void parse_args(int argc, char **argv, struct options *o)
 				    ep[0], ep[1], ep[2], ep[3], ep[4], ep[5],
 				    o->backend.kind == BACKEND_S3 ? "s3 endpoint's" : "nvmeof controller's");
 	}
+}
+
+/* The switch's monitor: every frame of the segment into the capture, stamped with the wall clock. */
+static void capture(void *ctx, const uint8_t *frame, size_t len)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	net_pcap_frame(ctx, frame, len, (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u);
 }
 
 struct signal_ctx {
@@ -272,6 +306,7 @@ int main(int argc, char **argv)
 	struct ionic_pci *nic = NULL;
 	struct net_switch *sw = NULL;
 	struct tap *tap = NULL;
+	struct net_pcap *pcap = NULL;
 	struct ionic_dev_config nic_cfg;
 	struct ev_watch *sig_watch = NULL;
 	struct ev_poller *db_poller = NULL, *work_poller = NULL;
@@ -306,6 +341,14 @@ int main(int argc, char **argv)
 	sw = net_switch_new();
 	if (sw == NULL)
 		goto out;
+	if (opts.pcap) {
+		pcap = net_pcap_open(opts.pcap, opts.pcap_max, err, sizeof(err));
+		if (pcap == NULL) {
+			LOG_ERR("%s", err);
+			goto out;
+		}
+		net_switch_set_monitor(sw, capture, pcap);
+	}
 	dp = fabric_create(&opts.backend, sig.loop, sw, err, sizeof(err));
 	if (dp == NULL) {
 		fprintf(stderr, "%s\n", err);
@@ -384,6 +427,9 @@ out:
 	ionic_pci_free(nic);
 	tap_close(tap);
 	fabric_destroy(dp);
+	if (sw)
+		net_switch_set_monitor(sw, NULL, NULL);
+	net_pcap_close(pcap);
 	net_switch_free(sw);
 	if (sig.loop) {
 		evloop_del_fd(sig.loop, sig_watch);

@@ -24,6 +24,8 @@ struct net_switch {
 	 */
 	bool scratch_busy;
 	uint8_t scratch[NET_MAX_FRAME];
+	void (*monitor)(void *ctx, const uint8_t *frame, size_t len);
+	void *monitor_ctx;
 };
 
 struct emit_ctx {
@@ -148,6 +150,8 @@ void net_switch_input_offload(struct net_switch *sw, int id, const uint8_t *fram
 		return;
 	}
 	sw->stats.frames++;
+	if (sw->monitor)
+		sw->monitor(sw->monitor_ctx, frame, len);
 	group = (dst[0] & 1) != 0;
 	if (id < 0 || id >= NET_SWITCH_MAX_PORTS || !sw->ports[id].no_learn)
 		learn(sw, src, id);
@@ -183,4 +187,11 @@ void net_switch_input_offload(struct net_switch *sw, int id, const uint8_t *fram
 const struct net_switch_stats *net_switch_stats(const struct net_switch *sw)
 {
 	return &sw->stats;
+}
+
+void net_switch_set_monitor(struct net_switch *sw, void (*fn)(void *ctx, const uint8_t *frame, size_t len),
+			    void *ctx)
+{
+	sw->monitor = fn;
+	sw->monitor_ctx = ctx;
 }

@@ -87,4 +87,12 @@ void net_switch_input_offload(struct net_switch *sw, int id, const uint8_t *fram
 
 const struct net_switch_stats *net_switch_stats(const struct net_switch *sw);
 
+/*
+ * Something that sees every frame entering the switch (from any port, runts
+ * aside), before it is delivered, as it came (offloads included): the
+ * segment's capture (net_pcap.h). NULL fn: none.
+ */
+void net_switch_set_monitor(struct net_switch *sw, void (*fn)(void *ctx, const uint8_t *frame, size_t len),
+			    void *ctx);
+
 #endif

@@ -109,11 +109,13 @@ expect_refused() {
 	fi
 }
 
-# s3_on_tap NAME BACKEND-SPEC: in the network namespace $NS (made here; needs root), a TAP ernic0 at
-# 192.168.200.2/24 and the server on it with BACKEND-SPEC (log $TMP/server.log, pid SERVER_PID).
+# s3_on_tap NAME BACKEND-SPEC [ARGS...]: in the network namespace $NS (made here; needs root), a TAP
+# ernic0 at 192.168.200.2/24 and the server on it with BACKEND-SPEC and any further ARGS (log
+# $TMP/server.log, pid SERVER_PID).
 # Passes or fails NAME-joined; returns non-zero when the server did not join its TAP.
 s3_on_tap() {
 	local name=$1 spec=$2 sock=$TMP/s3.sock
+	shift 2
 	if [ "$(id -u)" != 0 ] || ! ip netns add "$NS" 2>/dev/null; then
 		fail "$name-setup" "needs root and network namespaces"
 		return 1
@@ -122,7 +124,7 @@ s3_on_tap() {
 	ip netns exec "$NS" ip tuntap add dev ernic0 mode tap
 	ip netns exec "$NS" ip addr add 192.168.200.2/24 dev ernic0
 	ip netns exec "$NS" ip link set ernic0 up
-	ip netns exec "$NS" "$BIN" --socket "$sock" --backend "$spec" --tap ernic0 2>"$TMP/server.log" &
+	ip netns exec "$NS" "$BIN" --socket "$sock" --backend "$spec" --tap ernic0 "$@" 2>"$TMP/server.log" &
 	SERVER_PID=$!
 	for _ in $(seq 300); do has_line "$TMP/server.log" "tap ernic0: joined to the segment" && break; sleep 0.1; done
 	if has_line "$TMP/server.log" "tap ernic0: joined to the segment"; then

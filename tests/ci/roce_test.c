@@ -1497,6 +1497,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_bulk_1m),
 		cmocka_unit_test(test_bulk_16m),
 	};
+	const struct CMUnitTest pcap[] = {
+		cmocka_unit_test(test_connect),
+		cmocka_unit_test(test_write),
+	};
 	const struct CMUnitTest lossy[] = {
 		cmocka_unit_test(test_connect),
 		cmocka_unit_test(test_lossy),
@@ -1523,7 +1527,7 @@ int main(int argc, char **argv)
 	};
 
 	if (argc < 5) {
-		fprintf(stderr, "usage: %s SOCK_A SOCK_B TAP_A TAP_B [lossy|bulk]\n", argv[0]);
+		fprintf(stderr, "usage: %s SOCK_A SOCK_B TAP_A TAP_B [lossy|bulk|pcap]\n", argv[0]);
 		return 2;
 	}
 	A.sock = argv[1];
@@ -1532,6 +1536,8 @@ int main(int argc, char **argv)
 	tap_b_name = argv[4];
 	if (argc > 5 && strcmp(argv[5], "lossy") == 0)
 		return cmocka_run_group_tests_name("roce-ci-lossy", lossy, group_setup, group_teardown);
+	if (argc > 5 && strcmp(argv[5], "pcap") == 0) /* pcap-ci: a few frames to decode */
+		return cmocka_run_group_tests_name("roce-ci-pcap", pcap, group_setup, group_teardown);
 	if (argc > 5 && strcmp(argv[5], "bulk") == 0)
 		return cmocka_run_group_tests_name("roce-ci-bulk", bulk, group_setup, group_teardown);
 	return cmocka_run_group_tests_name("roce-ci", tests, group_setup, group_teardown);
