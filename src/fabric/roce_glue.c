@@ -599,10 +599,11 @@ void roce_glue_log_stats(const struct roce_glue *g)
 	snprintf(line, sizeof(line), "roce: responders: %llu packets sent; requests:", (unsigned long long)tot.resp_frames);
 	put_counts(line, sizeof(line), tot.resp_in, ROCE_RC_IN_NUM, resp_in_name);
 	LOG_INFO("%s", line);
-	LOG_INFO("roce: congestion: %llu CNPs sent, %llu received, %llu rate cuts (%llu late), %llu QPs started late, "
-		 "%llu times a QP waited for its rate, "
+	LOG_INFO("roce: congestion: %llu CNPs sent, %llu received, %llu frames marked CE, %llu rate cuts (%llu late), "
+		 "%llu QPs started late, %llu times a QP waited for its rate, "
 		 "%llu READs asked for again (%llu answers after them dropped), %llu responses without room",
 		 (unsigned long long)ps->cnp_sent, (unsigned long long)ps->cnp_received,
+		 (unsigned long long)ps->ce_received,
 		 (unsigned long long)ps->rate_cuts, (unsigned long long)ps->late_cuts,
 		 (unsigned long long)ps->late_starts, (unsigned long long)ps->paced,
 		 (unsigned long long)tot.resp_read_again, (unsigned long long)tot.resp_out_dropped,

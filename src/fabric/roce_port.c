@@ -12,6 +12,7 @@
 
 #include "net/net_arp.h"
 #include "net/net_switch.h"
+#include "util/inet_csum.h"
 
 enum neigh_state {
 	NEIGH_FREE = 0,
@@ -213,6 +214,25 @@ void roce_port_arp_request(struct roce_port *port, uint32_t ip, uint64_t now_us)
 }
 
 /*
+ * ECN, as a RoCE NIC with DCQCN uses it: a QP's frames go out ECN-capable
+ * (ECT(0) in the IPv4 header) unless the guest's traffic class already set
+ * the ECN bits, so that a congested switch marks them CE instead of dropping
+ * them. CNPs are not marked (a switch must not mark the signal that relieves
+ * it). The ICRC leaves TOS out, so only the IPv4 checksum changes.
+ */
+static void ect_mark(uint8_t *frame, size_t len)
+{
+	struct net_ip_hdr *ip = (struct net_ip_hdr *)(frame + sizeof(struct net_eth_hdr));
+	const struct roce_bth *bth = (const struct roce_bth *)(frame + ROCE_L2L4_LEN);
+
+	if (len < ROCE_L2L4_LEN + sizeof(*bth) || (ip->tos & ROCE_ECN_MASK) != 0 || bth->opcode == ROCE_CNP)
+		return;
+	ip->tos |= ROCE_ECN_ECT0;
+	ip->csum = be16_set(0);
+	ip->csum = be16_set(inet_csum_fold(inet_csum_add(0, ip, sizeof(*ip))));
+}
+
+/*
  * A QP's frame: to the neighbour's MAC when it is known. Otherwise ask (not
  * more often than ROCE_PORT_ARP_RETRY_US) and drop: the requester's retries
  * send it again.
@@ -236,6 +256,7 @@ static void qp_send(struct port_qp *qp, const uint8_t *frame, size_t len)
 		dmac = n->mac;
 	memcpy(((struct net_eth_hdr *)port->tx)->dst, dmac, NET_ETH_ALEN);
 	memcpy(((struct net_eth_hdr *)port->tx)->src, qp->local_mac, NET_ETH_ALEN);
+	ect_mark(port->tx, len);
 	roce_rate_sent(&qp->rate, len, port->now_us);
 	port_out(port, port->tx, len);
 }
@@ -834,8 +855,13 @@ static void roce_input(struct roce_port *port, const uint8_t *frame, size_t len,
 		rate_signal(port, qp, now_us);
 		return;
 	}
-	if (backlog)
+	if ((pkt.ip->tos & ROCE_ECN_MASK) == ROCE_ECN_CE) {
+		/* A switch on the way marked it: the peer is to slow down, as for a backlog here. */
+		port->stats.ce_received++;
 		cnp_send(port, qp, now_us);
+	} else if (backlog) {
+		cnp_send(port, qp, now_us);
+	}
 	if (pkt.op->request) {
 		port->stats.to_responder++;
 		if (roce_rc_resp_input(&qp->resp, &pkt) == ROCE_RC_IN_FATAL_NAK && qp->resp_fatal != NULL)

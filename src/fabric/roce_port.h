@@ -100,7 +100,8 @@ struct roce_port_stats {
 	uint64_t ud_in, ud_out;                 /* UD datagrams handed to the handler (refused ones too), sent */
 	uint64_t neigh_learned;         /* entries made or changed */
 	/* congestion control (roce_rate.h) */
-	uint64_t cnp_sent, cnp_received;        /* CNPs: the node behind on a peer's frames / a peer behind on ours */
+	uint64_t cnp_sent, cnp_received;        /* CNPs: the node behind on a peer's frames (or them marked CE) / a peer behind on ours */
+	uint64_t ce_received;           /* frames that came with ECN's Congestion Experienced (a switch on the way was congested) */
 	uint64_t rate_cuts;             /* a QP's rate halved (CNP, sequence or implied NAK, timeout), or quartered (late) */
 	uint64_t late_cuts;             /* of which late: a READ asked for again after its responses went */
 	uint64_t late_starts;           /* QPs that started at the rate an earlier flow to their peer learned late */

@@ -226,6 +226,11 @@ enum roce_opcode {
 	ROCE_CNP = 0x81,
 };
 
+/* The ECN field of the IPv4 TOS byte (RFC 3168). */
+#define ROCE_ECN_MASK 0x03u
+#define ROCE_ECN_ECT0 0x02u
+#define ROCE_ECN_CE   0x03u
+
 /* Extension headers an opcode carries; on the wire they follow the BTH in this order. */
 enum roce_hdr {
 	ROCE_HDR_DETH,

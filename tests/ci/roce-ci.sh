@@ -148,6 +148,38 @@ for l in c d; do
 	fi
 done
 
+# ECN: fresh servers, the bridge marking every RoCEv2 frame Congestion Experienced (as a congested
+# switch would), the client's connect and WRITE tests: each receiver counts CE frames and answers
+# them with CNPs, each sender counts those CNPs and cuts its rate; the transfers are exact.
+if nsx nft -f - <<'NFT'
+table bridge ernicce {
+	chain forward_mark {
+		type filter hook forward priority 0;
+		udp dport 4791 ip ecn set ce counter
+	}
+}
+NFT
+then
+	servers_up e f roce
+	if nsx "$CLIENT" "$TMP/e.sock" "$TMP/f.sock" ernicA ernicB pcap >"$TMP/ecn.log" 2>&1; then
+		pass roce-ecn-client
+	else
+		fail roce-ecn-client "$(grep -E 'FAILED|ERROR|Failure|error' "$TMP/ecn.log" | head -8 | tr '\n' '|')"
+	fi
+	servers_down roce-ecn-server-exit
+	nsx nft delete table bridge ernicce 2>/dev/null
+	for l in e f; do
+		grep 'roce: congestion' "$TMP/$l.log" | sed 's/^/# /'
+		if grep -Eq "roce: congestion: [1-9][0-9]* CNPs sent, [1-9][0-9]* received, [1-9][0-9]* frames marked CE, [1-9][0-9]* rate cuts" "$TMP/$l.log"; then
+			pass "roce-ecn-cnp-$l"
+		else
+			fail "roce-ecn-cnp-$l" "$(grep 'roce: congestion' "$TMP/$l.log")"
+		fi
+	done
+else
+	fail roce-ecn "nftables cannot mark ECN on the bridge here"
+fi
+
 # B refused five UD datagrams: the wrong Q_Key of test_ud, and for its UD QP and its GSI QP each
 # the datagram longer than the receive and the one that came after it, to the QP in error.
 if grep -q "roce: .*UD [0-9]* in.* ud_refused=5\b" "$TMP/b.log"; then

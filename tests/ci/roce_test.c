@@ -211,7 +211,8 @@ static unsigned frames_between(const struct side *from, const struct side *to, s
 	unsigned k = 0;
 
 	for (unsigned i = 0; i < nframes && k < max; i++)
-		if (frames[i].sip == from->ip && frames[i].dip == to->ip && !resent(i))
+		/* a CNP is a congestion signal between the nodes, not part of any message */
+		if (frames[i].sip == from->ip && frames[i].dip == to->ip && !resent(i) && frames[i].opcode != 0x81)
 			out[k++] = frames[i];
 	return k;
 }

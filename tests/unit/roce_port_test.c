@@ -76,6 +76,9 @@ struct node {
 	bool (*drop_op)(const struct roce_pkt *p);      /* and RoCE frames this picks, once each */
 	unsigned drop_op_left;
 	unsigned dropped;
+	/* ECN: frames seen ECN-capable, not, and (ce_mark) marked CE on their way as a congested switch would */
+	unsigned tx_ect, tx_not_ect;
+	bool ce_mark;
 };
 
 struct world {
@@ -137,9 +140,10 @@ static void wire_deliver(void *ctx, const uint8_t *f, size_t len)
 
 /* ---- the nodes' send-path hook: check, count, maybe drop ---- */
 
-static bool tx_hook(void *ctx, const uint8_t *f, size_t len)
+static bool tx_hook(void *ctx, const uint8_t *cf, size_t len)
 {
 	struct node *n = ctx;
+	uint8_t *f = (uint8_t *)cf; /* the node's own transmit buffer: the hook may mark it */
 	struct roce_pkt p;
 	unsigned idx;
 
@@ -161,10 +165,23 @@ static bool tx_hook(void *ctx, const uint8_t *f, size_t len)
 	assert_int_equal(be16_get(p.udp->sport), roce_port_sport(n->qpn, n->peer_qpn));
 	assert_int_equal(roce_bth_dqpn(p.bth), n->peer_qpn);
 	if (p.bth->opcode == ROCE_CNP) {
-		/* annex A17.9.3: BECN set, PSN 0, to the sending QP */
+		/* annex A17.9.3: BECN set, PSN 0, to the sending QP; not itself ECN-capable */
 		assert_true(roce_bth_becn(p.bth));
 		assert_int_equal(roce_bth_psn(p.bth), 0);
+		assert_int_equal(p.ip->tos & ROCE_ECN_MASK, 0);
 		n->tx_cnp++;
+	} else if ((p.ip->tos & ROCE_ECN_MASK) == ROCE_ECN_ECT0) {
+		n->tx_ect++;
+		if (n->ce_mark) {
+			/* a congested switch: CE, the IPv4 checksum made right again (the ICRC leaves TOS out) */
+			struct net_ip_hdr *ip = (struct net_ip_hdr *)(f + sizeof(struct net_eth_hdr));
+
+			ip->tos |= ROCE_ECN_CE;
+			ip->csum = be16_set(0);
+			ip->csum = be16_set(inet_csum_fold(inet_csum_add(0, ip, sizeof(*ip))));
+		}
+	} else {
+		n->tx_not_ect++;
 	}
 	idx = n->tx_roce++;
 	if (idx < 32 && (n->drop_mask & (1u << idx)) != 0) {
@@ -1644,6 +1661,47 @@ static void test_congestion(void **state)
 	teardown_world();
 }
 
+/*
+ * ECN: every frame of a QP leaves ECN-capable (ECT(0)), CNPs excepted; a frame that arrives marked
+ * CE (a congested switch on the way, here B's send hook) earns its sender a CNP as a backlog does,
+ * at most one per ROCE_PORT_CNP_GAP_US, and the sender's rate is cut. The transfer is exact.
+ */
+static void test_ecn(void **state)
+{
+	const struct roce_rate *ra;
+	uint64_t rate0;
+
+	(void)state;
+	setup(true);
+	ra = roce_port_qp_rate(A->port, QPN_A);
+	rate0 = ra->rate;
+	fill(A, 1, LBUF, 1);
+	assert_int_equal(post(A, 1, ROCE_RC_REQ_WRITE, LBUF, 0), 0);
+	run();
+	expect_comp(A, 0, 1, ROCE_RC_REQ_WC_SUCCESS, LBUF);
+	assert_true(A->tx_ect > 0);
+	assert_true(B->tx_ect > 0); /* its ACKs too */
+	assert_int_equal(A->tx_not_ect + B->tx_not_ect, 0);
+	assert_int_equal(roce_port_stats(B->port)->ce_received, 0);
+	assert_int_equal(B->tx_cnp, 0);
+
+	/* Marked CE on the way from A to B. */
+	A->ce_mark = true;
+	fill(A, 2, LBUF, 2);
+	assert_int_equal(post(A, 2, ROCE_RC_REQ_WRITE, LBUF, LBUF), 0);
+	run();
+	expect_comp(A, 1, 2, ROCE_RC_REQ_WC_SUCCESS, LBUF);
+	assert_memory_equal(B->mr + LBUF, A->lbuf[2], LBUF);
+	assert_true(roce_port_stats(B->port)->ce_received > 0);
+	assert_true(B->tx_cnp >= 1);
+	assert_true(B->tx_cnp <= roce_port_stats(B->port)->ce_received);
+	assert_int_equal(roce_port_stats(A->port)->cnp_received, B->tx_cnp);
+	assert_true(roce_port_stats(A->port)->rate_cuts >= 1);
+	assert_true(ra->rate < rate0);
+	assert_int_equal(A->dropped + B->dropped, 0);
+	teardown_world();
+}
+
 static void test_guest_local_macs(void **state)
 {
 	struct roce_port_cfg ca = { .name = "guest", .guest = true };
@@ -1727,6 +1785,7 @@ int main(void)
 		cmocka_unit_test(test_many_qps),
 		cmocka_unit_test(test_guest_local_macs),
 		cmocka_unit_test(test_congestion),
+		cmocka_unit_test(test_ecn),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
