@@ -1,0 +1,308 @@
+/*
+ * nvmeof-rdma-bench: what an NVMe-oF 4 KiB read costs the server, end to end through the device,
+ * as a host with KVM would see it (issue 27): no guest and no QEMU, but the real server driven over
+ * vfio-user by our own host (tests/lib/nvmf_host.c), which does what nvme-rdma over ionic_rdma
+ * does: the connection manager over the GSI QP, Fabrics Connect on an admin and an I/O queue, then
+ * each read a 64-byte capsule SENT on the I/O queue's RC QP with a 16-byte receive posted for its
+ * response, the controller RDMA-WRITING the 4 KiB into the host's registration and SENDING the
+ * response. Completions are polled in guest memory; per batch of responses the host reposts the
+ * receives and capsules it freed and rings the RQ and SQ doorbells once each, and acknowledges the
+ * two CQs once each (four posted vfio-user writes per batch, as the kernel's driver rings one
+ * doorbell per queue per batch). Not done here: nvme-rdma's per-I/O fast registration (one
+ * REG_MR work request before each capsule, in the same SQ doorbell); docs/performance.md says
+ * what that leaves out.
+ *
+ *   qd1    one read outstanding: operations per second and server CPU per operation
+ *   qd32   32 outstanding, kept full: the same
+ *   region-read  the denominator: a vfio-user REGION_READ of one register, round trip, which is
+ *          the least a message costs the server (socket wake, header, body, answer)
+ *   memcpy  the other denominator: 4 KiB copied, the data movement of one read
+ *
+ * Server CPU is its run time from /proc/PID/schedstat over the operations. Every read's data is
+ * checked against what was written first (a pattern over the namespace's first 8 MiB), so a wrong
+ * byte fails the run. The namespace is RAM (nvmeof:size=64M,bs=4096).
+ *
+ * Usage: nvmeof-rdma-bench path/to/rocm-ernic [seconds-per-case] [csv-file] [poll-us]
+ * The CSV has one row per measurement: case,ops_per_s,server_us_per_op,server_cpu_pct
+ * (region-read: round trips; memcpy: ns per copy in server_us_per_op's column as us).
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ionic_rdma_guest.h"
+#include "nvmf_host.h"
+#include "vfu_client.h"
+
+#define NSID      1
+#define BS        4096u
+#define IO_SLOTS  (NVMF_HOST_IO_LEN / BS)   /* 4 KiB data buffers in the host's region */
+#define CHECK_BLKS 2048u                     /* 8 MiB written and checked */
+#define IOQ       1                          /* the I/O queue's slot */
+#define QSIZE     128
+
+static struct vfc_server srv;
+static struct vfc cl;
+static struct nvmf_host host;
+static double seconds = 1.0;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The server's time on a CPU so far, in ns. */
+static uint64_t server_ns(void)
+{
+	char path[64];
+	unsigned long long ns = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)srv.pid);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%llu", &ns) != 1)
+			ns = 0;
+		fclose(f);
+	}
+	return ns;
+}
+
+static uint8_t pat(uint64_t blk, uint32_t i)
+{
+	return (uint8_t)((blk * 2654435761u + i * 31u) >> 3);
+}
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "nvmeof-rdma-bench: %s (%d)\n", what, rc);
+	vfc_server_remove(&srv);
+	exit(1);
+}
+
+static uint64_t buf_addr(unsigned tag)
+{
+	return NVMF_HOST_IO + (uint64_t)(tag % IO_SLOTS) * BS;
+}
+
+/* A 4 KiB read (or write) of block blk into (from) buffer tag, with its CID = tag + 1. */
+static void rw_sqe(uint8_t sqe[64], uint8_t op, unsigned tag, uint64_t blk)
+{
+	nvmf_sqe_rw(sqe, op, (uint16_t)(tag + 1), NSID, blk, 1, 0);
+	nvmf_sqe_data(sqe, buf_addr(tag), BS, NVMF_HOST_MR_KEY);
+}
+
+/* Fill the first CHECK_BLKS blocks with the pattern, one write at a time (not timed). */
+static void write_pattern(void)
+{
+	uint8_t sqe[64];
+	struct nvmf_cpl cpl;
+
+	for (uint64_t b = 0; b < CHECK_BLKS; b++) {
+		uint8_t *p = guest_ptr(&host.g, buf_addr(0));
+
+		for (uint32_t i = 0; i < BS; i++)
+			p[i] = pat(b, i);
+		rw_sqe(sqe, NVMF_OP_WRITE, 0, b);
+		if (nvmf_host_command(&host, IOQ, sqe, &cpl) != 0)
+			die("a write of the pattern failed", (int)b);
+	}
+}
+
+/* The next CQE of cq if one is there (spinning is the caller's). */
+static bool poll_cq(struct rg_cq *cq, uint8_t cqe[RG_CQE_SIZE])
+{
+	return rg_cq_poll(&host.g, cq, cqe);
+}
+
+/*
+ * Reads at queue depth qd for `seconds`: each completed one checked, then another put in its place.
+ * Returns operations per second; *us_per_op the server's CPU per operation, *cpu its share.
+ */
+static double run_reads(unsigned qd, double *us_per_op, double *cpu)
+{
+	struct rg_qp *qp = &host.q[IOQ].qp;
+	uint8_t sqe[64], cqe[RG_CQE_SIZE];
+	uint64_t blk[QSIZE], next = 0, ops = 0, ns0;
+	unsigned next_tag = 0;
+	double t0, t;
+
+	/* prime: qd receives and qd capsules, one doorbell each */
+	for (unsigned i = 0; i < qd; i++) {
+		unsigned tag = next_tag++;
+
+		blk[tag % QSIZE] = next % CHECK_BLKS;
+		next += 7;
+		nvmf_host_recv_put(&host, IOQ);
+		rw_sqe(sqe, NVMF_OP_READ, tag % QSIZE, blk[tag % QSIZE]);
+		nvmf_host_capsule_put(&host, IOQ, sqe);
+	}
+	ns0 = server_ns();
+	t0 = now_s();
+	rg_rq_ring(&host.g, qp);
+	rg_sq_ring(&host.g, qp);
+	do {
+		unsigned got = 0;
+
+		/* SEND completions: taken and dropped (the capsule buffers are reused by tag) */
+		while (poll_cq(nvmf_host_scq(&host, IOQ), cqe)) {
+			if (rg_cqe_error(cqe))
+				die("a capsule's SEND completed in error", (int)rg_cqe_error(cqe));
+		}
+		while (poll_cq(nvmf_host_rcq(&host, IOQ), cqe)) {
+			struct nvmf_cpl cpl;
+			uint64_t slot = rg_cqe_wqe_id(cqe);
+			unsigned tag;
+			const uint8_t *p;
+
+			if (rg_cqe_type(cqe) != RG_CQE_RECV || rg_cqe_error(cqe) || slot >= (1u << NVMF_HOST_QP_DEPTH_LOG2))
+				die("a response's receive completed wrong", (int)rg_cqe_error(cqe));
+			nvmf_cpl_parse(&cpl, guest_ptr(&host.g, NVMF_HOST_RSP(IOQ) + 64 * slot));
+			if (cpl.status != 0 || cpl.cid == 0 || cpl.cid > QSIZE)
+				die("a read failed", cpl.status);
+			tag = cpl.cid - 1u;
+			p = guest_ptr(&host.g, buf_addr(tag));
+			/* checked: the first and last bytes always, every byte of one read in 64 */
+			if (p[0] != pat(blk[tag], 0) || p[BS - 1] != pat(blk[tag], BS - 1))
+				die("a read returned wrong bytes", (int)blk[tag]);
+			if ((ops & 63) == 0)
+				for (uint32_t i = 0; i < BS; i++)
+					if (p[i] != pat(blk[tag], i))
+						die("a read returned a wrong byte", (int)i);
+			ops++;
+			got++;
+			blk[tag] = next % CHECK_BLKS;
+			next += 7;
+			nvmf_host_recv_put(&host, IOQ);
+			rw_sqe(sqe, NVMF_OP_READ, tag, blk[tag]);
+			nvmf_host_capsule_put(&host, IOQ, sqe);
+		}
+		if (got) {
+			rg_rq_ring(&host.g, qp);
+			rg_sq_ring(&host.g, qp);
+			rg_cq_ack(&host.g, nvmf_host_rcq(&host, IOQ));
+			rg_cq_ack(&host.g, nvmf_host_scq(&host, IOQ));
+		}
+		t = now_s();
+	} while (t - t0 < seconds);
+	*us_per_op = (double)(server_ns() - ns0) / 1e3 / (double)(ops ? ops : 1);
+	*cpu = (double)(server_ns() - ns0) / 1e9 / (t - t0) * 100.0;
+	/* drain what is still in flight, so the next case starts from an empty queue */
+	for (unsigned left = qd; left > 0;) {
+		if (poll_cq(nvmf_host_rcq(&host, IOQ), cqe))
+			left--;
+		while (poll_cq(nvmf_host_scq(&host, IOQ), cqe))
+			;
+	}
+	rg_cq_ack(&host.g, nvmf_host_rcq(&host, IOQ));
+	rg_cq_ack(&host.g, nvmf_host_scq(&host, IOQ));
+	return (double)ops / (t - t0);
+}
+
+int main(int argc, char **argv)
+{
+	const char *bin = argc > 1 ? argv[1] : NULL;
+	const char *csv_path = argc > 3 && argv[3][0] ? argv[3] : NULL;
+	const char *poll = argc > 4 && argv[4][0] ? argv[4] : "0";
+	const char *args[] = { "--backend", "nvmeof:size=64M,bs=4096", "--poll-us", poll, NULL };
+	const struct nvmf_host_config hc = {
+		.host_ip = 0xc0a8c802u, .ctrl_ip = 0xc0a8c801u, .port = 4420, .subnqn = "nvmet-test",
+		.hostnqn = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000bb",
+		.hostid = { 0xbb }, .privileged = true,
+	};
+	FILE *csv = NULL;
+	int rc;
+
+	if (bin == NULL) {
+		fprintf(stderr, "usage: %s path/to/rocm-ernic [seconds-per-case] [csv-file] [poll-us]\n", argv[0]);
+		return 2;
+	}
+	if (argc > 2 && argv[2][0])
+		seconds = atof(argv[2]);
+	if (seconds <= 0)
+		seconds = 1.0;
+	if (vfc_server_start(&srv, "nvmeof-rdma-bench", bin, args))
+		die("cannot start the server", 0);
+	if (vfc_open(&cl, srv.sock, 20000))
+		die("cannot connect to the server", 0);
+	if ((rc = nvmf_host_setup(&host, &cl, &hc)) != 0)
+		die("host set-up", rc);
+	if ((rc = nvmf_host_connect(&host, 0, 40, 0, 32, 0)) != 0)
+		die("admin queue connect", rc);
+	if ((rc = nvmf_host_connect(&host, IOQ, 41, 1, QSIZE, 0)) != 0)
+		die("I/O queue connect", rc);
+	write_pattern();
+	if (csv_path) {
+		csv = fopen(csv_path, "w");
+		if (csv)
+			fprintf(csv, "case,ops_per_s,server_us_per_op,server_cpu_pct\n");
+	}
+	printf("nvmeof-rdma-bench: %.1f s per case, server --poll-us %s\n", seconds, poll);
+	/* A B B A: the two depths alternated, each measured twice. */
+	{
+		static const unsigned order[] = { 1, 32, 32, 1 };
+
+		for (unsigned i = 0; i < 4; i++) {
+			double us, cpu, ops = run_reads(order[i], &us, &cpu);
+
+			printf("  qd%-2u read 4 KiB: %9.0f ops/s, server %6.2f us/op (CPU %5.1f%%)\n", order[i], ops, us, cpu);
+			fflush(stdout);
+			if (csv)
+				fprintf(csv, "qd%u,%.0f,%.3f,%.1f\n", order[i], ops, us, cpu);
+		}
+	}
+	/* the denominators: a message round trip, and the copy */
+	{
+		uint64_t n = 0, ns0 = server_ns();
+		double t0 = now_s(), t;
+		volatile uint32_t sink = 0;
+
+		do {
+			sink += vfc_read32(&cl, VFU_PCI_CONFIG_REGION, 0);
+			n++;
+			t = now_s();
+		} while (t - t0 < seconds);
+		(void)sink;
+		printf("  region-read round trip: %9.0f /s, server %6.2f us each\n", (double)n / (t - t0),
+		       (double)(server_ns() - ns0) / 1e3 / (double)n);
+		if (csv)
+			fprintf(csv, "region-read,%.0f,%.3f,\n", (double)n / (t - t0),
+				(double)(server_ns() - ns0) / 1e3 / (double)n);
+	}
+	{
+		static uint8_t a[BS], b[BS];
+		uint64_t n = 0;
+		double t0 = now_s(), t;
+
+		memset(a, 1, sizeof(a));
+		do {
+			for (int i = 0; i < 1000; i++) {
+				a[i & (BS - 1)]++;
+				memcpy(b, a, BS);
+				__asm__ __volatile__("" : : "r"(b) : "memory");
+			}
+			n += 1000;
+			t = now_s();
+		} while (t - t0 < seconds);
+		printf("  memcpy 4 KiB: %.0f ns each\n", (t - t0) / (double)n * 1e9);
+		fflush(stdout);
+		if (csv)
+			fprintf(csv, "memcpy,%.0f,%.4f,\n", (double)n / (t - t0), (t - t0) / (double)n * 1e6);
+	}
+	if (csv)
+		fclose(csv);
+	nvmf_host_teardown(&host);
+	vfc_close(&cl);
+	if (vfc_server_stop(&srv)) {
+		fprintf(stderr, "nvmeof-rdma-bench: the server did not exit cleanly\n");
+		return 1;
+	}
+	return 0;
+}
