@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -737,6 +738,79 @@ static void test_dma_map(void **state)
 	assert_int_equal(dma_unmap(0x200000, 1 << 20, 0), ENOENT);
 	/* And the space is free again. */
 	assert_int_equal(dma_map(0x100000, 2 << 20, 0, RW, &mem), 0);
+	close(mem);
+	close(pipefd[0]);
+	close(pipefd[1]);
+}
+
+/*
+ * The server reads ahead (up to 64 KiB a recvmsg): messages sent back to back, without waiting
+ * for replies, are all handled, in order, each with its own descriptors. Three DMA_MAPs in a row:
+ * the first with a pipe (which cannot be mapped: EINVAL), the second with no descriptor (accepted
+ * as unreachable memory), the third with the memfd; a descriptor given to the wrong message would
+ * turn the answers around. Posted writes between them land. Then a message larger than the
+ * read-ahead buffer (a 100 KiB REGION_WRITE past the BAR) is read whole and answered with its
+ * error, and the connection goes on.
+ */
+static void test_read_ahead(void **state)
+{
+	const uint32_t RW = VFU_DMA_READ | VFU_DMA_WRITE;
+	struct vfu_dma_map a = { .argsz = sizeof(a), .flags = RW, .iova = 0x600000, .size = 0x1000 };
+	struct vfu_dma_map b = { .argsz = sizeof(b), .flags = VFU_DMA_READ, .iova = 0x700000, .size = 0x1000 };
+	struct vfu_dma_map c = { .argsz = sizeof(c), .flags = RW, .iova = 0x800000, .size = 0x1000 };
+	uint8_t w1[20] = { 0 }, w2[20] = { 0 }, back[8], reply[64];
+	struct vfu_region_rw rw = { .offset = DEVCMD + 0x10, .region = BAR0, .count = 4 };
+	int mem = memfd_create("guest", MFD_CLOEXEC), pipefd[2], ids[3];
+	const uint32_t big_len = 100 * 1024;
+	uint8_t *big = calloc(1, sizeof(rw) + big_len);
+	struct vfu_hdr h;
+	size_t len;
+
+	(void)state;
+	assert_true(mem >= 0 && big != NULL);
+	assert_int_equal(ftruncate(mem, 1 << 20), 0);
+	assert_int_equal(pipe(pipefd), 0);
+	memcpy(w1, &rw, sizeof(rw));
+	w1[16] = 0x11;
+	rw.offset = DEVCMD + 0x14;
+	memcpy(w2, &rw, sizeof(rw));
+	w2[16] = 0x22;
+	assert_true(vfc_send(&cl, VFU_CMD_REGION_WRITE, VFU_F_NO_REPLY, w1, sizeof(w1), NULL, 0) > 0);
+	ids[0] = vfc_send(&cl, VFU_CMD_DMA_MAP, 0, &a, sizeof(a), &pipefd[0], 1);
+	ids[1] = vfc_send(&cl, VFU_CMD_DMA_MAP, 0, &b, sizeof(b), NULL, 0);
+	assert_true(vfc_send(&cl, VFU_CMD_REGION_WRITE, VFU_F_NO_REPLY, w2, sizeof(w2), NULL, 0) > 0);
+	ids[2] = vfc_send(&cl, VFU_CMD_DMA_MAP, 0, &c, sizeof(c), &mem, 1);
+	for (int i = 0; i < 3; i++) {
+		assert_true(ids[i] > 0);
+		assert_int_equal(vfc_recv(&cl, &h, reply, sizeof(reply), &len), 0);
+		assert_int_equal(h.msg_id, (uint16_t)ids[i]);
+		assert_int_equal(h.command, VFU_CMD_DMA_MAP);
+		if (i == 0) {
+			assert_true(h.flags & VFU_F_ERROR);
+			assert_int_equal(h.error_no, EINVAL);
+		} else {
+			assert_false(h.flags & VFU_F_ERROR);
+		}
+	}
+	assert_int_equal(vfc_read(&cl, BAR0, DEVCMD + 0x10, back, 8), 0);
+	assert_int_equal(back[0], 0x11);
+	assert_int_equal(back[4], 0x22);
+	/* The memfd mapping is the one that took the descriptor: it unmaps; the pipe's was never made. */
+	assert_int_equal(dma_unmap(0x800000, 0x1000, 0), 0);
+	assert_int_equal(dma_unmap(0x700000, 0x1000, 0), 0);
+	assert_int_equal(dma_unmap(0x600000, 0x1000, 0), ENOENT);
+
+	/* Larger than the read-ahead buffer: read whole, refused in the protocol's terms. */
+	rw.offset = 0x20000000;
+	rw.count = big_len;
+	memcpy(big, &rw, sizeof(rw));
+	ids[0] = vfc_send(&cl, VFU_CMD_REGION_WRITE, 0, big, sizeof(rw) + big_len, NULL, 0);
+	assert_true(ids[0] > 0);
+	assert_int_equal(vfc_recv(&cl, &h, reply, sizeof(reply), &len), 0);
+	assert_int_equal(h.msg_id, (uint16_t)ids[0]);
+	assert_true(h.flags & VFU_F_ERROR);
+	assert_int_equal(vfc_read32(&cl, VFU_PCI_CONFIG_REGION, 0), 0x10021dd8);
+	free(big);
 	close(mem);
 	close(pipefd[0]);
 	close(pipefd[1]);
@@ -1483,6 +1557,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_sealed_memory, vfc_fixture_open, vfc_fixture_close),
 		cmocka_unit_test_setup_teardown(test_irqs, vfc_fixture_open, vfc_fixture_close),
 		cmocka_unit_test_setup_teardown(test_dma_map, vfc_fixture_open, vfc_fixture_close),
+		cmocka_unit_test_setup_teardown(test_read_ahead, vfc_fixture_open, vfc_fixture_close),
 		cmocka_unit_test_setup_teardown(test_write_multi, vfc_fixture_open, vfc_fixture_close),
 		cmocka_unit_test_setup_teardown(test_unknown_commands, vfc_fixture_open, vfc_fixture_close),
 		cmocka_unit_test(test_bad_sizes),
