@@ -177,11 +177,28 @@ int net_nd_parse_ns(const uint8_t *frame, size_t len, const uint8_t target[NET_I
 	return 0;
 }
 
-size_t net_nd_build_na(uint8_t *frame, size_t cap, const struct net_nd_ns *ns, const uint8_t mac[NET_ETH_ALEN],
-		       const uint8_t target[NET_IP6_ALEN])
+/* The Ethernet and IPv6 headers of an ICMPv6 message of mlen bytes from (smac, src) to (dmac, dst). */
+static void put_eth_ip6(uint8_t *frame, const uint8_t dmac[NET_ETH_ALEN], const uint8_t smac[NET_ETH_ALEN],
+			const uint8_t src[NET_IP6_ALEN], const uint8_t dst[NET_IP6_ALEN], size_t mlen, uint8_t hlim)
 {
 	struct net_eth_hdr *eh = (struct net_eth_hdr *)frame;
 	struct net_ip6_hdr *ih = (struct net_ip6_hdr *)(frame + sizeof(*eh));
+
+	memcpy(eh->dst, dmac, NET_ETH_ALEN);
+	memcpy(eh->src, smac, NET_ETH_ALEN);
+	eh->type = be16_set(NET_ETHERTYPE_IPV6);
+	ih->ver_tc_flow = be32_set(6u << NET_IP6_VER_SHIFT);
+	ih->plen = be16_set((uint16_t)mlen);
+	ih->next = NET_IP6_NEXT_ICMP6;
+	ih->hlim = hlim;
+	memcpy(ih->src, src, NET_IP6_ALEN);
+	memcpy(ih->dst, dst, NET_IP6_ALEN);
+}
+
+size_t net_nd_build_na(uint8_t *frame, size_t cap, const struct net_nd_ns *ns, const uint8_t mac[NET_ETH_ALEN],
+		       const uint8_t target[NET_IP6_ALEN])
+{
+	struct net_ip6_hdr *ih = (struct net_ip6_hdr *)(frame + sizeof(struct net_eth_hdr));
 	struct net_nd_msg *na = (struct net_nd_msg *)(frame + ETH_IP6_HLEN);
 	struct net_nd_opt_lla *o = (struct net_nd_opt_lla *)(frame + ETH_IP6_HLEN + sizeof(*na));
 	const size_t mlen = sizeof(*na) + sizeof(*o);
@@ -189,15 +206,8 @@ size_t net_nd_build_na(uint8_t *frame, size_t cap, const struct net_nd_ns *ns, c
 	_Static_assert(NET_ND_NA_FRAME_LEN >= NET_ETH_MIN_FRAME, "an advertisement needs no padding");
 	if (cap < NET_ND_NA_FRAME_LEN)
 		return 0;
-	memcpy(eh->dst, ns->dad ? all_nodes_mac : ns->smac, NET_ETH_ALEN);
-	memcpy(eh->src, mac, NET_ETH_ALEN);
-	eh->type = be16_set(NET_ETHERTYPE_IPV6);
-	ih->ver_tc_flow = be32_set(6u << NET_IP6_VER_SHIFT);
-	ih->plen = be16_set((uint16_t)mlen);
-	ih->next = NET_IP6_NEXT_ICMP6;
-	ih->hlim = NET_ND_HOP_LIMIT;
-	memcpy(ih->src, target, NET_IP6_ALEN);
-	memcpy(ih->dst, ns->dad ? all_nodes : ns->src, NET_IP6_ALEN);
+	put_eth_ip6(frame, ns->dad ? all_nodes_mac : ns->smac, mac, target, ns->dad ? all_nodes : ns->src, mlen,
+		    NET_ND_HOP_LIMIT);
 	na->type = NET_ICMP6_ND_NA;
 	na->code = 0;
 	na->csum = be16_set(0);
@@ -231,8 +241,7 @@ bool net_nd_is_ns_for(const uint8_t *frame, size_t len, const uint8_t target[NET
 size_t net_nd_echo_reply(uint8_t *out, size_t cap, const uint8_t *frame, size_t len,
 			 const uint8_t mac[NET_ETH_ALEN], const uint8_t addr[NET_IP6_ALEN])
 {
-	struct net_eth_hdr *oe = (struct net_eth_hdr *)out;
-	struct net_ip6_hdr *oi = (struct net_ip6_hdr *)(out + sizeof(*oe));
+	struct net_ip6_hdr *oi = (struct net_ip6_hdr *)(out + sizeof(struct net_eth_hdr));
 	struct net_icmp_echo *er = (struct net_icmp_echo *)(out + ETH_IP6_HLEN);
 	const struct net_icmp_echo *eq;
 	const struct net_ip6_hdr *ih;
@@ -246,15 +255,7 @@ size_t net_nd_echo_reply(uint8_t *out, size_t cap, const uint8_t *frame, size_t 
 		return 0;
 	if (mlen > cap || cap - mlen < ETH_IP6_HLEN)
 		return 0;               /* RFC 4443 §4.2 wants the data whole: a cut reply is no reply */
-	memcpy(oe->dst, ((const struct net_eth_hdr *)frame)->src, NET_ETH_ALEN);
-	memcpy(oe->src, mac, NET_ETH_ALEN);
-	oe->type = be16_set(NET_ETHERTYPE_IPV6);
-	oi->ver_tc_flow = be32_set(6u << NET_IP6_VER_SHIFT);
-	oi->plen = be16_set((uint16_t)mlen);
-	oi->next = NET_IP6_NEXT_ICMP6;
-	oi->hlim = ECHO_HOP_LIMIT;
-	memcpy(oi->src, addr, NET_IP6_ALEN);
-	memcpy(oi->dst, ih->src, NET_IP6_ALEN);
+	put_eth_ip6(out, ((const struct net_eth_hdr *)frame)->src, mac, addr, ih->src, mlen, ECHO_HOP_LIMIT);
 	er->type = NET_ICMP6_ECHO_REPLY;
 	er->code = 0;
 	er->csum = be16_set(0);

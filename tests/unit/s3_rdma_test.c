@@ -752,6 +752,23 @@ static void test_checksums_conditions(void **state)
 	free(src);
 }
 
+/* A hipObject request naming (method, path) with t's token from GID gid: its status and parsed reply. */
+static int gid_request(const char *method, const char *path, struct s3_token *t, const uint8_t gid[16],
+		       struct s3_reply *rep)
+{
+	char hex[S3_TOKEN_HEX + 1], v[256];
+	struct resp r;
+	int status;
+
+	memcpy(t->gid, gid, 16);
+	s3_token_to_hex(t, hex);
+	r = req_str("%s %s HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\nx-amz-rdma-token: %s\r\n\r\n", method, path, hex);
+	status = r.status;
+	assert_int_equal(s3_reply_parse(hdr(&r, "x-amz-rdma-reply", v, sizeof(v)), rep), 0);
+	free_resp(&r);
+	return status;
+}
+
 /*
  * hipObject's reply names our token with a GID of the kind the client's is:
  * our link-local GID to a client that registered from its link-local one (an
@@ -762,43 +779,28 @@ static void test_hipobj_reply_gid(void **state)
 {
 	static const uint8_t ll[16] = { 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x53, 0xc0, 0xff, 0xfe, 0xa8, 0xc8, 0x01 };
 	static const uint8_t v4[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 200, 1 };
+	static const uint8_t client_ll[16] = { 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0, 0xff, 0xfe, 0x12, 0x34, 0x56 };
+	static const uint8_t client_v4[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 200, 2 };
 	struct fake_mr *m = add_mr(0xb1, 0x7f8000000000ull, 4096);
 	struct s3_token t = { .transport = S3_TRANSPORT_RC, .qpn = 0x12, .rkey = 0xb1, .addr = m->addr, .len = 4096,
 			      .port = 1 };
-	char hex[S3_TOKEN_HEX + 1], v[256];
 	struct s3_reply rep;
-	struct resp r;
 
 	(void)state;
 	s3_store_set_server_ll(st, ll);
 	/* From the link-local GID. */
-	memcpy(t.gid, (const uint8_t[16]){ 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0, 0xff, 0xfe, 0x12, 0x34, 0x56 }, 16);
-	s3_token_to_hex(&t, hex);
-	r = req_str("PUT /ernic/g HTTP/1.1\r\nHost: s3\r\nContent-Length: 0\r\nx-amz-rdma-token: %s\r\n\r\n", hex);
-	assert_int_equal(r.status, 200);
-	assert_int_equal(s3_reply_parse(hdr(&r, "x-amz-rdma-reply", v, sizeof(v)), &rep), 0);
+	assert_int_equal(gid_request("PUT", "/ernic/g", &t, client_ll, &rep), 200);
 	assert_int_equal(rep.kind, S3_REPLY_STATUS_TOKEN);
 	assert_memory_equal(rep.token.gid, ll, 16);
 	assert_int_equal(rep.token.qpn, 0x00c00042);
-	free_resp(&r);
 	/* From the IPv4-mapped one. */
-	memcpy(t.gid, (const uint8_t[16]){ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 200, 2 }, 16);
-	s3_token_to_hex(&t, hex);
-	r = req_str("GET /ernic/g HTTP/1.1\r\nHost: s3\r\nx-amz-rdma-token: %s\r\n\r\n", hex);
-	assert_int_equal(r.status, 200);
-	assert_int_equal(s3_reply_parse(hdr(&r, "x-amz-rdma-reply", v, sizeof(v)), &rep), 0);
+	assert_int_equal(gid_request("GET", "/ernic/g", &t, client_v4, &rep), 200);
 	assert_memory_equal(rep.token.gid, v4, 16);
 	assert_int_equal(rep.token.len, 4096);
-	free_resp(&r);
 	/* An error keeps the rule. */
-	memcpy(t.gid, (const uint8_t[16]){ 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0, 0xff, 0xfe, 0x12, 0x34, 0x56 }, 16);
-	s3_token_to_hex(&t, hex);
-	r = req_str("GET /ernic/none HTTP/1.1\r\nHost: s3\r\nx-amz-rdma-token: %s\r\n\r\n", hex);
-	assert_int_equal(r.status, 404);
-	assert_int_equal(s3_reply_parse(hdr(&r, "x-amz-rdma-reply", v, sizeof(v)), &rep), 0);
+	assert_int_equal(gid_request("GET", "/ernic/none", &t, client_ll, &rep), 404);
 	assert_int_equal(rep.status, 404);
 	assert_memory_equal(rep.token.gid, ll, 16);
-	free_resp(&r);
 }
 
 /* The -v line of a request: method, resource, status, dialect, how the payload went and why, the bytes. */
