@@ -81,25 +81,29 @@ void roce_rate_sent(struct roce_rate *r, size_t len, uint64_t now_us)
 	r->step_bytes += len;
 }
 
+/* The rate is now `rate` (at least the floor), cut at now_us: a new step, and what was saved up at the old rate goes. */
+static void cut_to(struct roce_rate *r, uint64_t rate, uint64_t now_us)
+{
+	r->rate = rate < ROCE_RATE_MIN ? ROCE_RATE_MIN : rate;
+	r->cut_us = now_us;
+	r->cuts++;
+	r->step_us = now_us;
+	r->step_bytes = 0;
+	/* the queue that signalled needs time to drain */
+	if (r->tokens > 0)
+		r->tokens = 0;
+	r->refill_us = now_us;
+}
+
 bool roce_rate_signal(struct roce_rate *r, uint64_t now_us)
 {
 	r->signals++;
 	if (r->cuts > 0 && now_us - r->cut_us < ROCE_RATE_CUT_GAP_US)
 		return false;
 	r->target = r->rate;
-	r->rate -= r->rate * r->alpha / (2 * ROCE_RATE_ALPHA_ONE);
+	cut_to(r, r->rate - r->rate * r->alpha / (2 * ROCE_RATE_ALPHA_ONE), now_us);
 	r->alpha += (ROCE_RATE_ALPHA_ONE - r->alpha) / ROCE_RATE_G;
-	if (r->rate < ROCE_RATE_MIN)
-		r->rate = ROCE_RATE_MIN;
-	r->cut_us = now_us;
-	r->cuts++;
 	r->fast = 0;
-	r->step_us = now_us;
-	r->step_bytes = 0;
-	/* What was saved up at the old rate goes: the queue that signalled needs time to drain. */
-	if (r->tokens > 0)
-		r->tokens = 0;
-	r->refill_us = now_us;
 	return true;
 }
 
@@ -109,19 +113,11 @@ bool roce_rate_late(struct roce_rate *r, uint64_t now_us)
 	r->lates++;
 	if (r->late && now_us - r->late_us < ROCE_RATE_LATE_GAP_US)
 		return false;
-	r->rate /= 4;
-	if (r->rate < ROCE_RATE_MIN)
-		r->rate = ROCE_RATE_MIN;
+	cut_to(r, r->rate / 4, now_us);
 	r->target = r->rate;
 	r->late = true;
-	r->late_us = r->cut_us = now_us;
-	r->cuts++;
+	r->late_us = now_us;
 	r->fast = ROCE_RATE_FAST_STEPS;
-	r->step_us = now_us;
-	r->step_bytes = 0;
-	if (r->tokens > 0)
-		r->tokens = 0;
-	r->refill_us = now_us;
 	return true;
 }
 

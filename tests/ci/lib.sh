@@ -134,3 +134,24 @@ s3_on_tap() {
 		return 1
 	fi
 }
+
+# roce_pair_up X Y SPEC [ARGS...]: in the namespace $NS (its TAPs ernicA and ernicB made by the
+# caller), server A with --backend SPEC and ARGS (socket and log $TMP/X.*, on ernicA, MAC
+# 02:00:00:00:00:0a) and server B with --backend roce ($TMP/Y.*, on ernicB, 02:00:00:00:00:0b),
+# until both listen (30 s at most); their pids in PID_A and PID_B. Not through a function run in
+# the background (a subshell): the pids must be the servers'.
+roce_pair_up() {
+	local x=$1 y=$2 spec=$3
+	shift 3
+	ip netns exec "$NS" "$BIN" --socket "$TMP/$x.sock" --backend "$spec" --tap ernicA --mac 02:00:00:00:00:0a \
+		"$@" 2>"$TMP/$x.log" &
+	PID_A=$!
+	ip netns exec "$NS" "$BIN" --socket "$TMP/$y.sock" --backend roce --tap ernicB --mac 02:00:00:00:00:0b \
+		2>"$TMP/$y.log" &
+	PID_B=$!
+	for _ in $(seq 300); do
+		has_line "$TMP/$x.log" "vfio-user: listening on $TMP/$x.sock" &&
+			has_line "$TMP/$y.log" "vfio-user: listening on $TMP/$y.sock" && break
+		sleep 0.1
+	done
+}

@@ -87,24 +87,7 @@ for t in ernicA ernicB; do
 	nsx ip link set $t up
 done
 nsx ip link set br0 up
-# roce_pair X Y ARGS...: server A (socket and log $TMP/X.*, on ernicA, with ARGS) and server B
-# ($TMP/Y.*, on ernicB), both --backend roce, until both listen (30 s at most).
-roce_pair() {
-	local x=$1 y=$2
-	shift 2
-	ip netns exec "$NS" "$BIN" --socket "$TMP/$x.sock" --backend roce --tap ernicA --mac 02:00:00:00:00:0a \
-		"$@" 2>"$TMP/$x.log" &
-	PID_A=$!
-	ip netns exec "$NS" "$BIN" --socket "$TMP/$y.sock" --backend roce --tap ernicB --mac 02:00:00:00:00:0b \
-		2>"$TMP/$y.log" &
-	PID_B=$!
-	for _ in $(seq 300); do
-		has_line "$TMP/$x.log" "vfio-user: listening on $TMP/$x.sock" &&
-			has_line "$TMP/$y.log" "vfio-user: listening on $TMP/$y.sock" && break
-		sleep 0.1
-	done
-}
-roce_pair a b --pcap "$TMP/roce.pcap"
+roce_pair_up a b roce --pcap "$TMP/roce.pcap"
 if nsx "$CLIENT" "$TMP/a.sock" "$TMP/b.sock" ernicA ernicB pcap >"$TMP/client.log" 2>&1; then
 	pass pcap-roce-client
 else
@@ -128,7 +111,7 @@ acks=$(tshark -r "$TMP/roce.pcap" -Y 'infiniband.bth.opcode == 17' -T fields -e 
 [ "$acks" -ge 1 ] && pass pcap-roce-acks || fail pcap-roce-acks "no ACK in the capture"
 
 # --- 3. The size limit -------------------------------------------------------------------------
-roce_pair c d --pcap "$TMP/small.pcap" --pcap-max 64K
+roce_pair_up c d roce --pcap "$TMP/small.pcap" --pcap-max 64K
 nsx "$CLIENT" "$TMP/c.sock" "$TMP/d.sock" ernicA ernicB pcap >"$TMP/client2.log" 2>&1 ||
 	fail pcap-max-client "$(grep -E 'FAILED|ERROR' "$TMP/client2.log" | head -3 | tr '\n' '|')"
 # and frames enough to pass the limit: broadcast pings of 1.4 KB from the namespace's own stack,

@@ -35,22 +35,8 @@ for t in ernicA ernicB; do
 done
 nsx ip link set br0 mtu 9000 up
 
-# servers_up X Y BACKEND_A: server A (socket and log $TMP/X.*, on ernicA, with BACKEND_A) and
-# server B ($TMP/Y.*, on ernicB, --backend roce), until both listen (30 s at most). Not through
-# nsx: a function in the background is a subshell, and its pid is not the server's.
-servers_up() {
-	ip netns exec "$NS" "$BIN" --socket "$TMP/$1.sock" --backend "$3" --tap ernicA --mac 02:00:00:00:00:0a \
-		2>"$TMP/$1.log" &
-	PID_A=$!
-	ip netns exec "$NS" "$BIN" --socket "$TMP/$2.sock" --backend roce --tap ernicB --mac 02:00:00:00:00:0b \
-		2>"$TMP/$2.log" &
-	PID_B=$!
-	for _ in $(seq 300); do
-		has_line "$TMP/$1.log" "vfio-user: listening on $TMP/$1.sock" &&
-			has_line "$TMP/$2.log" "vfio-user: listening on $TMP/$2.sock" && break
-		sleep 0.1
-	done
-}
+# servers_up X Y BACKEND_A: server A on ernicA with BACKEND_A, server B on ernicB (lib.sh's roce_pair_up).
+servers_up() { roce_pair_up "$1" "$2" "$3"; }
 
 # servers_down [CHECK]: SIGTERM to both, each must exit 0 (passes CHECK-A, CHECK-B when given).
 servers_down() {
