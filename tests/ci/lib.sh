@@ -135,6 +135,22 @@ s3_on_tap() {
 	fi
 }
 
+# roce_bridge_up MTU: the namespace $NS made (needs root) with IPv6 off, a bridge br0 and two TAPs
+# ernicA and ernicB on it, all with MTU; non-zero when the namespace cannot be made.
+roce_bridge_up() {
+	local mtu=$1 t
+	[ "$(id -u)" = 0 ] && ip netns add "$NS" 2>/dev/null || return 1
+	ip netns exec "$NS" sysctl -q -w net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 >/dev/null 2>&1
+	ip netns exec "$NS" ip link set lo up
+	ip netns exec "$NS" ip link add br0 type bridge
+	for t in ernicA ernicB; do
+		ip netns exec "$NS" ip tuntap add dev $t mode tap
+		ip netns exec "$NS" ip link set $t mtu "$mtu" master br0
+		ip netns exec "$NS" ip link set $t up
+	done
+	ip netns exec "$NS" ip link set br0 mtu "$mtu" up
+}
+
 # roce_pair_up X Y SPEC [ARGS...]: in the namespace $NS (its TAPs ernicA and ernicB made by the
 # caller), server A with --backend SPEC and ARGS (socket and log $TMP/X.*, on ernicA, MAC
 # 02:00:00:00:00:0a) and server B with --backend roce ($TMP/Y.*, on ernicB, 02:00:00:00:00:0b),

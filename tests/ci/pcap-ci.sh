@@ -74,19 +74,10 @@ arp=$(tshark -r "$TMP/s3.pcap" -Y 'arp.opcode == 2' -T fields -e arp.src.proto_i
 ip netns del "$NS"
 
 # --- 2. RoCEv2 between two servers -------------------------------------------------------------
-if ! ip netns add "$NS" 2>/dev/null; then
+if ! roce_bridge_up 1500; then
 	fail pcap-roce-setup "cannot make the namespace again"
 	finish
 fi
-nsx sysctl -q -w net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 >/dev/null 2>&1
-nsx ip link set lo up
-nsx ip link add br0 type bridge
-for t in ernicA ernicB; do
-	nsx ip tuntap add dev $t mode tap
-	nsx ip link set $t master br0
-	nsx ip link set $t up
-done
-nsx ip link set br0 up
 roce_pair_up a b roce --pcap "$TMP/roce.pcap"
 if nsx "$CLIENT" "$TMP/a.sock" "$TMP/b.sock" ernicA ernicB pcap >"$TMP/client.log" 2>&1; then
 	pass pcap-roce-client

@@ -20,20 +20,11 @@ cleanup_ns() {
 }
 trap cleanup_ns EXIT
 
-if [ "$(id -u)" != 0 ] || ! ip netns add "$NS" 2>/dev/null; then
+# Jumbo frames: the bulk run's path MTU is 4096, and a 4 KiB RoCEv2 payload makes a 4.1 KiB frame.
+if ! roce_bridge_up 9000; then
 	fail roce-setup "needs root and network namespaces"
 	finish
 fi
-nsx sysctl -q -w net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 >/dev/null 2>&1
-nsx ip link set lo up
-nsx ip link add br0 type bridge
-# Jumbo frames: the bulk run's path MTU is 4096, and a 4 KiB RoCEv2 payload makes a 4.1 KiB frame.
-for t in ernicA ernicB; do
-	nsx ip tuntap add dev $t mode tap
-	nsx ip link set $t mtu 9000 master br0
-	nsx ip link set $t up
-done
-nsx ip link set br0 mtu 9000 up
 
 # servers_up X Y BACKEND_A: server A on ernicA with BACKEND_A, server B on ernicB (lib.sh's roce_pair_up).
 servers_up() { roce_pair_up "$1" "$2" "$3"; }
