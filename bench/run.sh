@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DERNIC_TESTS=OFF >/dev/null
-cmake --build build-bench -j "$(nproc)" --target rocm-ernic vfu-bench s3-bench nvmeof-bench nvmeof-rdma-bench rdma-bench md5-bench >/dev/null
+cmake --build build-bench -j "$(nproc)" --target rocm-ernic vfu-bench s3-bench nvmeof-bench nvmeof-rdma-bench rdma-bench roce-scale-bench md5-bench >/dev/null
 mkdir -p bench/results
 echo "== vfio-user socket (bench/results/vfu.csv)"
 build-bench/vfu-bench build-bench/rocm-ernic "${VFU_BENCH_ITERS:-20000}" bench/results/vfu.csv
@@ -19,5 +19,7 @@ echo "== S3 endpoint over a TAP, 64 MiB (bench/results/tap.csv)"
 bench/tap_bench.sh build-bench/rocm-ernic bench/results/tap.csv
 echo "== guest Ethernet: ionic vs virtio-net in one TCG guest (bench/results/eth.csv)"
 bench/guest_eth_bench.sh build-bench/rocm-ernic bench/results/eth.csv
+echo "== RoCEv2 at scale: N servers on one bridge, all to all, no guests (bench/results/roce-scale.csv)"
+bench/roce_scale.sh build-bench/rocm-ernic build-bench/roce-scale-bench bench/results/roce-scale.csv
 echo "== RoCEv2 between two guests: rocm-ernic pair vs rdma_rxe pair in one boot (bench/results/roce-pair.csv)"
 bench/roce-pair.sh build-bench/rocm-ernic

@@ -1,0 +1,293 @@
+/*
+ * roce-scale-bench: N servers with --backend roce on one bridge, no guests (issue 28, item 5). Run
+ * inside a network namespace whose bridge has TAPs ernic0 .. ernic{N-1} (bench/roce_scale.sh makes
+ * it); this program starts the N servers itself, drives every device over vfio-user as ionic_rdma
+ * would (tests/lib/ionic_rdma_guest), and connects an RC QP of every server to one of every other
+ * (all to all: N x (N - 1) QPs, path MTU 4096, header templates naming the peer's MAC and IPv4
+ * address). Each QP first WRITEs a 64 KiB pattern of its own into its peer's memory, checked byte
+ * for byte there; then for `seconds` every QP keeps K signaled 64 KiB RDMA WRITEs in flight
+ * toward its peer, reposted as they complete.
+ *
+ * Reports, as one CSV line: N, WRITEs completed per second in all, GB/s in all, RoCEv2 frames per
+ * second in all (16 data frames and an ACK per WRITE at least: what the requesters sent, from the
+ * servers' closing counters, is printed beside), and the servers' CPU: the mean share of a CPU and
+ * microseconds per frame sent or received.
+ *
+ * Usage: roce-scale-bench path/to/rocm-ernic N [seconds] [csv-file]
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ionic_rdma_guest.h"
+#include "vfu_client.h"
+
+#define MAX_N    16
+#define PD       1
+#define SCQ      10
+#define QP_BASE  100                    /* the QP toward peer p is QP_BASE + p */
+#define ACCESS   (RG_QPF_REMOTE_WRITE | RG_QPF_REMOTE_READ)
+#define RINGS    RG_SCRATCH             /* per QP: SQ, then RQ at + 0x2000 */
+#define TMPLS    (RG_SCRATCH + 0x40000) /* per QP: its header template */
+#define MR_IDX   3
+#define MR_KEY   0x5b
+#define LKEY     RG_KEY(MR_IDX, MR_KEY)
+#define MR_BASE  (RG_SCRATCH + 0x60000)
+#define MR_LEN   0x140000u
+#define SRC      MR_BASE                               /* what every QP writes */
+#define TARGET(p) (MR_BASE + 0x10000ull * (1 + (p)))   /* where peer p's QP writes */
+#define WR_LEN   0x10000u
+#define K        4                       /* WRITEs in flight per QP */
+#define FRAMES_PER_WRITE (WR_LEN / 4096 + 1)
+
+struct node {
+	struct vfc_server srv;
+	struct vfc c;
+	struct ionic_guest g;
+	struct rg_eq eq;
+	struct rg_cq acq, scq;
+	struct rg_aq aq;
+	struct rg_qp qp[MAX_N];
+	uint8_t mac[6];
+	uint32_t ip;
+	uint64_t wqe_id;
+};
+
+static struct node nodes[MAX_N];
+static unsigned n;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t server_ns(const struct node *x)
+{
+	char path[64];
+	unsigned long long ns = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)x->srv.pid);
+	if ((f = fopen(path, "r")) != NULL) {
+		if (fscanf(f, "%llu", &ns) != 1)
+			ns = 0;
+		fclose(f);
+	}
+	return ns;
+}
+
+static void die(const char *what, unsigned i, int rc)
+{
+	fprintf(stderr, "roce-scale-bench: %s (server %u, %d)\n", what, i, rc);
+	for (unsigned k = 0; k < n; k++)
+		vfc_server_remove(&nodes[k].srv);
+	exit(1);
+}
+
+static uint8_t pat(unsigned from, unsigned to, uint32_t i)
+{
+	return (uint8_t)(from * 37 + to * 11 + i * 7 + (i >> 9));
+}
+
+static uint32_t psn_of(unsigned from, unsigned to)
+{
+	return 0x1000u * (from + 1) + to;
+}
+
+static void node_up(unsigned i, const char *bin)
+{
+	struct node *x = &nodes[i];
+	char tap[16], mac[24];
+	const char *args[] = { "--backend", "roce", "--tap", tap, "--mac", mac, "-L", "warn", NULL };
+	int rc;
+
+	snprintf(tap, sizeof(tap), "ernic%u", i);
+	x->mac[0] = 0x02, x->mac[4] = 0x01, x->mac[5] = (uint8_t)i;
+	snprintf(mac, sizeof(mac), "02:00:00:00:01:%02x", i);
+	x->ip = 0xc0a8c814u + i; /* 192.168.200.20 + i */
+	if (vfc_server_start(&x->srv, "roce-scale-bench", bin, args))
+		die("cannot start the server", i, 0);
+	if (vfc_open(&x->c, x->srv.sock, 20000) || ionic_guest_setup(&x->g, &x->c))
+		die("cannot set the device up", i, 0);
+	if ((rc = rg_probe(&x->g, &x->eq, &x->acq, &x->aq, 8, 4)) != 0)
+		die("RDMA probe", i, rc);
+	memset(guest_ptr(&x->g, RG_SCRATCH), 0, RG_SCRATCH_SIZE);
+	if ((rc = rg_cq_create_aq(&x->g, &x->aq, &x->scq, SCQ, 0, 8, RG_CQ_RING(1))) != RG_ASTS_OK)
+		die("CQ", i, rc);
+	rc = rg_mr_create(&x->g, &x->aq, MR_IDX, MR_KEY, PD, MR_BASE, MR_LEN, 1, MR_BASE,
+			  RG_MRF_LOCAL_WRITE | RG_MRF_REMOTE_WRITE | RG_MRF_REMOTE_READ, 12);
+	if (rc != RG_ASTS_OK)
+		die("MR", i, rc);
+}
+
+static void qp_up(unsigned i, unsigned p)
+{
+	struct node *x = &nodes[i], *y = &nodes[p];
+	struct rg_qp *q = &x->qp[p];
+	uint8_t t[RG_ROCE4_HDR_LEN];
+	struct rg_qp_path path;
+	int rc;
+
+	memset(q, 0, sizeof(*q));
+	q->id = QP_BASE + p;
+	q->type = RG_QPT_RC;
+	q->pd = PD;
+	q->sq_cq = q->rq_cq = SCQ;
+	q->sq = RINGS + 0x4000ull * p;
+	q->rq = q->sq + 0x2000;
+	q->sq_depth_log2 = q->rq_depth_log2 = 6;
+	q->sq_stride_log2 = q->rq_stride_log2 = 7;
+	if ((rc = rg_qp_create(&x->g, &x->aq, q)) != 0)
+		die("QP create", i, rc);
+	rg_roce4_template(t, y->mac, x->mac, x->ip, y->ip, 0, 64);
+	path = (struct rg_qp_path){ .tmpl = t, .len = sizeof(t), .at = TMPLS + 0x100ull * p, .sq_psn = psn_of(i, p),
+				    .rq_psn = psn_of(p, i), .pmtu_log2 = 12 };
+	if ((rc = rg_qp_to_rts_path(&x->g, &x->aq, q, QP_BASE + i, ACCESS, &path)) != 0)
+		die("QP to RTS", i, rc);
+}
+
+static void post_write(unsigned i, unsigned p)
+{
+	struct node *x = &nodes[i];
+	struct rg_sge sge = { SRC, WR_LEN, LKEY };
+
+	rg_post_rdma(&x->g, &x->qp[p], ++x->wqe_id, RG_WR_RDMA_WRITE, RG_WQE_SIG, 0, TARGET(i), LKEY, &sge, 1);
+}
+
+/* Take node i's send completions: each must be a clean one; how many, and which QPs (by peer) they free. */
+static unsigned reap(unsigned i, unsigned freed[MAX_N])
+{
+	struct node *x = &nodes[i];
+	uint8_t cqe[RG_CQE_SIZE];
+	unsigned got = 0;
+
+	while (rg_cq_poll(&x->g, &x->scq, cqe)) {
+		uint32_t qid = rg_cqe_qid(cqe);
+
+		if (rg_cqe_error(cqe) || rg_cqe_type(cqe) != RG_CQE_SEND_MSN || qid < QP_BASE || qid >= QP_BASE + n)
+			die("a WRITE completed wrong", i, (int)rg_cqe_error(cqe));
+		freed[qid - QP_BASE]++;
+		got++;
+	}
+	if (got)
+		rg_cq_ack(&x->g, &x->scq);
+	return got;
+}
+
+int main(int argc, char **argv)
+{
+	const char *bin = argc > 1 ? argv[1] : NULL;
+	double seconds = argc > 3 && argv[3][0] ? atof(argv[3]) : 3.0, t0, t;
+	uint64_t writes = 0, ns0[MAX_N], cpu_ns = 0;
+	FILE *csv = NULL;
+
+	n = argc > 2 ? (unsigned)atoi(argv[2]) : 0;
+	if (bin == NULL || n < 2 || n > MAX_N || seconds <= 0) {
+		fprintf(stderr, "usage: %s path/to/rocm-ernic N(2..%d) [seconds] [csv-file]\n", argv[0], MAX_N);
+		return 2;
+	}
+	ionic_guest_seal_memory(true);
+	for (unsigned i = 0; i < n; i++)
+		node_up(i, bin);
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned p = 0; p < n; p++)
+			if (p != i)
+				qp_up(i, p);
+	/* Every QP's pattern into its peer, checked there. */
+	for (unsigned i = 0; i < n; i++) {
+		uint8_t *src = guest_ptr(&nodes[i].g, SRC);
+
+		for (uint32_t k = 0; k < WR_LEN; k++)
+			src[k] = (uint8_t)(i * 37 + k * 7 + (k >> 9)); /* pat(i, *, k) without the peer's term */
+	}
+	for (unsigned i = 0; i < n; i++) {
+		for (unsigned p = 0; p < n; p++) {
+			unsigned freed[MAX_N] = { 0 };
+			double w0 = now_s();
+			const uint8_t *dst;
+
+			if (p == i)
+				continue;
+			post_write(i, p);
+			rg_sq_ring(&nodes[i].g, &nodes[i].qp[p]);
+			while (reap(i, freed) == 0)
+				if (now_s() - w0 > 30)
+					die("the checked WRITE did not complete", i, (int)p);
+			dst = guest_ptr(&nodes[p].g, TARGET(i));
+			for (uint32_t k = 0; k < WR_LEN; k++)
+				if (dst[k] != (uint8_t)(pat(i, 0, k)))
+					die("a WRITE landed wrong bytes", i, (int)p);
+		}
+	}
+	/* K WRITEs in flight on every QP, reposted as they complete. */
+	for (unsigned i = 0; i < n; i++) {
+		ns0[i] = server_ns(&nodes[i]);
+		for (unsigned p = 0; p < n; p++) {
+			if (p == i)
+				continue;
+			for (unsigned k = 0; k < K; k++)
+				post_write(i, p);
+			rg_sq_ring(&nodes[i].g, &nodes[i].qp[p]);
+		}
+	}
+	t0 = now_s();
+	do {
+		for (unsigned i = 0; i < n; i++) {
+			unsigned freed[MAX_N] = { 0 };
+
+			if (reap(i, freed) == 0)
+				continue;
+			for (unsigned p = 0; p < n; p++) {
+				if (!freed[p])
+					continue;
+				writes += freed[p];
+				for (unsigned k = 0; k < freed[p]; k++)
+					post_write(i, p);
+				rg_sq_ring(&nodes[i].g, &nodes[i].qp[p]);
+			}
+		}
+		t = now_s();
+	} while (t - t0 < seconds);
+	for (unsigned i = 0; i < n; i++)
+		cpu_ns += server_ns(&nodes[i]) - ns0[i];
+	{
+		double wps = (double)writes / (t - t0), fps = wps * FRAMES_PER_WRITE;
+
+		printf("N=%u: %u QPs, %.0f WRITEs/s, %.2f GB/s, %.0f frames/s; servers' CPU %.1f%% each on average, "
+		       "%.3f us per frame\n", n, n * (n - 1), wps, wps * WR_LEN / 1e9, fps,
+		       (double)cpu_ns / 1e9 / (t - t0) / n * 100, (double)cpu_ns / 1e3 / ((double)writes * FRAMES_PER_WRITE));
+		if (argc > 4 && argv[4][0] && (csv = fopen(argv[4], "a")) != NULL) {
+			fprintf(csv, "%u,%.0f,%.3f,%.0f,%.1f,%.3f\n", n, wps, wps * WR_LEN / 1e9, fps,
+				(double)cpu_ns / 1e9 / (t - t0) / n * 100,
+				(double)cpu_ns / 1e3 / ((double)writes * FRAMES_PER_WRITE));
+			fclose(csv);
+		}
+	}
+	/* let the last WRITEs finish, then the servers go */
+	{
+		double w0 = now_s();
+
+		while (now_s() - w0 < 2) {
+			unsigned freed[MAX_N];
+
+			for (unsigned i = 0; i < n; i++)
+				reap(i, freed);
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		ionic_guest_teardown(&nodes[i].g);
+		vfc_close(&nodes[i].c);
+		if (vfc_server_stop(&nodes[i].srv))
+			fprintf(stderr, "roce-scale-bench: server %u did not exit cleanly\n", i);
+	}
+	return 0;
+}
