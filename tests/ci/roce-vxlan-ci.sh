@@ -6,7 +6,7 @@
 # drives both devices over vfio-user (their sockets are files, which namespaces do not hide) and
 # runs in host A, where it watches A's TAP:
 #  1. underlay MTU 1500, so the tunnel carries 1450-byte frames and the QPs use a 1024-byte path
-#     MTU (a RoCEv2 frame of 1024 payload bytes is 1098 bytes with its headers): the connect and
+#     MTU (a RoCEv2 packet of 1024 payload bytes is at most 1084 bytes of IP with its headers): the connect and
 #     WRITE tests, opcodes and consecutive PSNs checked on A's TAP, bytes in B's memory;
 #  2. underlay MTU 9000 (jumbo frames: the tunnel carries 8950), path MTU 4096: 1 MiB and 16 MiB
 #     by WRITE, READ and SEND both ways, byte for byte, nothing dropped at either TAP;
