@@ -390,7 +390,7 @@ static int w_qp_attach(void *ctx, uint32_t qpn, const struct ionic_rdma_wire_pat
 		.retry_cnt = retry, .rnr_retry = p->rnr_retry, .max_rd_atomic = p->max_rd_atomic,
 		.min_rnr_timer = p->min_rnr_timer, .tos = p->tos, .ttl = p->ttl,
 		.ackreq_every = ROCE_GLUE_ACKREQ_EVERY, .max_unacked = ROCE_GLUE_MAX_UNACKED, .local_ip = p->sip, .sport = p->sport,
-		.uc = p->uc,
+		.uc = p->uc, .vlan = p->vlan, .tci = p->tci,
 		.resp_fatal = c_resp_fatal, .resp_ops = &resp_ops, .resp_ctx = q, .req_ops = &req_ops, .req_ctx = q,
 	};
 	memcpy(qc.local_mac, p->smac, sizeof(qc.local_mac));
@@ -399,7 +399,8 @@ static int w_qp_attach(void *ctx, uint32_t qpn, const struct ionic_rdma_wire_pat
 	if (rc != 0)
 		return rc;
 	*q = (struct glue_qp){ .used = true, .qpn = qpn, .g = g };
-	LOG_DEBUG("roce: %s QP %u on the wire to QP %u, pmtu %u", p->uc ? "UC" : "RC", qpn, p->dest_qpn, qc.pmtu);
+	LOG_DEBUG("roce: %s QP %u on the wire to QP %u, pmtu %u%s (tci %#x)", p->uc ? "UC" : "RC", qpn, p->dest_qpn, qc.pmtu,
+		  p->vlan ? ", 802.1Q tagged" : ", untagged", p->tci);
 	return 1;
 }
 

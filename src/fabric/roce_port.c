@@ -42,6 +42,8 @@ struct port_qp {
 	uint8_t tos;
 	uint16_t pkey;
 	uint32_t remote_qpn;
+	bool vlan;              /* frames go out with an 802.1Q tag of tci, and only such come in */
+	uint16_t tci;
 	/*
 	 * Its send rate (roce_rate.h): what the pump lets out of it, cut by the
 	 * peer's CNPs and by losses the transport saw (the counters of those
@@ -65,6 +67,8 @@ struct port_qp {
 struct rx_slot {
 	size_t len;
 	bool backlog;           /* it arrived with half the ring or more waiting: the node is falling behind */
+	bool tagged;            /* it came with an 802.1Q tag (taken out: frame[] is untagged) of tci */
+	uint16_t tci;
 	uint8_t frame[ROCE_PORT_FRAME_MAX];
 };
 
@@ -109,7 +113,7 @@ struct roce_port {
 	struct rx_slot rxq[ROCE_PORT_RXQ];
 	unsigned rx_head, rx_count;
 	/* every frame out is finished here (the destination MAC written) */
-	uint8_t tx[ROCE_PORT_FRAME_MAX];
+	uint8_t tx[ROCE_PORT_FRAME_MAX + 4]; /* room for an 802.1Q tag */
 	bool (*tx_hook)(void *ctx, const uint8_t *frame, size_t len);
 	void *tx_hook_ctx;
 	bool (*ud_recv)(void *ctx, const struct roce_pkt *pkt);
@@ -131,6 +135,7 @@ static const char *const drop_names[ROCE_PORT_DROP_NUM] = {
 	[ROCE_PORT_DROP_UD_REFUSED] = "ud_refused",
 	[ROCE_PORT_DROP_TX_UNRESOLVED] = "tx_unresolved",
 	[ROCE_PORT_DROP_TX_HOOK] = "tx_hook",
+	[ROCE_PORT_DROP_VLAN] = "vlan",
 };
 
 const char *roce_port_drop_name(enum roce_port_drop d)
@@ -249,7 +254,7 @@ static void qp_send(struct port_qp *qp, const uint8_t *frame, size_t len)
 		drop(port, ROCE_PORT_DROP_TX_UNRESOLVED);
 		return;
 	}
-	if (len > sizeof(port->tx) || len < sizeof(struct net_eth_hdr))
+	if (len > ROCE_PORT_FRAME_MAX || len < sizeof(struct net_eth_hdr))
 		return; /* never: the QPs build at most ROCE_PORT_FRAME_MAX bytes */
 	memcpy(port->tx, frame, len);
 	if (n != NULL)
@@ -257,6 +262,15 @@ static void qp_send(struct port_qp *qp, const uint8_t *frame, size_t len)
 	memcpy(((struct net_eth_hdr *)port->tx)->dst, dmac, NET_ETH_ALEN);
 	memcpy(((struct net_eth_hdr *)port->tx)->src, qp->local_mac, NET_ETH_ALEN);
 	ect_mark(port->tx, len);
+	if (qp->vlan) {
+		/* the tag goes between the source MAC and the EtherType */
+		memmove(port->tx + 16, port->tx + 12, len - 12);
+		port->tx[12] = 0x81;
+		port->tx[13] = 0x00;
+		port->tx[14] = (uint8_t)(qp->tci >> 8);
+		port->tx[15] = (uint8_t)qp->tci;
+		len += 4;
+	}
 	roce_rate_sent(&qp->rate, len, port->now_us);
 	port_out(port, port->tx, len);
 }
@@ -589,6 +603,8 @@ int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_
 	qp->tos = cfg->tos;
 	qp->pkey = cfg->pkey;
 	qp->remote_qpn = cfg->remote_qpn;
+	qp->vlan = cfg->vlan;
+	qp->tci = cfg->tci;
 	{
 		int lp = late_peer_find(port, qp->remote_ip, false);
 
@@ -747,8 +763,17 @@ static bool port_wants(void *ctx, const uint8_t *frame, size_t len)
 		return false;
 	if (be16_get(eh->type) == NET_ETHERTYPE_ARP)
 		return !port->guest; /* a guest node leaves ARP to the guest */
-	if (be16_get(eh->type) != NET_ETHERTYPE_IPV4 || len < sizeof(*eh) + sizeof(*ih) ||
-	    ih->proto != NET_IP_PROTO_UDP)
+	if (be16_get(eh->type) == NET_ETHERTYPE_VLAN) {
+		/* RoCEv2 in an 802.1Q tag: the same test past the tag (tagged ARP stays the guest's) */
+		if (len < sizeof(*eh) + 4 || be16_get(*(const be16 *)(frame + 16)) != NET_ETHERTYPE_IPV4)
+			return false;
+		frame += 4;
+		len -= 4;
+		ih = (const struct net_ip_hdr *)(frame + sizeof(*eh));
+	} else if (be16_get(eh->type) != NET_ETHERTYPE_IPV4) {
+		return false;
+	}
+	if (len < sizeof(*eh) + sizeof(*ih) || ih->proto != NET_IP_PROTO_UDP)
 		return false;
 	ihl = (size_t)net_ip_ihl(ih) * 4;
 	if (ihl < sizeof(*ih) || len < sizeof(*eh) + ihl + sizeof(*uh))
@@ -763,7 +788,10 @@ static void port_deliver(void *ctx, const uint8_t *frame, size_t len)
 	struct roce_port *port = ctx;
 	struct rx_slot *s;
 
-	if (len > ROCE_PORT_FRAME_MAX) {
+	bool tagged = len >= sizeof(struct net_eth_hdr) + 4 &&
+		      be16_get(((const struct net_eth_hdr *)frame)->type) == NET_ETHERTYPE_VLAN;
+
+	if (len - (tagged ? 4 : 0) > ROCE_PORT_FRAME_MAX) {
 		drop(port, ROCE_PORT_DROP_RX_LONG);
 		return;
 	}
@@ -772,7 +800,16 @@ static void port_deliver(void *ctx, const uint8_t *frame, size_t len)
 		return;
 	}
 	s = &port->rxq[(port->rx_head + port->rx_count) % ROCE_PORT_RXQ];
-	memcpy(s->frame, frame, len);
+	s->tagged = tagged;
+	s->tci = tagged ? (uint16_t)(frame[14] << 8 | frame[15]) : 0;
+	if (tagged) {
+		/* kept untagged, as the parser reads it; the tag is matched to the QP's at input */
+		memcpy(s->frame, frame, 12);
+		memcpy(s->frame + 12, frame + 16, len - 16);
+		len -= 4;
+	} else {
+		memcpy(s->frame, frame, len);
+	}
 	s->len = len;
 	s->backlog = port->rx_count >= ROCE_PORT_BACKLOG;
 	port->rx_count++;
@@ -810,8 +847,11 @@ static void arp_input(struct roce_port *port, const uint8_t *frame, size_t len)
  * A frame to 4791: DestQP, then roce_parse() at that QP's path MTU, then the
  * addresses. backlog: it came in while the node was behind (a CNP is owed).
  */
-static void roce_input(struct roce_port *port, const uint8_t *frame, size_t len, bool backlog, uint64_t now_us)
+static void roce_input(struct roce_port *port, const struct rx_slot *sl, uint64_t now_us)
 {
+	const uint8_t *frame = sl->frame;
+	size_t len = sl->len;
+	bool backlog = sl->backlog;
 	const struct roce_bth *bth = (const struct roce_bth *)(frame + ROCE_L2L4_LEN);
 	struct port_qp *qp = NULL;
 	struct roce_pkt pkt;
@@ -847,6 +887,10 @@ static void roce_input(struct roce_port *port, const uint8_t *frame, size_t len,
 	}
 	if (be32_get(pkt.ip->src) != qp->remote_ip) {
 		drop(port, ROCE_PORT_DROP_IP_SRC);
+		return;
+	}
+	if (sl->tagged != qp->vlan || (qp->vlan && (sl->tci & 0x0fff) != (qp->tci & 0x0fff))) {
+		drop(port, ROCE_PORT_DROP_VLAN);
 		return;
 	}
 	if (pkt.bth->opcode == ROCE_CNP) {
@@ -895,7 +939,7 @@ unsigned roce_port_pump(struct roce_port *port, unsigned budget, uint64_t now_us
 		if (be16_get(eh->type) == NET_ETHERTYPE_ARP)
 			arp_input(port, s->frame, s->len);
 		else
-			roce_input(port, s->frame, s->len, s->backlog, now_us);
+			roce_input(port, s, now_us);
 		port->rx_head = (port->rx_head + 1) % ROCE_PORT_RXQ;
 		port->rx_count--;
 		done++;

@@ -89,6 +89,7 @@ enum roce_port_drop {
 	ROCE_PORT_DROP_UD_REFUSED,      /* a UD datagram the handler refused (no such QP, Q_Key, no receive) */
 	ROCE_PORT_DROP_TX_UNRESOLVED,   /* sending: the neighbour's MAC is not known yet (ARP sent) */
 	ROCE_PORT_DROP_TX_HOOK,         /* sending: the test hook dropped it */
+	ROCE_PORT_DROP_VLAN,            /* its 802.1Q tag (or the lack of one) is not its QP's VLAN */
 	ROCE_PORT_DROP_NUM,
 };
 
@@ -154,6 +155,9 @@ struct roce_port_qp_cfg {
 	/* the remote MAC when the owner knows it (no ARP); zero: resolve by ARP (not on guest nodes) */
 	uint8_t remote_mac[NET_ETH_ALEN];
 	uint16_t sport;                 /* UDP source port; 0: roce_port_sport() */
+	/* an 802.1Q tag on every frame of the QP (TCI: priority, DEI, VLAN ID), and only tagged frames of that VLAN in */
+	bool vlan;
+	uint16_t tci;
 	/*
 	 * Optional: the responder moved the QP to error (it sent an invalid
 	 * request or remote access NAK). Called with resp_ctx from inside

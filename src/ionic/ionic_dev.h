@@ -206,6 +206,8 @@ struct ionic_rdma_wire_path {
 	uint32_t sip, dip;       /* IPv4, host order */
 	uint8_t tos, ttl;
 	uint16_t sport;          /* UDP source port of the template; 0 when it has none */
+	bool vlan;               /* the template carries an 802.1Q tag (a GID of a VLAN netdev) */
+	uint16_t tci;            /* its TCI: priority (3 bits), DEI, VLAN ID (12 bits) */
 	uint32_t dest_qpn;
 	uint32_t sq_psn, rq_psn;
 	uint32_t pmtu;           /* bytes: 256..4096 */

@@ -1057,6 +1057,8 @@ static bool template_path(const uint8_t *t, uint8_t len, struct ionic_rdma_wire_
 	}
 	if (et != 0x0800 || len < l2 + 20 || (t[l2] >> 4) != 4 || t[l2 + 9] != 17)
 		return false;
+	p->vlan = l2 == 18;
+	p->tci = p->vlan ? (uint16_t)(t[14] << 8 | t[15]) : 0;
 	ip = t + l2;
 	memcpy(p->dmac, t, 6);
 	memcpy(p->smac, t + 6, 6);

@@ -8,6 +8,7 @@
 #     WRITE tests between them: tshark must decode RoCEv2 (InfiniBand over UDP 4791) and show the
 #     RDMA WRITE opcodes the client put on the wire (First, Middle, Last; First, Middle, Last with
 #     Immediate) with consecutive PSNs, and the ACKs coming back.
+#  2b. The same with both QPs on VLAN 100 at priority 5: every RoCEv2 frame tagged, ACKs too.
 #  3. --pcap-max: a capture limited to 64K stops there (the file no larger, still readable) and
 #     the exit line counts the frames left out.
 # Usage: pcap-ci.sh path/to/rocm-ernic path/to/roce-ci-client
@@ -100,6 +101,31 @@ fi
 # B's ACKs (opcode 17, with the AETH's syndrome) come back to A: the capture has both directions.
 acks=$(tshark -r "$TMP/roce.pcap" -Y 'infiniband.bth.opcode == 17' -T fields -e infiniband.aeth.syndrome 2>/dev/null | wc -l)
 [ "$acks" -ge 1 ] && pass pcap-roce-acks || fail pcap-roce-acks "no ACK in the capture"
+
+# --- 2b. The same over VLAN 100 at priority 5 (issue 28): both QPs' header templates carry the
+#     802.1Q tag, as ionic_rdma builds them for a GID of a VLAN netdev. The capture must show the
+#     WRITEs tagged (VLAN ID and priority), and B must have taken them (the client checks its memory).
+roce_pair_up g h roce --pcap "$TMP/vlan.pcap"
+if nsx "$CLIENT" "$TMP/g.sock" "$TMP/h.sock" ernicA ernicB vlan >"$TMP/vlan-client.log" 2>&1; then
+	pass pcap-vlan-client
+else
+	fail pcap-vlan-client "$(grep -E 'FAILED|ERROR|Failure|error' "$TMP/vlan-client.log" | head -8 | tr '\n' '|')"
+fi
+stop_server PID_A pcap-vlan-server-exit
+stop_server PID_B pcap-vlan-peer-exit
+tagged=$(tshark -r "$TMP/vlan.pcap" -Y 'vlan && infiniband.bth.opcode >= 6 && infiniband.bth.opcode <= 9' \
+	-T fields -e vlan.id -e vlan.priority -e infiniband.bth.opcode 2>"$TMP/tshark.err")
+echo "$tagged" | sed 's/^/# /'
+if [ "$(awk '{ printf "%s ", $3 }' <<<"$tagged")" = "6 7 8 6 7 9 " ] && ! grep -qvP '^100\t5\t' <<<"$tagged"; then
+	pass pcap-vlan-tagged
+else
+	fail pcap-vlan-tagged "tshark shows: $(tr '\n' '|' <<<"$tagged") $(head -3 "$TMP/tshark.err")"
+fi
+# Nothing untagged between the two QPs, and the ACKs came back tagged too.
+untagged=$(tshark -r "$TMP/vlan.pcap" -Y '!vlan && infiniband' 2>/dev/null | wc -l)
+acks=$(tshark -r "$TMP/vlan.pcap" -Y 'vlan.id == 100 && infiniband.bth.opcode == 17' 2>/dev/null | wc -l)
+[ "$untagged" = 0 ] && [ "$acks" -ge 1 ] && pass pcap-vlan-acks-tagged ||
+	fail pcap-vlan-acks-tagged "$untagged untagged RoCE frames, $acks tagged ACKs"
 
 # --- 3. The size limit -------------------------------------------------------------------------
 roce_pair_up c d roce --pcap "$TMP/small.pcap" --pcap-max 64K

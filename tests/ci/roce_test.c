@@ -248,10 +248,11 @@ static uint8_t *gp(struct side *s, uint64_t bus)
 }
 
 static uint8_t pmtu_log2 = 10; /* the path MTU both QPs get: 1024, or 4096 in bulk mode */
+static uint16_t vlan_tci;      /* vlan mode: both QPs' templates carry this 802.1Q tag (0: none) */
 
 static void side_up(struct side *s, struct side *peer)
 {
-	uint8_t t[RG_ROCE4_HDR_LEN];
+	uint8_t t[RG_ROCE4_VLAN_HDR_LEN];
 	struct rg_qp_path path;
 
 	assert_int_equal(vfc_connect(&s->c, s->sock, 20000), 0);
@@ -275,9 +276,12 @@ static void side_up(struct side *s, struct side *peer)
 	s->qp.sq_depth_log2 = s->qp.rq_depth_log2 = 6;
 	s->qp.sq_stride_log2 = s->qp.rq_stride_log2 = 7;
 	assert_int_equal(rg_qp_create(&s->g, &s->aq, &s->qp), 0);
-	rg_roce4_template(t, peer->mac, s->mac, s->ip, peer->ip, 0, 64);
-	path = (struct rg_qp_path){ .tmpl = t, .len = sizeof(t), .at = TMPL, .sq_psn = s->sq_psn,
-				    .rq_psn = peer->sq_psn, .pmtu_log2 = pmtu_log2 };
+	if (vlan_tci)
+		rg_roce4_template_vlan(t, peer->mac, s->mac, s->ip, peer->ip, 0, 64, vlan_tci);
+	else
+		rg_roce4_template(t, peer->mac, s->mac, s->ip, peer->ip, 0, 64);
+	path = (struct rg_qp_path){ .tmpl = t, .len = vlan_tci ? RG_ROCE4_VLAN_HDR_LEN : RG_ROCE4_HDR_LEN, .at = TMPL,
+				    .sq_psn = s->sq_psn, .rq_psn = peer->sq_psn, .pmtu_log2 = pmtu_log2 };
 	assert_int_equal(rg_qp_to_rts_path(&s->g, &s->aq, &s->qp, QPN, ACCESS, &path), 0);
 }
 
@@ -1528,7 +1532,7 @@ int main(int argc, char **argv)
 	};
 
 	if (argc < 5) {
-		fprintf(stderr, "usage: %s SOCK_A SOCK_B TAP_A TAP_B [lossy|bulk|pcap]\n", argv[0]);
+		fprintf(stderr, "usage: %s SOCK_A SOCK_B TAP_A TAP_B [lossy|bulk|pcap|vlan]\n", argv[0]);
 		return 2;
 	}
 	A.sock = argv[1];
@@ -1539,6 +1543,11 @@ int main(int argc, char **argv)
 		return cmocka_run_group_tests_name("roce-ci-lossy", lossy, group_setup, group_teardown);
 	if (argc > 5 && strcmp(argv[5], "pcap") == 0) /* pcap-ci: a few frames to decode */
 		return cmocka_run_group_tests_name("roce-ci-pcap", pcap, group_setup, group_teardown);
+	if (argc > 5 && strcmp(argv[5], "vlan") == 0) {
+		/* the same over VLAN 100 at priority 5: the kernel's packet socket sees the frames untagged */
+		vlan_tci = 5u << 13 | 100;
+		return cmocka_run_group_tests_name("roce-ci-vlan", pcap, group_setup, group_teardown);
+	}
 	if (argc > 5 && strcmp(argv[5], "bulk") == 0)
 		return cmocka_run_group_tests_name("roce-ci-bulk", bulk, group_setup, group_teardown);
 	return cmocka_run_group_tests_name("roce-ci", tests, group_setup, group_teardown);

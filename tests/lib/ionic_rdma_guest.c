@@ -726,6 +726,18 @@ void rg_roce4_template(uint8_t t[RG_ROCE4_HDR_LEN], const uint8_t dmac[6], const
 	rg_be16(udp + 2, 4791);
 }
 
+void rg_roce4_template_vlan(uint8_t t[RG_ROCE4_VLAN_HDR_LEN], const uint8_t dmac[6], const uint8_t smac[6],
+			    uint32_t saddr, uint32_t daddr, uint8_t tos, uint8_t ttl, uint16_t tci)
+{
+	uint8_t plain[RG_ROCE4_HDR_LEN];
+
+	rg_roce4_template(plain, dmac, smac, saddr, daddr, tos, ttl);
+	memcpy(t, plain, 12);
+	rg_be16(t + 12, 0x8100);
+	rg_be16(t + 14, tci);
+	memcpy(t + 16, plain + 12, RG_ROCE4_HDR_LEN - 12);
+}
+
 int rg_ah_create(struct ionic_guest *g, struct rg_aq *aq, uint32_t id, uint32_t pd, uint64_t at, const uint8_t *tmpl,
 		 uint32_t len)
 {

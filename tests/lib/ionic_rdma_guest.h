@@ -387,6 +387,10 @@ int rg_mr_destroy(struct ionic_guest *g, struct rg_aq *aq, uint32_t key);
 #define RG_ROCE4_HDR_LEN 42
 void rg_roce4_template(uint8_t t[RG_ROCE4_HDR_LEN], const uint8_t dmac[6], const uint8_t smac[6], uint32_t saddr,
 		       uint32_t daddr, uint8_t tos, uint8_t ttl);
+/* The same with an 802.1Q tag (TCI: priority, DEI, VLAN ID), as ionic_rdma builds it for a GID of a VLAN netdev. */
+#define RG_ROCE4_VLAN_HDR_LEN (RG_ROCE4_HDR_LEN + 4)
+void rg_roce4_template_vlan(uint8_t t[RG_ROCE4_VLAN_HDR_LEN], const uint8_t dmac[6], const uint8_t smac[6],
+			    uint32_t saddr, uint32_t daddr, uint8_t tos, uint8_t ttl, uint16_t tci);
 /* CREATE_AH id in pd with len bytes of template, written at `at` first. */
 int rg_ah_create(struct ionic_guest *g, struct rg_aq *aq, uint32_t id, uint32_t pd, uint64_t at, const uint8_t *tmpl,
 		 uint32_t len);

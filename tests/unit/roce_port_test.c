@@ -79,6 +79,9 @@ struct node {
 	/* ECN: frames seen ECN-capable, not, and (ce_mark) marked CE on their way as a congested switch would */
 	unsigned tx_ect, tx_not_ect;
 	bool ce_mark;
+	/* 802.1Q: frames sent tagged, and the last tag's TCI */
+	unsigned tx_tagged;
+	uint16_t last_tci;
 };
 
 struct world {
@@ -144,10 +147,21 @@ static bool tx_hook(void *ctx, const uint8_t *cf, size_t len)
 {
 	struct node *n = ctx;
 	uint8_t *f = (uint8_t *)cf; /* the node's own transmit buffer: the hook may mark it */
+	uint8_t plain[ROCE_PORT_FRAME_MAX];
 	struct roce_pkt p;
 	unsigned idx;
 
 	n->tx_frames++;
+	if (len >= 18 && f[12] == 0x81 && f[13] == 0x00) {
+		/* tagged: the tag noted, the rest checked as an untagged frame */
+		n->tx_tagged++;
+		n->last_tci = (uint16_t)(f[14] << 8 | f[15]);
+		assert_true(len - 4 <= sizeof(plain));
+		memcpy(plain, f, 12);
+		memcpy(plain + 12, f + 16, len - 16);
+		f = plain;
+		len -= 4;
+	}
 	if (is_arp(f, len)) {
 		n->tx_arp++;
 		if (n->drop_arp) {
@@ -1702,6 +1716,58 @@ static void test_ecn(void **state)
 	teardown_world();
 }
 
+/*
+ * 802.1Q: a QP with a tag sends every frame tagged with its TCI and takes only frames of its VLAN
+ * (the priority may differ); a peer on another VLAN drops them all (`vlan`), so the requester
+ * retries and fails with retry exceeded, nothing written.
+ */
+static void test_vlan(void **state)
+{
+	struct roce_port_qp_cfg c;
+
+	(void)state;
+	setup(false);
+	c = qp_cfg(A);
+	c.vlan = true;
+	c.tci = 5u << 13 | 100;
+	assert_int_equal(roce_port_qp_create(A->port, QPN_A, &c, W->now), 0);
+	c = qp_cfg(B);
+	c.vlan = true;
+	c.tci = 3u << 13 | 100;
+	assert_int_equal(roce_port_qp_create(B->port, QPN_B, &c, W->now), 0);
+	settle();
+	fill(A, 1, LBUF, 1);
+	assert_int_equal(post(A, 1, ROCE_RC_REQ_WRITE, LBUF, 0), 0);
+	run();
+	expect_comp(A, 0, 1, ROCE_RC_REQ_WC_SUCCESS, LBUF);
+	assert_memory_equal(B->mr, A->lbuf[1], LBUF);
+	assert_true(A->tx_tagged > 0 && B->tx_tagged > 0); /* B's ACKs too */
+	assert_int_equal(A->last_tci, 5u << 13 | 100);
+	assert_int_equal(B->last_tci, 3u << 13 | 100);
+	assert_int_equal(drops(A, ROCE_PORT_DROP_VLAN) + drops(B, ROCE_PORT_DROP_VLAN), 0);
+
+	/* B on VLAN 200. */
+	assert_int_equal(roce_port_qp_destroy(A->port, QPN_A), 0);
+	assert_int_equal(roce_port_qp_destroy(B->port, QPN_B), 0);
+	c = qp_cfg(A);
+	c.vlan = true;
+	c.tci = 100;
+	assert_int_equal(roce_port_qp_create(A->port, QPN_A, &c, W->now), 0);
+	c = qp_cfg(B);
+	c.vlan = true;
+	c.tci = 200;
+	assert_int_equal(roce_port_qp_create(B->port, QPN_B, &c, W->now), 0);
+	memset(B->mr + 2 * LBUF, 0, LBUF);
+	fill(A, 2, LBUF, 2);
+	assert_int_equal(post(A, 2, ROCE_RC_REQ_WRITE, LBUF, 2 * LBUF), 0);
+	run();
+	expect_comp(A, 1, 2, ROCE_RC_REQ_WC_RETRY_EXC_ERR, 0);
+	assert_true(drops(B, ROCE_PORT_DROP_VLAN) > 0);
+	for (unsigned i = 0; i < LBUF; i++)
+		assert_int_equal(B->mr[2 * LBUF + i], 0);
+	teardown_world();
+}
+
 static void test_guest_local_macs(void **state)
 {
 	struct roce_port_cfg ca = { .name = "guest", .guest = true };
@@ -1786,6 +1852,7 @@ int main(void)
 		cmocka_unit_test(test_guest_local_macs),
 		cmocka_unit_test(test_congestion),
 		cmocka_unit_test(test_ecn),
+		cmocka_unit_test(test_vlan),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
