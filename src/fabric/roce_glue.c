@@ -304,7 +304,7 @@ static bool ud_input(void *ctx, const struct roce_pkt *pkt)
 	ud = (struct ionic_rdma_wire_ud){
 		.src_qpn = be32_get(pkt->deth->sqp) & ROCE_QPN_MASK, .dest_qpn = roce_bth_dqpn(pkt->bth),
 		.qkey = be32_get(pkt->deth->qkey), .has_imm = pkt->imm != NULL, .solicited = roce_bth_se(pkt->bth),
-		.imm = pkt->imm != NULL ? be32_get(pkt->imm->imm) : 0,
+		.imm = pkt->imm != NULL ? be32_get(pkt->imm->imm) : 0, .vlan = pkt->vlan, .tci = pkt->vlan_tci,
 	};
 	rc = ionic_rdma_wire_ud_recv(g->dev, &ud, (const uint8_t *)pkt->ip, pkt->eth->src, pkt->payload,
 				     pkt->payload_len);
@@ -320,7 +320,7 @@ static void w_ud_send(void *ctx, const struct ionic_rdma_wire_path *p, const str
 	struct roce_port_ud d = {
 		.src_ip = p->sip, .dst_ip = p->dip, .tos = p->tos, .ttl = p->ttl, .sport = p->sport,
 		.src_qpn = ud->src_qpn, .dst_qpn = ud->dest_qpn, .qkey = ud->qkey, .has_imm = ud->has_imm,
-		.solicited = ud->solicited, .imm = ud->imm,
+		.solicited = ud->solicited, .imm = ud->imm, .vlan = p->vlan, .tci = p->tci,
 	};
 
 	if (!ip_allowed(g, p->sip, "a datagram from the address", ud->src_qpn))

@@ -866,6 +866,8 @@ static void roce_input(struct roce_port *port, const struct rx_slot *sl, uint64_
 		drop(port, ROCE_PORT_DROP_PARSE);
 		return;
 	}
+	pkt.vlan = sl->tagged;
+	pkt.vlan_tci = sl->tci;
 	if (be32_get(pkt.ip->dst) != (qp != NULL ? qp->local_ip : port->ip) && !(qp == NULL && port->guest)) {
 		drop(port, ROCE_PORT_DROP_IP_DST);
 		return;
@@ -1085,8 +1087,16 @@ int roce_port_ud_send(struct roce_port *port, const struct roce_port_ud *d, cons
 		return -EINVAL;
 	memcpy(fd.src_mac, d->src_mac, NET_ETH_ALEN);
 	memcpy(fd.dst_mac, d->dst_mac, NET_ETH_ALEN);
-	if (roce_build(&fd, port->tx, sizeof(port->tx), &flen) != ROCE_OK)
+	if (roce_build(&fd, port->tx, ROCE_PORT_FRAME_MAX, &flen) != ROCE_OK)
 		return -EINVAL;
+	if (d->vlan) {
+		memmove(port->tx + 16, port->tx + 12, flen - 12);
+		port->tx[12] = 0x81;
+		port->tx[13] = 0x00;
+		port->tx[14] = (uint8_t)(d->tci >> 8);
+		port->tx[15] = (uint8_t)d->tci;
+		flen += 4;
+	}
 	port->ud_psn++;
 	port->stats.ud_out++;
 	port_out(port, port->tx, flen);

@@ -250,6 +250,8 @@ struct roce_port_ud {
 	uint32_t src_qpn, dst_qpn, qkey;
 	bool has_imm, solicited;
 	uint32_t imm;
+	bool vlan;                      /* an 802.1Q tag of tci (the address handle's template had one) */
+	uint16_t tci;
 };
 /*
  * Send it at once (no ARP: the destination MAC is given; UD is unreliable,

@@ -381,6 +381,9 @@ struct roce_pkt {
 	const uint8_t *payload;         /* pad bytes follow it */
 	uint32_t payload_len;           /* without the pad */
 	uint32_t icrc;
+	/* not the parser's: the 802.1Q tag the frame came with, which the node took out before parsing */
+	bool vlan;
+	uint16_t vlan_tci;
 };
 
 /*

@@ -264,6 +264,8 @@ struct ionic_rdma_wire_ud {
 	uint32_t src_qpn, dest_qpn, qkey;
 	bool has_imm, solicited;
 	uint32_t imm;
+	bool vlan;               /* received: it came 802.1Q tagged with tci (the CQE says so) */
+	uint16_t tci;
 };
 
 struct ionic_rdma_wire_ops {

@@ -269,6 +269,7 @@ enum {
 };
 #define IONIC_V1_CQE_RECV_OP_SHIFT 24
 #define IONIC_V1_CQE_RECV_IS_IPV4  (1u << 31)
+#define IONIC_V1_CQE_RECV_IS_VLAN  (1u << 30) /* vlan_tag holds the datagram's 802.1Q TCI */
 enum {
 	IONIC_V1_CQE_RECV_OP_SEND = 0,
 	IONIC_V1_CQE_RECV_OP_SEND_INV = 1,

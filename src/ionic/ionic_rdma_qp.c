@@ -131,6 +131,8 @@ struct recv_info {
 	bool ipv4;
 	bool solicited;
 	uint8_t smac[6];
+	bool vlan;             /* a UD datagram that came with an 802.1Q tag of tci */
+	uint16_t tci;
 };
 
 static void complete_recv(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp, le64 wqe_id,
@@ -141,8 +143,10 @@ static void complete_recv(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *
 	memset(&cqe, 0, sizeof(cqe));
 	cqe.recv.wqe_id = wqe_id;
 	cqe.recv.src_qpn_op = be32_set((ri->src_qpn & 0xffffffu) | (uint32_t)ri->op << IONIC_V1_CQE_RECV_OP_SHIFT |
-				       (ri->ipv4 ? IONIC_V1_CQE_RECV_IS_IPV4 : 0));
+				       (ri->ipv4 ? IONIC_V1_CQE_RECV_IS_IPV4 : 0) |
+				       (ri->vlan ? IONIC_V1_CQE_RECV_IS_VLAN : 0));
 	memcpy(cqe.recv.src_mac, ri->smac, 6);
+	cqe.recv.vlan_tag = be16_set(ri->vlan ? ri->tci : 0);
 	cqe.recv.imm_data_rkey = ri->imm_rkey;
 	cqe.status_length = be32_set(status ? status : len);
 	cqe.qid_type_flags = be32_set(qpid << IONIC_V1_CQE_QID_SHIFT |
@@ -1904,7 +1908,7 @@ int ionic_rdma_wire_ud_recv(struct ionic_dev *dev, const struct ionic_rdma_wire_
 	struct rdma_qp *qp = ud->dest_qpn > 0 && ud->dest_qpn < IONIC_RDMA_NQP ? &dev->rdma->qp[ud->dest_qpn] : NULL;
 	struct recv_info ri = {
 		.src_qpn = ud->src_qpn, .op = ud->has_imm ? IONIC_V1_CQE_RECV_OP_SEND_IMM : IONIC_V1_CQE_RECV_OP_SEND,
-		.imm_rkey = be32_set(ud->imm), .ipv4 = true, .solicited = ud->solicited,
+		.imm_rkey = be32_set(ud->imm), .ipv4 = true, .solicited = ud->solicited, .vlan = ud->vlan, .tci = ud->tci,
 	};
 	uint8_t grh[GRH_BYTES] = { 0 };
 	struct endpoint d;

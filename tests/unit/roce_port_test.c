@@ -1111,7 +1111,8 @@ static void test_guest_node(void **state)
 static struct {
 	unsigned n;
 	uint32_t sqp, dqpn, qkey, imm, len;
-	bool has_imm, se;
+	bool has_imm, se, vlan;
+	uint16_t tci;
 	uint8_t payload[64];
 } ud_got;
 
@@ -1127,6 +1128,8 @@ static bool ud_handler(void *ctx, const struct roce_pkt *p)
 	ud_got.imm = p->imm ? be32_get(p->imm->imm) : 0;
 	ud_got.se = roce_bth_se(p->bth);
 	ud_got.len = p->payload_len;
+	ud_got.vlan = p->vlan;
+	ud_got.tci = p->vlan_tci;
 	memcpy(ud_got.payload, p->payload, p->payload_len < 64 ? p->payload_len : 64);
 	return ctx == NULL;
 }
@@ -1168,6 +1171,7 @@ static void test_ud(void **state)
 	assert_false(ud_got.has_imm);
 	assert_false(ud_got.se);
 	assert_int_equal(ud_got.len, 4);
+	assert_false(ud_got.vlan);
 	assert_int_equal(roce_port_stats(B->port)->ud_in, 2);
 	assert_int_equal(roce_port_stats(A->port)->ud_out, 3);
 	assert_int_equal(A->tx_arp, 0); /* no ARP: the MAC was given */
@@ -1181,6 +1185,17 @@ static void test_ud(void **state)
 	assert_int_equal(roce_port_stats(B->port)->ud_in, 3);
 	assert_int_equal(drops(B, ROCE_PORT_DROP_UD_REFUSED), 1);
 	roce_port_set_ud_handler(B->port, ud_handler, NULL);
+	/* 802.1Q: sent tagged, handed over with the tag it came with */
+	d.vlan = true;
+	d.tci = 2u << 13 | 300;
+	assert_int_equal(roce_port_ud_send(A->port, &d, msg, 4), 0);
+	settle();
+	assert_int_equal(ud_got.n, 4);
+	assert_true(ud_got.vlan);
+	assert_int_equal(ud_got.tci, 2u << 13 | 300);
+	assert_int_equal(A->last_tci, 2u << 13 | 300);
+	assert_memory_equal(ud_got.payload, msg, 4);
+	d.vlan = false;
 	/* refusals */
 	assert_int_equal(roce_port_ud_send(A->port, &d, msg, 4097), -EINVAL);
 	d.dst_qpn = 1u << 24;
