@@ -190,8 +190,38 @@ static bool cu_declines(struct client *c, const struct cu_keys *k)
 		return fail(c, name, "GET %s: %s", k->obj, c->h.err);
 	if ((why = declined_problem(&resp, 206, SEED_CU, 100, 100)))
 		return fail(c, name, "an unknown key, ranged: %s", why);
+	/* rkey 0 (the driver's reserved key), and a window running past the registration's end */
+	mint_cu_token(r, 0, r->hi, CU_SIZE, tok);
+	if (req_token(c, "GET", k->obj, tok, NULL, NULL, &resp))
+		return fail(c, name, "GET %s: %s", k->obj, c->h.err);
+	if ((why = declined_problem(&resp, 200, SEED_CU, 0, CU_SIZE)))
+		return fail(c, name, "rkey 0: %s", why);
+	mint_cu_token(r, r->mr->rkey, r->hi + r->half - CU_SIZE / 2, CU_SIZE, tok);
+	if (req_token(c, "GET", k->obj, tok, NULL, NULL, &resp))
+		return fail(c, name, "GET %s: %s", k->obj, c->h.err);
+	if ((why = declined_problem(&resp, 200, SEED_CU, 0, CU_SIZE)))
+		return fail(c, name, "a window past the registration: %s", why);
 	if ((bad = scan(r->hi, 0, CU_SIZE, SEED_CU, 0, true)) >= 0)
 		return fail(c, name, "a declined GET wrote byte %ld of the window", bad);
+	/* a registration the server may not write (local access only): declined, the buffer untouched */
+	{
+		uint8_t *ro = aligned_alloc(4096, CU_SIZE);
+		struct ibv_mr *mr = ro ? ibv_reg_mr(r->pd, ro, CU_SIZE, IBV_ACCESS_LOCAL_WRITE) : NULL;
+		bool good;
+
+		if (mr == NULL) {
+			free(ro);
+			return fail(c, name, "cannot register a local-only buffer: %s", strerror(errno));
+		}
+		guard_fill(ro, CU_SIZE, SEED_CU, 0);
+		mint_cu_token(r, mr->rkey, ro, CU_SIZE, tok);
+		good = req_token(c, "GET", k->obj, tok, NULL, NULL, &resp) == 0 &&
+		       declined_problem(&resp, 200, SEED_CU, 0, CU_SIZE) == NULL && scan(ro, 0, CU_SIZE, SEED_CU, 0, true) < 0;
+		ibv_dereg_mr(mr);
+		free(ro);
+		if (!good)
+			return fail(c, name, "a key without remote write: %s", summary(&resp));
+	}
 
 	pat_fill(r->lo, CU_SIZE, SEED_CU, 0);
 	mint_cu_token(r, UNKNOWN_RKEY, r->lo, CU_SIZE, tok);
