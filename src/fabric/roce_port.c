@@ -203,6 +203,7 @@ static void port_out(struct roce_port *port, const uint8_t *frame, size_t len)
 		return;
 	}
 	port->stats.frames_out++;
+	port->stats.vlan_out += len >= 18 && frame[12] == 0x81 && frame[13] == 0x00;
 	net_switch_input(port->sw, port->sw_port, frame, len);
 }
 
@@ -802,6 +803,7 @@ static void port_deliver(void *ctx, const uint8_t *frame, size_t len)
 	s = &port->rxq[(port->rx_head + port->rx_count) % ROCE_PORT_RXQ];
 	s->tagged = tagged;
 	s->tci = tagged ? (uint16_t)(frame[14] << 8 | frame[15]) : 0;
+	port->stats.vlan_in += tagged;
 	if (tagged) {
 		/* kept untagged, as the parser reads it; the tag is matched to the QP's at input */
 		memcpy(s->frame, frame, 12);

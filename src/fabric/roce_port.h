@@ -96,6 +96,7 @@ enum roce_port_drop {
 struct roce_port_stats {
 	uint64_t frames_in;             /* taken from the switch */
 	uint64_t frames_out;            /* given to the switch (ARP included) */
+	uint64_t vlan_in, vlan_out;     /* of them, with an 802.1Q tag */
 	uint64_t to_requester, to_responder;
 	uint64_t arp_requests, arp_replies;     /* sent */
 	uint64_t ud_in, ud_out;                 /* UD datagrams handed to the handler (refused ones too), sent */

@@ -1760,6 +1760,8 @@ static void test_vlan(void **state)
 	assert_int_equal(A->last_tci, 5u << 13 | 100);
 	assert_int_equal(B->last_tci, 3u << 13 | 100);
 	assert_int_equal(drops(A, ROCE_PORT_DROP_VLAN) + drops(B, ROCE_PORT_DROP_VLAN), 0);
+	assert_int_equal(roce_port_stats(A->port)->vlan_out, A->tx_tagged);
+	assert_int_equal(roce_port_stats(B->port)->vlan_in, A->tx_tagged);
 
 	/* B on VLAN 200. */
 	assert_int_equal(roce_port_qp_destroy(A->port, QPN_A), 0);

@@ -47,7 +47,8 @@
 # guests the same list), ERNIC_IONIC_MAC (the ionic netdev's MAC when there are several),
 # ERNIC_PAIR_NVME_CYCLES (nvme step: connects and disconnects after the verified one, 0; each
 # one is a full rdma_cm exchange per queue, for hunting trouble in the admin path),
-# ERNIC_PAIR_NO_TAP_DROPS (1: no frame may be dropped at a TAP during the large messages).
+# ERNIC_PAIR_NO_TAP_DROPS (1: no frame may be dropped at a TAP during the large messages),
+# ERNIC_PAIR_VLAN (an 802.1Q VLAN ID: every step over that VLAN, below).
 # shellcheck source=SCRIPTDIR/../guest/check-lib.sh
 . "$(dirname "$0")/check-lib.sh"
 
@@ -91,7 +92,20 @@ if [ "$MODE" = bench ]; then
 		R_IB=$IB R_GID=$GID R_OTHER=$OTHER IB=$I_IB GID=$I_GID OTHER=$I_OTHER IF=$I_IF DEV=ionic
 	fi
 fi
-if [ -z "$WHY" ] && { [ "$MODE" = bench ] || dev_up; }; then
+# ERNIC_PAIR_VLAN=ID: the steps run over an 802.1Q VLAN on top of the device's netdev (IF.ID,
+# 192.168.210.0/24 with the same host number): the RoCE v2 GID of that address, so every QP's
+# header template and every address handle carries the tag (both guests must set it).
+vlan_up() {
+	[ -n "${ERNIC_PAIR_VLAN:-}" ] || return 0
+	if ! ip link add link "$IF" name "$IF.$ERNIC_PAIR_VLAN" type vlan id "$ERNIC_PAIR_VLAN" 2>/tmp/vlan-up.txt; then
+		WHY="cannot make VLAN $ERNIC_PAIR_VLAN on $IF: $(tr '\n' ' ' </tmp/vlan-up.txt)"
+		return 1
+	fi
+	IF=$IF.$ERNIC_PAIR_VLAN ME=192.168.210.${ME##*.} OTHER=192.168.210.${OTHER##*.}
+	ip addr add "$ME/24" dev "$IF" && ip link set "$IF" up
+	port_gid "$ME"
+}
+if [ -z "$WHY" ] && { [ "$MODE" = bench ] || dev_up; } && vlan_up; then
 	pass pair-setup "$IB on $IF, RoCE v2 GID index $GID"
 	sync_post "up-$SIDE" "ok $DEV"
 else
