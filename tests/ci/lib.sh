@@ -151,19 +151,19 @@ roce_bridge_up() {
 	ip netns exec "$NS" ip link set br0 mtu "$mtu" up
 }
 
-# roce_pair_up X Y SPEC [ARGS...]: in the namespace $NS (its TAPs ernicA and ernicB made by the
-# caller), server A with --backend SPEC and ARGS (socket and log $TMP/X.*, on ernicA, MAC
-# 02:00:00:00:00:0a) and server B with --backend roce ($TMP/Y.*, on ernicB, 02:00:00:00:00:0b),
-# until both listen (30 s at most); their pids in PID_A and PID_B. Not through a function run in
-# the background (a subshell): the pids must be the servers'.
+# roce_pair_up X Y SPEC [ARGS...]: server A with --backend SPEC and ARGS (socket and log $TMP/X.*,
+# on ernicA, MAC 02:00:00:00:00:0a) in the namespace ${NS_A:-$NS}, and server B with --backend
+# ${SPEC_B:-roce} ($TMP/Y.*, on ernicB, 02:00:00:00:00:0b) in ${NS_B:-$NS} (their TAPs made by the
+# caller), until both listen (30 s at most); their pids in PID_A and PID_B. Not through a function
+# run in the background (a subshell): the pids must be the servers'.
 roce_pair_up() {
 	local x=$1 y=$2 spec=$3
 	shift 3
-	ip netns exec "$NS" "$BIN" --socket "$TMP/$x.sock" --backend "$spec" --tap ernicA --mac 02:00:00:00:00:0a \
-		"$@" 2>"$TMP/$x.log" &
+	ip netns exec "${NS_A:-$NS}" "$BIN" --socket "$TMP/$x.sock" --backend "$spec" --tap ernicA \
+		--mac 02:00:00:00:00:0a "$@" 2>"$TMP/$x.log" &
 	PID_A=$!
-	ip netns exec "$NS" "$BIN" --socket "$TMP/$y.sock" --backend roce --tap ernicB --mac 02:00:00:00:00:0b \
-		2>"$TMP/$y.log" &
+	ip netns exec "${NS_B:-$NS}" "$BIN" --socket "$TMP/$y.sock" --backend "${SPEC_B:-roce}" --tap ernicB \
+		--mac 02:00:00:00:00:0b 2>"$TMP/$y.log" &
 	PID_B=$!
 	for _ in $(seq 300); do
 		has_line "$TMP/$x.log" "vfio-user: listening on $TMP/$x.sock" &&

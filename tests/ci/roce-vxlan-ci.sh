@@ -52,20 +52,8 @@ hosts_up() {
 	done
 }
 
-# servers_up X Y: server A in host A on ernicA, server B in host B on ernicB, until both listen.
-servers_up() {
-	ip netns exec "$NSA" "$BIN" --socket "$TMP/$1.sock" --backend roce:timeout=14,retry=3 --tap ernicA \
-		--mac 02:00:00:00:00:0a 2>"$TMP/$1.log" &
-	PID_A=$!
-	ip netns exec "$NSB" "$BIN" --socket "$TMP/$2.sock" --backend roce:timeout=14,retry=3 --tap ernicB \
-		--mac 02:00:00:00:00:0b 2>"$TMP/$2.log" &
-	PID_B=$!
-	for _ in $(seq 300); do
-		has_line "$TMP/$1.log" "vfio-user: listening on $TMP/$1.sock" &&
-			has_line "$TMP/$2.log" "vfio-user: listening on $TMP/$2.sock" && break
-		sleep 0.1
-	done
-}
+# servers_up X Y: server A in host A on ernicA, server B in host B on ernicB (lib.sh's roce_pair_up).
+servers_up() { NS_A=$NSA NS_B=$NSB SPEC_B=roce:timeout=14,retry=3 roce_pair_up "$1" "$2" roce:timeout=14,retry=3; }
 
 servers_down() {
 	for s in A B; do
