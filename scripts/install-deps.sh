@@ -10,8 +10,8 @@ PACKAGES=(
 	libjson-c-dev                       # vfio-user VERSION capabilities
 	libssl-dev                          # MD5 for S3 ETags
 	libexpat1-dev                       # S3 XML request bodies
-	zlib1g-dev                          # CRC-32 for S3's x-amz-checksum-crc32
-	libisal-dev                         # CRC-32C for S3's x-amz-checksum-crc32c, the RoCEv2 ICRC (src/fabric)
+	zlib1g-dev                          # the tests' own CRC-32, independent of ISA-L's
+	libisal-dev                         # CRC-32 and CRC-32C for S3's checksums, the RoCEv2 ICRC (src/fabric)
 	libcmocka-dev                       # unit tests
 	clang libclang-rt-dev               # fuzz targets (tests/fuzz): clang and its libFuzzer runtime
 	python3 iproute2 procps coreutils   # tests that start the binary

@@ -1,5 +1,5 @@
 /*
- * The additional checksums of S3 (x-amz-checksum-*): CRC32 (zlib), CRC32C
+ * The additional checksums of S3 (x-amz-checksum-*): CRC32 (ISA-L, the gzip CRC), CRC32C
  * (ISA-L's crc32_iscsi), SHA-1 and SHA-256 (OpenSSL), and CRC64/NVME, which
  * no Debian library computes (ISA-L has it only from 2.31): a reflected
  * CRC-64 with the polynomial 0xAD93D23594C93659, initial value and final
@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <zlib.h>
 
 static const struct {
 	const char *name;   /* as in x-amz-checksum-<name> and x-amz-sdk-checksum-algorithm (any case) */
@@ -81,14 +80,9 @@ int s3_cks_compute(enum s3_cks a, const uint8_t *data, size_t len, uint8_t out[S
 		data = empty;
 	switch (a) {
 	case S3_CKS_CRC32: {
-		uLong c = crc32(0L, Z_NULL, 0);
+		/* zlib's CRC-32 (gzip's), by ISA-L with carry-less multiplication */
+		uint32_t c = crc32_gzip_refl(0, data, len);
 
-		for (size_t off = 0; off < len;) {
-			uInt n = len - off > (1u << 30) ? 1u << 30 : (uInt)(len - off);
-
-			c = crc32(c, data + off, n);
-			off += n;
-		}
 		for (int i = 0; i < 4; i++)
 			out[i] = (uint8_t)(c >> (24 - 8 * i));
 		return 0;
