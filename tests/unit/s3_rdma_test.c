@@ -341,6 +341,40 @@ static void test_rdma_deferred(void **state)
 	assert_int_equal(r.status, 404);
 	assert_int_equal(s3_store_stats(st)->used_bytes, size);
 
+	/*
+	 * A cuObject GET whose registration goes after two slices: the answer falls back to the
+	 * body (200, reply 501, the whole object), sent only once the transfer has stopped.
+	 */
+	{
+		char ctok[160];
+		uint8_t *obj = NULL;
+
+		r = req_str("GET /ernic/big HTTP/1.1\r\nHost: s3\r\n\r\n");
+		assert_int_equal(r.status, 200);
+		obj = r.body;
+		r.body = NULL;
+		free_resp(&r);
+		n = snprintf(req, sizeof(req), "GET /ernic/big HTTP/1.1\r\nHost: s3\r\nx-amz-rdma-token: %s\r\n\r\n",
+			     cu_token(0x4321, m->addr + size, size, ctok));
+		assert_int_equal(s3_conn_input(conn, (const uint8_t *)req, (size_t)n), (size_t)n);
+		assert_true(s3_conn_work(conn, slice));
+		assert_int_equal(pending_output(), 0);
+		assert_true(s3_conn_work(conn, slice));
+		m->key = 0x4322;
+		assert_false(s3_conn_work(conn, slice));
+		m->key = 0x4321;
+		out = drain(&olen);
+		pos = 0;
+		assert_true(parse_resp(out, olen, &pos, &r));
+		assert_int_equal(r.status, 200);
+		assert_string_equal(hdr(&r, "x-amz-rdma-reply", v, sizeof(v)), "501");
+		assert_int_equal(r.body_len, size);
+		assert_int_equal(olen - pos, size); /* the body follows the head, whole */
+		assert_memory_equal(out + pos, obj, size);
+		free(out);
+		free(obj);
+	}
+
 	/* FIN after the request: the response still comes, then the connection may close. */
 	n = snprintf(req, sizeof(req), "GET /ernic/big HTTP/1.1\r\nHost: s3\r\nx-amz-rdma-token: %s\r\n\r\n",
 		     token_hdr(0x4321, m->addr + size, 4 * slice, tok));
