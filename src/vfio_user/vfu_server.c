@@ -917,6 +917,7 @@ static int fill_rx(struct vfu_conn *c, const char **why)
 			for (unsigned i = 0; i < c->npend; i++)
 				close(c->pend[i]);
 			c->npend = 0;
+			c->pend_overflow = false;
 		}
 		c->rx_off = 0;
 	}
@@ -956,6 +957,7 @@ static int fill_rx(struct vfu_conn *c, const char **why)
 			for (unsigned i = 0; i < c->npend; i++)
 				close(c->pend[i]);
 			c->npend = 0;
+			c->pend_overflow = false;
 		}
 		c->pend_at = owner;
 		for (size_t i = 0; i < k; i++) {
