@@ -31,18 +31,13 @@
 #include "util/log.h"
 #include "vfio_user/dma_map.h"
 #include "vfio_user/vfu_proto.h"
+#include "vfio_user/vfu_read.h"
 
 _Static_assert((int)VFU_NUM_REGIONS == (int)VFU_PCI_NUM_REGIONS, "region count");
 _Static_assert((int)VFU_NUM_IRQS == (int)VFU_PCI_NUM_IRQS, "irq count");
 
 #define SEND_TIMEOUT_MS 5000
 #define MSGS_PER_WAKEUP 64
-/*
- * Bytes read from the socket at once: a burst of posted doorbells (16 + 24
- * bytes each) comes in one recvmsg instead of two per message; a message
- * larger than this is read into a buffer of its own.
- */
-#define RX_AHEAD 65536u
 
 struct vfu_irq {
 	int *fds;         /* per vector, -1 when unassigned */
@@ -53,27 +48,7 @@ struct vfu_irq {
 struct vfu_conn {
 	int fd;
 	struct ev_watch *watch;
-	struct vfu_hdr hdr;
-	uint8_t *buf;      /* the message being read, header included: small[] or allocated */
-	_Alignas(16) uint8_t small[512]; /* every doorbell, register access and most others: no allocation each */
-	size_t have;       /* bytes of it read so far (a message larger than RX_AHEAD, read directly) */
-	int fds[VFU_MAX_MSG_FDS];
-	unsigned nfds;
-	bool fds_overflow;
-	/*
-	 * Read ahead: rx[rx_off, rx_len) are bytes received and not yet taken,
-	 * beginning at a message boundary. Descriptors that came with them wait
-	 * in pend[] for the message starting at rx[pend_at] (the kernel ends a
-	 * read of a stream socket right after the segment that carried
-	 * descriptors, and a message's sendmsg begins a segment, so they belong
-	 * to the message holding the last byte read).
-	 */
-	uint8_t *rx;
-	size_t rx_off, rx_len;
-	int pend[VFU_MAX_MSG_FDS];
-	unsigned npend;
-	bool pend_overflow;
-	size_t pend_at;
+	struct vfu_in in;  /* the message being read, and what was read ahead (vfu_read.h) */
 	bool negotiated;   /* VERSION done */
 	uint64_t client_max_xfer;
 	/* what the client sent, logged when it goes: messages, posted ones, WRITE_MULTI batches and their writes */
@@ -717,18 +692,6 @@ static const struct handler handlers[VFU_CMD_MAX] = {
 
 /* ---- connection ---- */
 
-static void conn_reset_msg(struct vfu_conn *c)
-{
-	for (unsigned i = 0; i < c->nfds; i++)
-		if (c->fds[i] >= 0)
-			close(c->fds[i]);
-	c->nfds = 0;
-	c->fds_overflow = false;
-	if (c->buf != c->small)
-		free(c->buf);
-	c->buf = NULL;
-	c->have = 0;
-}
 
 static void drop_client(struct vfu_server *srv, const char *why)
 {
@@ -743,10 +706,7 @@ static void drop_client(struct vfu_server *srv, const char *why)
 		 (unsigned long long)c->n_multi_writes);
 	evloop_del_fd(srv->loop, c->watch);
 	close(c->fd);
-	conn_reset_msg(c);
-	for (unsigned i = 0; i < c->npend; i++)
-		close(c->pend[i]);
-	free(c->rx);
+	vfu_in_free(&c->in);
 	free(c);
 	srv->conn = NULL;
 	/* The spec keeps device state across a disconnect; a new client means a new guest, so reset. */
@@ -758,14 +718,14 @@ static void drop_client(struct vfu_server *srv, const char *why)
 		srv->dev->disconnected(srv->dev->opaque);
 }
 
-/* Handle the complete message in c->buf. Returns 0, or -1 if the connection must end. */
+/* Handle the complete message in c->in. Returns 0, or -1 if the connection must end. */
 static int dispatch(struct vfu_server *srv, struct vfu_conn *c)
 {
-	const struct vfu_hdr *h = &c->hdr;
+	const struct vfu_hdr *h = &c->in.hdr;
 	struct msg m = {
 		.srv = srv, .conn = c, .hdr = h,
-		.p = c->buf + sizeof(*h), .len = h->size - sizeof(*h),
-		.fds = c->fds, .nfds = c->nfds,
+		.p = c->in.buf + sizeof(*h), .len = h->size - sizeof(*h),
+		.fds = c->in.fds, .nfds = c->in.nfds,
 	};
 	struct reply r = { 0 };
 	bool no_reply = (h->flags & VFU_F_NO_REPLY) != 0;
@@ -790,7 +750,7 @@ static int dispatch(struct vfu_server *srv, struct vfu_conn *c)
 	} else if (m.len < hd->min_len) {
 		LOG_WARN("vfio-user: %s payload of %zu bytes is too short", hd->name, m.len);
 		r.err = EINVAL;
-	} else if (c->fds_overflow) {
+	} else if (c->in.fds_overflow) {
 		r.err = EINVAL;
 	} else if (!c->negotiated && h->command != VFU_CMD_VERSION) {
 		LOG_WARN("vfio-user: %s before VERSION", hd->name);
@@ -810,244 +770,6 @@ static int dispatch(struct vfu_server *srv, struct vfu_conn *c)
 	return rc ? -1 : 0;
 }
 
-/*
- * One recvmsg of the current message. Returns 1 when it is complete, 0 if
- * more is needed, 2 when the header just completed and the body is still to
- * come, -1 to drop.
- */
-static int read_chunk(struct vfu_conn *c, const char **why)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * VFU_MAX_MSG_FDS)];
-		struct cmsghdr align;
-	} ctl;
-	size_t want = c->have < sizeof(c->hdr) ? sizeof(c->hdr) : c->hdr.size;
-	uint8_t *dst = c->have < sizeof(c->hdr) ? (uint8_t *)&c->hdr + c->have : c->buf + c->have;
-	struct iovec iov = { .iov_base = dst, .iov_len = want - c->have };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-			      .msg_controllen = sizeof(ctl.buf) };
-	ssize_t n;
-
-	n = recvmsg(c->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return 0;
-	if (n <= 0) {
-		*why = n == 0 ? (c->have ? "gone in the middle of a message" : "closed") : "read error";
-		return -1;
-	}
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		int *fds = (int *)CMSG_DATA(cm);
-
-		for (size_t i = 0; i < k; i++) {
-			if (c->nfds < VFU_MAX_MSG_FDS) {
-				c->fds[c->nfds++] = fds[i];
-			} else {
-				close(fds[i]);
-				c->fds_overflow = true;
-			}
-		}
-	}
-	if (msg.msg_flags & MSG_CTRUNC) {
-		*why = "descriptors truncated";
-		return -1;
-	}
-	c->have += (size_t)n;
-	if (c->have == sizeof(c->hdr) && c->buf == NULL) {
-		if (c->hdr.size < sizeof(c->hdr) || c->hdr.size > VFU_MAX_MSG_SIZE) {
-			LOG_WARN("vfio-user: message %u announces %u bytes", c->hdr.msg_id, c->hdr.size);
-			*why = "bad message size";
-			return -1;
-		}
-		c->buf = c->hdr.size <= sizeof(c->small) ? c->small : malloc(c->hdr.size);
-		if (c->buf == NULL) {
-			*why = "out of memory";
-			return -1;
-		}
-		memcpy(c->buf, &c->hdr, sizeof(c->hdr));
-		if (c->hdr.size > sizeof(c->hdr))
-			return 2;
-	}
-	return c->have >= sizeof(c->hdr) && c->have == c->hdr.size ? 1 : 0;
-}
-
-/* Where the message holding byte `at` of rx[0, len) begins (messages back to back from rx[0]). */
-static size_t msg_start_of(const uint8_t *rx, size_t len, size_t at)
-{
-	size_t p = 0;
-
-	while (p < len && len - p >= sizeof(struct vfu_hdr)) {
-		struct vfu_hdr h;
-
-		memcpy(&h, rx + p, sizeof(h));
-		if (h.size < sizeof(h) || h.size > VFU_MAX_MSG_SIZE || at < p + h.size)
-			break;
-		p += h.size;
-	}
-	return p;
-}
-
-/*
- * One recvmsg into the read-ahead buffer (moved to its start first). While
- * descriptors wait for the message at rx[0], no more than the rest of that
- * message is read, so what comes with it is its own. 1 when bytes came, 0
- * when none are there, -1 to drop.
- */
-static int fill_rx(struct vfu_conn *c, const char **why)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * VFU_MAX_MSG_FDS)];
-		struct cmsghdr align;
-	} ctl;
-	size_t room;
-	struct iovec iov;
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-			      .msg_controllen = sizeof(ctl.buf) };
-	ssize_t n;
-
-	if (c->rx_off > 0) {
-		memmove(c->rx, c->rx + c->rx_off, c->rx_len - c->rx_off);
-		c->rx_len -= c->rx_off;
-		if (c->npend && c->pend_at >= c->rx_off) {
-			c->pend_at -= c->rx_off;
-		} else {
-			/* descriptors for a message already taken without them (never from a sound client) */
-			for (unsigned i = 0; i < c->npend; i++)
-				close(c->pend[i]);
-			c->npend = 0;
-			c->pend_overflow = false;
-		}
-		c->rx_off = 0;
-	}
-	room = RX_AHEAD - c->rx_len;
-	if (c->npend) {
-		struct vfu_hdr h;
-		size_t end = sizeof(h);
-
-		if (c->rx_len >= sizeof(h)) {
-			memcpy(&h, c->rx, sizeof(h));
-			end = h.size; /* checked by the caller: more than rx_len, at most RX_AHEAD */
-		}
-		if (end - c->rx_len < room)
-			room = end - c->rx_len;
-	}
-	iov.iov_base = c->rx + c->rx_len;
-	iov.iov_len = room;
-	n = recvmsg(c->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return 0;
-	if (n <= 0) {
-		*why = n == 0 ? (c->rx_len ? "gone in the middle of a message" : "closed") : "read error";
-		return -1;
-	}
-	c->rx_len += (size_t)n;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-		size_t owner, k;
-		int *fds;
-
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		fds = (int *)CMSG_DATA(cm);
-		owner = msg_start_of(c->rx, c->rx_len, c->rx_len - 1);
-		if (c->npend && owner != c->pend_at) {
-			/* never from a client that sends each message whole: the waiting ones go */
-			for (unsigned i = 0; i < c->npend; i++)
-				close(c->pend[i]);
-			c->npend = 0;
-			c->pend_overflow = false;
-		}
-		c->pend_at = owner;
-		for (size_t i = 0; i < k; i++) {
-			if (c->npend < VFU_MAX_MSG_FDS) {
-				c->pend[c->npend++] = fds[i];
-			} else {
-				close(fds[i]);
-				c->pend_overflow = true;
-			}
-		}
-	}
-	if (msg.msg_flags & MSG_CTRUNC) {
-		*why = "descriptors truncated";
-		return -1;
-	}
-	return 1;
-}
-
-/* The descriptors waiting for the message at rx[at], if any, become the current message's. */
-static void take_pending(struct vfu_conn *c, size_t at)
-{
-	if (!c->npend || c->pend_at != at)
-		return;
-	memcpy(c->fds, c->pend, c->npend * sizeof(int));
-	c->nfds = c->npend;
-	c->fds_overflow = c->pend_overflow;
-	c->npend = 0;
-	c->pend_overflow = false;
-}
-
-/* A whole message waits in the read-ahead buffer. */
-static bool rx_has_message(const struct vfu_conn *c)
-{
-	struct vfu_hdr h;
-
-	if (c->rx_len - c->rx_off < sizeof(h))
-		return false;
-	memcpy(&h, c->rx + c->rx_off, sizeof(h));
-	return h.size <= c->rx_len - c->rx_off;
-}
-
-/*
- * The next message into c->hdr and c->buf (with its descriptors): 1 when it
- * is complete, 0 when more must come, -1 to drop. Messages come out of the
- * read-ahead buffer, copied to the connection's own (aligned) buffer; one
- * larger than the read-ahead buffer is read directly into one of its size.
- */
-static int read_some(struct vfu_server *srv, struct vfu_conn *c, const char **why)
-{
-	int rc;
-
-	(void)srv;
-	for (;;) {
-		size_t avail = c->rx_len - c->rx_off;
-
-		if (c->buf != NULL) {
-			/* a large message, its first part taken from rx: the rest straight from the socket */
-			while ((rc = read_chunk(c, why)) == 2)
-				;
-			return rc;
-		}
-		if (avail >= sizeof(c->hdr)) {
-			memcpy(&c->hdr, c->rx + c->rx_off, sizeof(c->hdr));
-			if (c->hdr.size < sizeof(c->hdr) || c->hdr.size > VFU_MAX_MSG_SIZE) {
-				LOG_WARN("vfio-user: message %u announces %u bytes", c->hdr.msg_id, c->hdr.size);
-				*why = "bad message size";
-				return -1;
-			}
-			if (c->hdr.size <= avail || c->hdr.size > RX_AHEAD) {
-				size_t take = c->hdr.size <= avail ? c->hdr.size : avail;
-
-				c->buf = c->hdr.size <= sizeof(c->small) ? c->small : malloc(c->hdr.size);
-				if (c->buf == NULL) {
-					*why = "out of memory";
-					return -1;
-				}
-				memcpy(c->buf, c->rx + c->rx_off, take);
-				take_pending(c, c->rx_off);
-				c->rx_off += take;
-				c->have = take;
-				if (take == c->hdr.size)
-					return 1;
-				continue; /* the direct read above */
-			}
-		}
-		rc = fill_rx(c, why);
-		if (rc <= 0)
-			return rc;
-	}
-}
 
 static void on_client(void *arg, uint32_t events)
 {
@@ -1056,8 +778,8 @@ static void on_client(void *arg, uint32_t events)
 	const char *why = "hang-up";
 
 	/* Messages already read ahead are all handled: nothing would wake the loop for them. */
-	for (int i = 0; i < MSGS_PER_WAKEUP || rx_has_message(c); i++) {
-		int rc = read_some(srv, c, &why);
+	for (int i = 0; i < MSGS_PER_WAKEUP || vfu_read_pending(&c->in); i++) {
+		int rc = vfu_read_next(&c->in, &why);
 
 		if (rc == 0) {
 			if ((events & (EPOLLHUP | EPOLLERR)) && !(events & EPOLLIN))
@@ -1067,12 +789,12 @@ static void on_client(void *arg, uint32_t events)
 		if (rc < 0)
 			break;
 		rc = dispatch(srv, c);
-		conn_reset_msg(c);
+		vfu_read_done(&c->in);
 		if (rc < 0) {
 			why = "reply could not be sent";
 			break;
 		}
-		if (i >= MSGS_PER_WAKEUP - 1 && !rx_has_message(c))
+		if (i >= MSGS_PER_WAKEUP - 1 && !vfu_read_pending(&c->in))
 			return; /* level-triggered: the loop comes back for the rest */
 	}
 	drop_client(srv, why);
@@ -1109,11 +831,10 @@ static void on_listen(void *arg, uint32_t events)
 		return;
 	}
 	c->fd = fd;
-	c->rx = malloc(RX_AHEAD);
-	c->watch = c->rx ? evloop_add_fd(srv->loop, fd, EPOLLIN, on_client, srv) : NULL;
+	c->watch = vfu_in_init(&c->in, fd) == 0 ? evloop_add_fd(srv->loop, fd, EPOLLIN, on_client, srv) : NULL;
 	if (c->watch == NULL) {
 		close(fd);
-		free(c->rx);
+		vfu_in_free(&c->in);
 		free(c);
 		return;
 	}
