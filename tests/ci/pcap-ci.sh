@@ -88,8 +88,10 @@ fi
 stop_server PID_A pcap-roce-server-exit
 stop_server PID_B pcap-roce-peer-exit
 # The RDMA WRITEs A sent (BTH opcodes 6 First, 7 Middle, 8 Last, 9 Last with Immediate) and their PSNs.
+# First transmissions only (on a loaded host an ACK may come after the requester's timer, and the
+# resent packet is the same packet again): the first frame of each PSN.
 writes=$(tshark -r "$TMP/roce.pcap" -Y 'infiniband.bth.opcode >= 6 && infiniband.bth.opcode <= 9' \
-	-T fields -e udp.dstport -e infiniband.bth.opcode -e infiniband.bth.psn 2>"$TMP/tshark.err")
+	-T fields -e udp.dstport -e infiniband.bth.opcode -e infiniband.bth.psn 2>"$TMP/tshark.err" | awk '!seen[$3]++')
 echo "$writes" | sed 's/^/# /'
 ops=$(awk '{ printf "%s ", $2 }' <<<"$writes")
 if [ "$ops" = "6 7 8 6 7 9 " ] && awk 'NR > 1 && $3 != prev + 1 { bad = 1 } { prev = $3 } END { exit bad }' <<<"$writes" &&
@@ -114,7 +116,8 @@ fi
 stop_server PID_A pcap-vlan-server-exit
 stop_server PID_B pcap-vlan-peer-exit
 tagged=$(tshark -r "$TMP/vlan.pcap" -Y 'vlan && infiniband.bth.opcode >= 6 && infiniband.bth.opcode <= 9' \
-	-T fields -e vlan.id -e vlan.priority -e infiniband.bth.opcode 2>"$TMP/tshark.err")
+	-T fields -e vlan.id -e vlan.priority -e infiniband.bth.opcode -e infiniband.bth.psn 2>"$TMP/tshark.err" |
+	awk '!seen[$4]++')
 echo "$tagged" | sed 's/^/# /'
 if [ "$(awk '{ printf "%s ", $3 }' <<<"$tagged")" = "6 7 8 6 7 9 " ] && ! grep -qvP '^100\t5\t' <<<"$tagged"; then
 	pass pcap-vlan-tagged
