@@ -3,7 +3,7 @@
  * (IPv4 encapsulation, UDP port 4791, the source port as flow entropy), ARP
  * as RFC 826 (net/net_arp.h), the QPs as roce_rc.h and roce_rc_req.h.
  */
-#include "fabric/roce_port.h"
+#include "fabric/roce_port_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -13,115 +13,6 @@
 #include "net/net_arp.h"
 #include "net/net_switch.h"
 #include "util/inet_csum.h"
-
-enum neigh_state {
-	NEIGH_FREE = 0,
-	NEIGH_INCOMPLETE,       /* an ARP request went out, no answer yet */
-	NEIGH_REACHABLE,        /* mac is valid */
-};
-
-struct neigh {
-	enum neigh_state state;
-	uint32_t ip;
-	uint8_t mac[NET_ETH_ALEN];
-	bool asked;             /* an ARP request went out at asked_us */
-	uint64_t asked_us;
-};
-
-struct port_qp {
-	struct roce_port *port;
-	uint32_t qpn;
-	unsigned slot;          /* its slot in port->qp_hash */
-	unsigned idx;           /* its place in port->qp_list */
-	uint32_t remote_ip, pmtu;
-	uint32_t local_ip;
-	uint8_t local_mac[NET_ETH_ALEN];
-	bool remote_mac_known;
-	uint8_t remote_mac[NET_ETH_ALEN];
-	uint16_t sport;
-	uint8_t tos;
-	uint16_t pkey;
-	uint32_t remote_qpn;
-	bool vlan;              /* frames go out with an 802.1Q tag of tci, and only such come in */
-	uint16_t tci;
-	/*
-	 * Its send rate (roce_rate.h): what the pump lets out of it, cut by the
-	 * peer's CNPs and by losses the transport saw (the counters of those
-	 * last looked at), raised while quiet. paced: it had frames to send and
-	 * no tokens at the last look (the node's deadline then includes it).
-	 */
-	struct roce_rate rate;
-	bool paced;
-	uint64_t seen_timeouts, seen_read_again;
-	uint64_t cnp_us;        /* the last CNP sent for it (valid when cnp_sent) */
-	bool cnp_sent;
-	void (*resp_fatal)(void *ctx);
-	const struct roce_rc_ops *resp_ops;     /* the owner's */
-	void *resp_ctx;
-	const struct roce_rc_req_ops *req_ops;  /* the owner's */
-	void *req_ctx;
-	struct roce_rc_resp resp;
-	struct roce_rc_req req;
-};
-
-struct rx_slot {
-	size_t len;
-	bool backlog;           /* it arrived with half the ring or more waiting: the node is falling behind */
-	bool tagged;            /* it came with an 802.1Q tag (taken out: frame[] is untagged) of tci */
-	uint16_t tci;
-	uint8_t frame[ROCE_PORT_FRAME_MAX];
-};
-
-struct roce_port {
-	char name[32];
-	uint32_t ip;
-	uint8_t mac[NET_ETH_ALEN];
-	bool guest;
-	struct net_switch *sw;
-	int sw_port;
-	uint64_t now_us;        /* the latest time the owner passed in */
-	/*
-	 * The QPs, each allocated on its own: qp_hash finds one by QPN (linear
-	 * probing, at most half full, no tombstones: a removal shifts its
-	 * cluster back), qp_list[0..nqp) holds them densely for the loops that
-	 * visit every QP (a removal moves the last one into the hole).
-	 */
-	struct port_qp *qp_hash[ROCE_PORT_QP_HASH];
-	struct port_qp *qp_list[ROCE_PORT_MAX_QPS];
-	unsigned nqp;
-	unsigned pump_next;     /* the place in qp_list the requester pump starts with */
-	unsigned busy;          /* inside pump or tick (depth): the owner's callbacks may run, QPs must stay */
-	/* guest nodes: the local MACs QPs send with other than the node's, with how many QPs use each */
-	struct {
-		uint8_t mac[NET_ETH_ALEN];
-		unsigned refs;
-	} lmac[ROCE_PORT_LOCAL_MACS];
-	struct neigh neigh[ROCE_PORT_NEIGH];
-	unsigned neigh_next;
-	/*
-	 * Peers whose flows got late signals (roce_rate.h), with the rate the
-	 * last such flow had: a new QP toward one starts there instead of at
-	 * ROCE_RATE_START, since that peer will again tell of an overflow only
-	 * seconds after it began (perftest makes a new QP for every run).
-	 */
-	struct {
-		uint32_t ip;            /* 0: unused */
-		uint64_t rate;
-	} late_peer[ROCE_PORT_LATE_PEERS];
-	unsigned late_next;
-	/* received frames: rxq[rx_head], ... rx_count of them */
-	struct rx_slot rxq[ROCE_PORT_RXQ];
-	unsigned rx_head, rx_count;
-	/* every frame out is finished here (the destination MAC written) */
-	uint8_t tx[ROCE_PORT_FRAME_MAX + 4]; /* room for an 802.1Q tag */
-	bool (*tx_hook)(void *ctx, const uint8_t *frame, size_t len);
-	void *tx_hook_ctx;
-	bool (*ud_recv)(void *ctx, const struct roce_pkt *pkt);
-	void *ud_ctx;
-	uint32_t ud_psn;        /* UD packets carry a PSN the receiver ignores: a counter */
-	unsigned cnp_budget;    /* CNPs this pump call may still send (behind, the node must not add a storm) */
-	struct roce_port_stats stats;
-};
 
 static const char *const drop_names[ROCE_PORT_DROP_NUM] = {
 	[ROCE_PORT_DROP_RX_FULL] = "rx_full",
@@ -154,14 +45,9 @@ uint16_t roce_port_sport(uint32_t local_qpn, uint32_t remote_qpn)
 	return (uint16_t)(0xc000u | ((h ^ (h >> 14)) & 0x3fffu));
 }
 
-static void drop(struct roce_port *port, enum roce_port_drop d)
-{
-	port->stats.drops[d]++;
-}
-
 /* ---- neighbours ---------------------------------------------------------------- */
 
-static struct neigh *neigh_find(const struct roce_port *port, uint32_t ip)
+struct neigh *rport_neigh_find(const struct roce_port *port, uint32_t ip)
 {
 	for (unsigned i = 0; i < ROCE_PORT_NEIGH; i++)
 		if (port->neigh[i].state != NEIGH_FREE && port->neigh[i].ip == ip)
@@ -170,9 +56,9 @@ static struct neigh *neigh_find(const struct roce_port *port, uint32_t ip)
 }
 
 /* The entry for ip, made (reusing the oldest-filled slot when full) if there is none. */
-static struct neigh *neigh_get(struct roce_port *port, uint32_t ip)
+struct neigh *rport_neigh_get(struct roce_port *port, uint32_t ip)
 {
-	struct neigh *n = neigh_find(port, ip);
+	struct neigh *n = rport_neigh_find(port, ip);
 
 	if (n != NULL)
 		return n;
@@ -186,7 +72,7 @@ static struct neigh *neigh_get(struct roce_port *port, uint32_t ip)
 
 bool roce_port_neigh_lookup(const struct roce_port *port, uint32_t ip, uint8_t mac[NET_ETH_ALEN])
 {
-	const struct neigh *n = neigh_find(port, ip);
+	const struct neigh *n = rport_neigh_find(port, ip);
 
 	if (n == NULL || n->state != NEIGH_REACHABLE)
 		return false;
@@ -196,10 +82,10 @@ bool roce_port_neigh_lookup(const struct roce_port *port, uint32_t ip, uint8_t m
 
 /* ---- sending ------------------------------------------------------------------- */
 
-static void port_out(struct roce_port *port, const uint8_t *frame, size_t len)
+void rport_out(struct roce_port *port, const uint8_t *frame, size_t len)
 {
 	if (port->tx_hook != NULL && port->tx_hook(port->tx_hook_ctx, frame, len)) {
-		drop(port, ROCE_PORT_DROP_TX_HOOK);
+		rport_drop(port, ROCE_PORT_DROP_TX_HOOK);
 		return;
 	}
 	port->stats.frames_out++;
@@ -209,14 +95,14 @@ static void port_out(struct roce_port *port, const uint8_t *frame, size_t len)
 
 void roce_port_arp_request(struct roce_port *port, uint32_t ip, uint64_t now_us)
 {
-	struct neigh *n = neigh_get(port, ip);
+	struct neigh *n = rport_neigh_get(port, ip);
 	uint8_t f[NET_ETH_MIN_FRAME];
 	size_t len = net_arp_build(f, sizeof(f), NET_ARP_OP_REQUEST, port->mac, port->ip, NULL, ip);
 
 	n->asked = true;
 	n->asked_us = now_us;
 	port->stats.arp_requests++;
-	port_out(port, f, len);
+	rport_out(port, f, len);
 }
 
 /*
@@ -246,13 +132,13 @@ static void ect_mark(uint8_t *frame, size_t len)
 static void qp_send(struct port_qp *qp, const uint8_t *frame, size_t len)
 {
 	struct roce_port *port = qp->port;
-	struct neigh *n = qp->remote_mac_known ? NULL : neigh_find(port, qp->remote_ip);
+	struct neigh *n = qp->remote_mac_known ? NULL : rport_neigh_find(port, qp->remote_ip);
 	const uint8_t *dmac = qp->remote_mac;
 
 	if (!qp->remote_mac_known && (n == NULL || n->state != NEIGH_REACHABLE)) {
 		if (n == NULL || !n->asked || port->now_us - n->asked_us >= ROCE_PORT_ARP_RETRY_US)
 			roce_port_arp_request(port, qp->remote_ip, port->now_us);
-		drop(port, ROCE_PORT_DROP_TX_UNRESOLVED);
+		rport_drop(port, ROCE_PORT_DROP_TX_UNRESOLVED);
 		return;
 	}
 	if (len > ROCE_PORT_FRAME_MAX || len < sizeof(struct net_eth_hdr))
@@ -273,7 +159,7 @@ static void qp_send(struct port_qp *qp, const uint8_t *frame, size_t len)
 		len += 4;
 	}
 	roce_rate_sent(&qp->rate, len, port->now_us);
-	port_out(port, port->tx, len);
+	rport_out(port, port->tx, len);
 }
 
 /*
@@ -281,7 +167,7 @@ static void qp_send(struct port_qp *qp, const uint8_t *frame, size_t len)
  * backlog): a CNP to the peer's QP, at most one per ROCE_PORT_CNP_GAP_US, as
  * a RoCE NIC answers frames a congested switch marked.
  */
-static void cnp_send(struct roce_port *port, struct port_qp *qp, uint64_t now_us)
+void rport_cnp_send(struct roce_port *port, struct port_qp *qp, uint64_t now_us)
 {
 	uint8_t f[ROCE_L2L4_LEN + sizeof(struct roce_bth) + ROCE_CNP_RSVD_LEN + ROCE_ICRC_LEN];
 	struct roce_frame_desc d;
@@ -310,7 +196,7 @@ static void cnp_send(struct roce_port *port, struct port_qp *qp, uint64_t now_us
 }
 
 /* A congestion signal for qp's sending (a CNP, or a loss its transport saw). */
-static void rate_signal(struct roce_port *port, struct port_qp *qp, uint64_t now_us)
+void rport_rate_signal(struct roce_port *port, struct port_qp *qp, uint64_t now_us)
 {
 	if (roce_rate_signal(&qp->rate, now_us))
 		port->stats.rate_cuts++;
@@ -343,7 +229,7 @@ static void late_peer_note(struct roce_port *port, const struct port_qp *qp)
  * Losses the transport counted since the last look: each look that finds one
  * is a signal; a READ asked for again is a late one.
  */
-static void loss_check(struct roce_port *port, struct port_qp *qp, uint64_t now_us)
+void rport_loss_check(struct roce_port *port, struct port_qp *qp, uint64_t now_us)
 {
 	if (qp->resp.read_again != qp->seen_read_again) {
 		qp->seen_read_again = qp->resp.read_again;
@@ -355,7 +241,7 @@ static void loss_check(struct roce_port *port, struct port_qp *qp, uint64_t now_
 		late_peer_note(port, qp);
 	} else if (qp->req.timeouts != qp->seen_timeouts) {
 		qp->seen_timeouts = qp->req.timeouts;
-		rate_signal(port, qp, now_us);
+		rport_rate_signal(port, qp, now_us);
 	}
 }
 
@@ -478,7 +364,7 @@ static unsigned qp_dist(unsigned a, unsigned b)
  * more than half full, so an empty slot always ends the walk (the bound only
  * makes that plain).
  */
-static struct port_qp *qp_find(const struct roce_port *port, uint32_t qpn)
+struct port_qp *rport_qp_find(const struct roce_port *port, uint32_t qpn)
 {
 	unsigned i = qp_home(qpn);
 
@@ -541,7 +427,7 @@ static void qp_unlink(struct roce_port *port, struct port_qp *qp)
 }
 
 /* A guest node's other local MAC: the entry that holds mac, else a free one when get (-1: none). */
-static int lmac_find(const struct roce_port *port, const uint8_t *mac, bool get)
+int rport_lmac_find(const struct roce_port *port, const uint8_t *mac, bool get)
 {
 	int free_i = -1;
 
@@ -576,14 +462,14 @@ int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_
 	    ro->mem_write == NULL || ro->mem_read == NULL || ro->atomic == NULL || ro->invalidate == NULL ||
 	    qo == NULL || qo->local_read == NULL || qo->local_write == NULL || qo->complete == NULL)
 		return -EINVAL;
-	if (qp_find(port, qpn) != NULL)
+	if (rport_qp_find(port, qpn) != NULL)
 		return -EEXIST;
 	if (port->nqp >= ROCE_PORT_MAX_QPS)
 		return -ENOSPC;
 	/* A guest node's filter looks each of its QPs' other MACs up per frame: a few, not one per QP. */
 	if (port->guest && memcmp(cfg->local_mac, zero, NET_ETH_ALEN) != 0 &&
 	    memcmp(cfg->local_mac, port->mac, NET_ETH_ALEN) != 0) {
-		lm = lmac_find(port, cfg->local_mac, true);
+		lm = rport_lmac_find(port, cfg->local_mac, true);
 		if (lm < 0)
 			return -ENOSPC;
 	}
@@ -657,7 +543,7 @@ int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_
 int roce_port_qp_set_requester(struct roce_port *port, uint32_t qpn, uint32_t sq_psn, uint8_t timeout,
 			       uint8_t retry_cnt, uint8_t rnr_retry, uint8_t max_rd_atomic)
 {
-	struct port_qp *qp = qp_find(port, qpn);
+	struct port_qp *qp = rport_qp_find(port, qpn);
 	struct roce_rc_req_cfg qc;
 
 	if (qp == NULL)
@@ -677,7 +563,7 @@ int roce_port_qp_set_requester(struct roce_port *port, uint32_t qpn, uint32_t sq
 
 int roce_port_qp_destroy(struct roce_port *port, uint32_t qpn)
 {
-	struct port_qp *qp = qp_find(port, qpn);
+	struct port_qp *qp = rport_qp_find(port, qpn);
 	int lm;
 
 	if (qp == NULL)
@@ -688,7 +574,7 @@ int roce_port_qp_destroy(struct roce_port *port, uint32_t qpn)
 	late_peer_note(port, qp);
 	/* Unlinked first: nothing the flush below calls out to finds the QP any more. */
 	qp_unlink(port, qp);
-	lm = port->guest ? lmac_find(port, qp->local_mac, false) : -1;
+	lm = port->guest ? rport_lmac_find(port, qp->local_mac, false) : -1;
 	if (lm >= 0)
 		port->lmac[lm].refs--;
 	roce_rc_req_set_error(&qp->req);
@@ -699,230 +585,37 @@ int roce_port_qp_destroy(struct roce_port *port, uint32_t qpn)
 
 int roce_port_qp_post(struct roce_port *port, uint32_t qpn, const struct roce_rc_req_wr *wr)
 {
-	struct port_qp *qp = qp_find(port, qpn);
+	struct port_qp *qp = rport_qp_find(port, qpn);
 
 	return qp == NULL ? -ENOENT : roce_rc_req_post(&qp->req, wr);
 }
 
 const struct roce_rc_req *roce_port_qp_requester(const struct roce_port *port, uint32_t qpn)
 {
-	const struct port_qp *qp = qp_find(port, qpn);
+	const struct port_qp *qp = rport_qp_find(port, qpn);
 
 	return qp == NULL ? NULL : &qp->req;
 }
 
 const struct roce_rate *roce_port_qp_rate(const struct roce_port *port, uint32_t qpn)
 {
-	const struct port_qp *qp = qp_find(port, qpn);
+	const struct port_qp *qp = rport_qp_find(port, qpn);
 
 	return qp == NULL ? NULL : &qp->rate;
 }
 
 const struct roce_rc_resp *roce_port_qp_responder(const struct roce_port *port, uint32_t qpn)
 {
-	const struct port_qp *qp = qp_find(port, qpn);
+	const struct port_qp *qp = rport_qp_find(port, qpn);
 
 	return qp == NULL ? NULL : &qp->resp;
 }
 
 uint16_t roce_port_qp_sport(const struct roce_port *port, uint32_t qpn)
 {
-	const struct port_qp *qp = qp_find(port, qpn);
+	const struct port_qp *qp = rport_qp_find(port, qpn);
 
 	return qp == NULL ? 0 : qp->sport;
-}
-
-/* ---- receiving ------------------------------------------------------------------ */
-
-/* The node's MAC, or (guest nodes) one a QP sends with. */
-static bool port_is_local_mac(const struct roce_port *port, const uint8_t *mac)
-{
-	if (memcmp(mac, port->mac, NET_ETH_ALEN) == 0)
-		return true;
-	if (!port->guest)
-		return false;
-	return lmac_find(port, mac, false) >= 0;
-}
-
-/*
- * The switch's filter: ARP requests for the node, and ARP or UDP to 4791 sent
- * to its MAC; a guest node only the UDP.
- */
-static bool port_wants(void *ctx, const uint8_t *frame, size_t len)
-{
-	const struct roce_port *port = ctx;
-	const struct net_eth_hdr *eh = (const struct net_eth_hdr *)frame;
-	const struct net_ip_hdr *ih = (const struct net_ip_hdr *)(frame + sizeof(*eh));
-	const struct net_udp_hdr *uh;
-	size_t ihl;
-
-	if (len < sizeof(*eh))
-		return false;
-	if (!port->guest && net_arp_is_request_for(frame, len, port->ip))
-		return true;
-	if (!port_is_local_mac(port, eh->dst))
-		return false;
-	if (be16_get(eh->type) == NET_ETHERTYPE_ARP)
-		return !port->guest; /* a guest node leaves ARP to the guest */
-	if (be16_get(eh->type) == NET_ETHERTYPE_VLAN) {
-		/* RoCEv2 in an 802.1Q tag: the same test past the tag (tagged ARP stays the guest's) */
-		if (len < sizeof(*eh) + 4 || be16_get(*(const be16 *)(frame + 16)) != NET_ETHERTYPE_IPV4)
-			return false;
-		frame += 4;
-		len -= 4;
-		ih = (const struct net_ip_hdr *)(frame + sizeof(*eh));
-	} else if (be16_get(eh->type) != NET_ETHERTYPE_IPV4) {
-		return false;
-	}
-	if (len < sizeof(*eh) + sizeof(*ih) || ih->proto != NET_IP_PROTO_UDP)
-		return false;
-	ihl = (size_t)net_ip_ihl(ih) * 4;
-	if (ihl < sizeof(*ih) || len < sizeof(*eh) + ihl + sizeof(*uh))
-		return false;
-	uh = (const struct net_udp_hdr *)(frame + sizeof(*eh) + ihl);
-	return be16_get(uh->dport) == ROCE_UDP_DPORT;
-}
-
-/* Only a copy: the frame is handled in roce_port_pump(), outside the sender's call. */
-static void port_deliver(void *ctx, const uint8_t *frame, size_t len)
-{
-	struct roce_port *port = ctx;
-	struct rx_slot *s;
-
-	bool tagged = len >= sizeof(struct net_eth_hdr) + 4 &&
-		      be16_get(((const struct net_eth_hdr *)frame)->type) == NET_ETHERTYPE_VLAN;
-
-	if (len - (tagged ? 4 : 0) > ROCE_PORT_FRAME_MAX) {
-		drop(port, ROCE_PORT_DROP_RX_LONG);
-		return;
-	}
-	if (port->rx_count == ROCE_PORT_RXQ) {
-		drop(port, ROCE_PORT_DROP_RX_FULL);
-		return;
-	}
-	s = &port->rxq[(port->rx_head + port->rx_count) % ROCE_PORT_RXQ];
-	s->tagged = tagged;
-	s->tci = tagged ? (uint16_t)(frame[14] << 8 | frame[15]) : 0;
-	port->stats.vlan_in += tagged;
-	if (tagged) {
-		/* kept untagged, as the parser reads it; the tag is matched to the QP's at input */
-		memcpy(s->frame, frame, 12);
-		memcpy(s->frame + 12, frame + 16, len - 16);
-		len -= 4;
-	} else {
-		memcpy(s->frame, frame, len);
-	}
-	s->len = len;
-	s->backlog = port->rx_count >= ROCE_PORT_BACKLOG;
-	port->rx_count++;
-	port->stats.frames_in++;
-}
-
-static void arp_input(struct roce_port *port, const uint8_t *frame, size_t len)
-{
-	struct net_arp_info a;
-	struct neigh *n;
-	uint8_t f[NET_ETH_MIN_FRAME];
-
-	if (net_arp_parse(frame + sizeof(struct net_eth_hdr), len - sizeof(struct net_eth_hdr), &a) != 0) {
-		drop(port, ROCE_PORT_DROP_ARP_BAD);
-		return;
-	}
-	if (a.spa == 0 || a.spa == port->ip)
-		return; /* a probe, or someone claiming our address: nothing to learn or answer */
-	/* RFC 826: update a known sender; add it when we are the target. */
-	n = neigh_find(port, a.spa);
-	if (n == NULL && a.tpa == port->ip)
-		n = neigh_get(port, a.spa);
-	if (n != NULL && (n->state != NEIGH_REACHABLE || memcmp(n->mac, a.sha, NET_ETH_ALEN) != 0)) {
-		n->state = NEIGH_REACHABLE;
-		memcpy(n->mac, a.sha, NET_ETH_ALEN);
-		port->stats.neigh_learned++;
-	}
-	if (a.oper != NET_ARP_OP_REQUEST || a.tpa != port->ip)
-		return;
-	port->stats.arp_replies++;
-	port_out(port, f, net_arp_build(f, sizeof(f), NET_ARP_OP_REPLY, port->mac, port->ip, a.sha, a.spa));
-}
-
-/*
- * A frame to 4791: DestQP, then roce_parse() at that QP's path MTU, then the
- * addresses. backlog: it came in while the node was behind (a CNP is owed).
- */
-static void roce_input(struct roce_port *port, const struct rx_slot *sl, uint64_t now_us)
-{
-	const uint8_t *frame = sl->frame;
-	size_t len = sl->len;
-	bool backlog = sl->backlog;
-	const struct roce_bth *bth = (const struct roce_bth *)(frame + ROCE_L2L4_LEN);
-	struct port_qp *qp = NULL;
-	struct roce_pkt pkt;
-	enum roce_err err;
-
-	if (len >= ROCE_MIN_FRAME)
-		qp = qp_find(port, roce_bth_dqpn(bth));
-	/* Without a QP, parse at the largest MTU: a malformed frame is counted as such, not as a stray. */
-	err = roce_parse(frame, len, qp != NULL ? qp->pmtu : 4096, &pkt);
-	if (err != ROCE_OK) {
-		port->stats.parse_err[err < ROCE_ERR_NUM ? err : 0]++;
-		drop(port, ROCE_PORT_DROP_PARSE);
-		return;
-	}
-	pkt.vlan = sl->tagged;
-	pkt.vlan_tci = sl->tci;
-	if (be32_get(pkt.ip->dst) != (qp != NULL ? qp->local_ip : port->ip) && !(qp == NULL && port->guest)) {
-		drop(port, ROCE_PORT_DROP_IP_DST);
-		return;
-	}
-	/* Connected transports (RC, UC) go to their QP, which takes only its own kind; UD to the owner. */
-	if ((pkt.bth->opcode & ROCE_TRANSPORT_MASK) == ROCE_TRANSPORT_UD) {
-		if (port->ud_recv == NULL) {
-			drop(port, ROCE_PORT_DROP_UD);
-			return;
-		}
-		port->stats.ud_in++;
-		if (!port->ud_recv(port->ud_ctx, &pkt))
-			drop(port, ROCE_PORT_DROP_UD_REFUSED);
-		return;
-	}
-	if (qp == NULL) {
-		drop(port, ROCE_PORT_DROP_UNKNOWN_QP);
-		return;
-	}
-	if (be32_get(pkt.ip->src) != qp->remote_ip) {
-		drop(port, ROCE_PORT_DROP_IP_SRC);
-		return;
-	}
-	if (sl->tagged != qp->vlan || (qp->vlan && (sl->tci & 0x0fff) != (qp->tci & 0x0fff))) {
-		drop(port, ROCE_PORT_DROP_VLAN);
-		return;
-	}
-	if (pkt.bth->opcode == ROCE_CNP) {
-		/* The peer is falling behind what this QP sends. */
-		port->stats.cnp_received++;
-		rate_signal(port, qp, now_us);
-		return;
-	}
-	if ((pkt.ip->tos & ROCE_ECN_MASK) == ROCE_ECN_CE) {
-		/* A switch on the way marked it: the peer is to slow down, as for a backlog here. */
-		port->stats.ce_received++;
-		cnp_send(port, qp, now_us);
-	} else if (backlog) {
-		cnp_send(port, qp, now_us);
-	}
-	if (pkt.op->request) {
-		port->stats.to_responder++;
-		if (roce_rc_resp_input(&qp->resp, &pkt) == ROCE_RC_IN_FATAL_NAK && qp->resp_fatal != NULL)
-			qp->resp_fatal(qp->resp_ctx);
-		loss_check(port, qp, now_us); /* a READ asked for again */
-	} else {
-		enum roce_rc_req_in v;
-
-		port->stats.to_requester++;
-		v = roce_rc_req_input(&qp->req, &pkt, now_us);
-		if (v == ROCE_RC_REQ_IN_SEQ_NAK || v == ROCE_RC_REQ_IN_IMPLIED_NAK)
-			rate_signal(port, qp, now_us); /* the peer missed packets of ours */
-	}
 }
 
 unsigned roce_port_pump(struct roce_port *port, unsigned budget, uint64_t now_us)
@@ -932,22 +625,7 @@ unsigned roce_port_pump(struct roce_port *port, unsigned budget, uint64_t now_us
 	port->now_us = now_us;
 	port->busy++;
 	port->cnp_budget = ROCE_PORT_CNP_PER_PUMP;
-	while (done < budget && port->rx_count > 0) {
-		struct rx_slot *s = &port->rxq[port->rx_head];
-		const struct net_eth_hdr *eh = (const struct net_eth_hdr *)s->frame;
-
-		/*
-		 * The slot stays counted until the frame is handled, so a frame that arrives meanwhile
-		 * (an in-band host answers an ARP request at once) lands behind it.
-		 */
-		if (be16_get(eh->type) == NET_ETHERTYPE_ARP)
-			arp_input(port, s->frame, s->len);
-		else
-			roce_input(port, s, now_us);
-		port->rx_head = (port->rx_head + 1) % ROCE_PORT_RXQ;
-		port->rx_count--;
-		done++;
-	}
+	done = rport_rx_drain(port, budget, now_us);
 	/*
 	 * The QPs in turn, one packet each per round, so that no QP starves the
 	 * others; each round starts one place further on. Only the QPs that
@@ -1002,7 +680,7 @@ void roce_port_tick(struct roce_port *port, uint64_t now_us)
 	port->busy++;
 	for (unsigned i = 0; i < port->nqp; i++) {
 		roce_rc_req_tick(&port->qp_list[i]->req, now_us);
-		loss_check(port, port->qp_list[i], now_us); /* an ACK timeout */
+		rport_loss_check(port, port->qp_list[i], now_us); /* an ACK timeout */
 	}
 	port->busy--;
 }
@@ -1029,7 +707,7 @@ struct roce_port *roce_port_new(const struct roce_port_cfg *cfg, struct net_swit
 {
 	static const uint8_t zero[NET_ETH_ALEN];
 	struct roce_port *port;
-	struct net_port np = { .wants = port_wants, .deliver = port_deliver };
+	struct net_port np = { .wants = rport_wants, .deliver = rport_deliver };
 
 	if (cfg == NULL || sw == NULL || (cfg->ip == 0 && !cfg->guest) || (cfg->mac[0] & 1) != 0 ||
 	    memcmp(cfg->mac, zero, NET_ETH_ALEN) == 0)
@@ -1101,7 +779,7 @@ int roce_port_ud_send(struct roce_port *port, const struct roce_port_ud *d, cons
 	}
 	port->ud_psn++;
 	port->stats.ud_out++;
-	port_out(port, port->tx, flen);
+	rport_out(port, port->tx, flen);
 	return 0;
 }
 

@@ -1,0 +1,141 @@
+/*
+ * Inside a RoCEv2 node (roce_port.h), shared by its two halves: roce_port.c
+ * (neighbours, sending, pacing, the QP table, the pump) and roce_port_rx.c
+ * (the switch's filter and delivery, ARP and RoCEv2 input). Nothing outside
+ * src/fabric/roce_port*.c includes it.
+ */
+#ifndef ERNIC_FABRIC_ROCE_PORT_INT_H
+#define ERNIC_FABRIC_ROCE_PORT_INT_H
+
+#include "fabric/roce_port.h"
+
+enum neigh_state {
+	NEIGH_FREE = 0,
+	NEIGH_INCOMPLETE,       /* an ARP request went out, no answer yet */
+	NEIGH_REACHABLE,        /* mac is valid */
+};
+
+struct neigh {
+	enum neigh_state state;
+	uint32_t ip;
+	uint8_t mac[NET_ETH_ALEN];
+	bool asked;             /* an ARP request went out at asked_us */
+	uint64_t asked_us;
+};
+
+struct port_qp {
+	struct roce_port *port;
+	uint32_t qpn;
+	unsigned slot;          /* its slot in port->qp_hash */
+	unsigned idx;           /* its place in port->qp_list */
+	uint32_t remote_ip, pmtu;
+	uint32_t local_ip;
+	uint8_t local_mac[NET_ETH_ALEN];
+	bool remote_mac_known;
+	uint8_t remote_mac[NET_ETH_ALEN];
+	uint16_t sport;
+	uint8_t tos;
+	uint16_t pkey;
+	uint32_t remote_qpn;
+	bool vlan;              /* frames go out with an 802.1Q tag of tci, and only such come in */
+	uint16_t tci;
+	/*
+	 * Its send rate (roce_rate.h): what the pump lets out of it, cut by the
+	 * peer's CNPs and by losses the transport saw (the counters of those
+	 * last looked at), raised while quiet. paced: it had frames to send and
+	 * no tokens at the last look (the node's deadline then includes it).
+	 */
+	struct roce_rate rate;
+	bool paced;
+	uint64_t seen_timeouts, seen_read_again;
+	uint64_t cnp_us;        /* the last CNP sent for it (valid when cnp_sent) */
+	bool cnp_sent;
+	void (*resp_fatal)(void *ctx);
+	const struct roce_rc_ops *resp_ops;     /* the owner's */
+	void *resp_ctx;
+	const struct roce_rc_req_ops *req_ops;  /* the owner's */
+	void *req_ctx;
+	struct roce_rc_resp resp;
+	struct roce_rc_req req;
+};
+
+struct rx_slot {
+	size_t len;
+	bool backlog;           /* it arrived with half the ring or more waiting: the node is falling behind */
+	bool tagged;            /* it came with an 802.1Q tag (taken out: frame[] is untagged) of tci */
+	uint16_t tci;
+	uint8_t frame[ROCE_PORT_FRAME_MAX];
+};
+
+struct roce_port {
+	char name[32];
+	uint32_t ip;
+	uint8_t mac[NET_ETH_ALEN];
+	bool guest;
+	struct net_switch *sw;
+	int sw_port;
+	uint64_t now_us;        /* the latest time the owner passed in */
+	/*
+	 * The QPs, each allocated on its own: qp_hash finds one by QPN (linear
+	 * probing, at most half full, no tombstones: a removal shifts its
+	 * cluster back), qp_list[0..nqp) holds them densely for the loops that
+	 * visit every QP (a removal moves the last one into the hole).
+	 */
+	struct port_qp *qp_hash[ROCE_PORT_QP_HASH];
+	struct port_qp *qp_list[ROCE_PORT_MAX_QPS];
+	unsigned nqp;
+	unsigned pump_next;     /* the place in qp_list the requester pump starts with */
+	unsigned busy;          /* inside pump or tick (depth): the owner's callbacks may run, QPs must stay */
+	/* guest nodes: the local MACs QPs send with other than the node's, with how many QPs use each */
+	struct {
+		uint8_t mac[NET_ETH_ALEN];
+		unsigned refs;
+	} lmac[ROCE_PORT_LOCAL_MACS];
+	struct neigh neigh[ROCE_PORT_NEIGH];
+	unsigned neigh_next;
+	/*
+	 * Peers whose flows got late signals (roce_rate.h), with the rate the
+	 * last such flow had: a new QP toward one starts there instead of at
+	 * ROCE_RATE_START, since that peer will again tell of an overflow only
+	 * seconds after it began (perftest makes a new QP for every run).
+	 */
+	struct {
+		uint32_t ip;            /* 0: unused */
+		uint64_t rate;
+	} late_peer[ROCE_PORT_LATE_PEERS];
+	unsigned late_next;
+	/* received frames: rxq[rx_head], ... rx_count of them */
+	struct rx_slot rxq[ROCE_PORT_RXQ];
+	unsigned rx_head, rx_count;
+	/* every frame out is finished here (the destination MAC written) */
+	uint8_t tx[ROCE_PORT_FRAME_MAX + 4]; /* room for an 802.1Q tag */
+	bool (*tx_hook)(void *ctx, const uint8_t *frame, size_t len);
+	void *tx_hook_ctx;
+	bool (*ud_recv)(void *ctx, const struct roce_pkt *pkt);
+	void *ud_ctx;
+	uint32_t ud_psn;        /* UD packets carry a PSN the receiver ignores: a counter */
+	unsigned cnp_budget;    /* CNPs this pump call may still send (behind, the node must not add a storm) */
+	struct roce_port_stats stats;
+};
+
+static inline void rport_drop(struct roce_port *port, enum roce_port_drop d)
+{
+	port->stats.drops[d]++;
+}
+
+/* roce_port.c */
+struct neigh *rport_neigh_find(const struct roce_port *port, uint32_t ip);
+struct neigh *rport_neigh_get(struct roce_port *port, uint32_t ip);
+void rport_out(struct roce_port *port, const uint8_t *frame, size_t len);
+void rport_cnp_send(struct roce_port *port, struct port_qp *qp, uint64_t now_us);
+void rport_rate_signal(struct roce_port *port, struct port_qp *qp, uint64_t now_us);
+void rport_loss_check(struct roce_port *port, struct port_qp *qp, uint64_t now_us);
+struct port_qp *rport_qp_find(const struct roce_port *port, uint32_t qpn);
+int rport_lmac_find(const struct roce_port *port, const uint8_t *mac, bool get);
+
+/* roce_port_rx.c */
+bool rport_wants(void *ctx, const uint8_t *frame, size_t len);
+void rport_deliver(void *ctx, const uint8_t *frame, size_t len);
+unsigned rport_rx_drain(struct roce_port *port, unsigned budget, uint64_t now_us);
+
+#endif

@@ -1,0 +1,225 @@
+/*
+ * A RoCEv2 node's receiving half (roce_port.h): what the switch hands it
+ * (ARP for the node, UDP to 4791 for its MACs, 802.1Q-tagged or not), queued
+ * and then, in the pump, matched to a QP by DestQP, address and VLAN, with
+ * ECN's CE and a backlog answered by CNPs.
+ */
+#include "fabric/roce_port_int.h"
+
+#include <string.h>
+
+#include "net/net_arp.h"
+
+/* The node's MAC, or (guest nodes) one a QP sends with. */
+static bool port_is_local_mac(const struct roce_port *port, const uint8_t *mac)
+{
+	if (memcmp(mac, port->mac, NET_ETH_ALEN) == 0)
+		return true;
+	if (!port->guest)
+		return false;
+	return rport_lmac_find(port, mac, false) >= 0;
+}
+
+/*
+ * The switch's filter: ARP requests for the node, and ARP or UDP to 4791 sent
+ * to its MAC; a guest node only the UDP.
+ */
+bool rport_wants(void *ctx, const uint8_t *frame, size_t len)
+{
+	const struct roce_port *port = ctx;
+	const struct net_eth_hdr *eh = (const struct net_eth_hdr *)frame;
+	const struct net_ip_hdr *ih = (const struct net_ip_hdr *)(frame + sizeof(*eh));
+	const struct net_udp_hdr *uh;
+	size_t ihl;
+
+	if (len < sizeof(*eh))
+		return false;
+	if (!port->guest && net_arp_is_request_for(frame, len, port->ip))
+		return true;
+	if (!port_is_local_mac(port, eh->dst))
+		return false;
+	if (be16_get(eh->type) == NET_ETHERTYPE_ARP)
+		return !port->guest; /* a guest node leaves ARP to the guest */
+	if (be16_get(eh->type) == NET_ETHERTYPE_VLAN) {
+		/* RoCEv2 in an 802.1Q tag: the same test past the tag (tagged ARP stays the guest's) */
+		if (len < sizeof(*eh) + 4 || be16_get(*(const be16 *)(frame + 16)) != NET_ETHERTYPE_IPV4)
+			return false;
+		frame += 4;
+		len -= 4;
+		ih = (const struct net_ip_hdr *)(frame + sizeof(*eh));
+	} else if (be16_get(eh->type) != NET_ETHERTYPE_IPV4) {
+		return false;
+	}
+	if (len < sizeof(*eh) + sizeof(*ih) || ih->proto != NET_IP_PROTO_UDP)
+		return false;
+	ihl = (size_t)net_ip_ihl(ih) * 4;
+	if (ihl < sizeof(*ih) || len < sizeof(*eh) + ihl + sizeof(*uh))
+		return false;
+	uh = (const struct net_udp_hdr *)(frame + sizeof(*eh) + ihl);
+	return be16_get(uh->dport) == ROCE_UDP_DPORT;
+}
+
+/* Only a copy: the frame is handled in roce_port_pump(), outside the sender's call. */
+void rport_deliver(void *ctx, const uint8_t *frame, size_t len)
+{
+	struct roce_port *port = ctx;
+	struct rx_slot *s;
+
+	bool tagged = len >= sizeof(struct net_eth_hdr) + 4 &&
+		      be16_get(((const struct net_eth_hdr *)frame)->type) == NET_ETHERTYPE_VLAN;
+
+	if (len - (tagged ? 4 : 0) > ROCE_PORT_FRAME_MAX) {
+		rport_drop(port, ROCE_PORT_DROP_RX_LONG);
+		return;
+	}
+	if (port->rx_count == ROCE_PORT_RXQ) {
+		rport_drop(port, ROCE_PORT_DROP_RX_FULL);
+		return;
+	}
+	s = &port->rxq[(port->rx_head + port->rx_count) % ROCE_PORT_RXQ];
+	s->tagged = tagged;
+	s->tci = tagged ? (uint16_t)(frame[14] << 8 | frame[15]) : 0;
+	port->stats.vlan_in += tagged;
+	if (tagged) {
+		/* kept untagged, as the parser reads it; the tag is matched to the QP's at input */
+		memcpy(s->frame, frame, 12);
+		memcpy(s->frame + 12, frame + 16, len - 16);
+		len -= 4;
+	} else {
+		memcpy(s->frame, frame, len);
+	}
+	s->len = len;
+	s->backlog = port->rx_count >= ROCE_PORT_BACKLOG;
+	port->rx_count++;
+	port->stats.frames_in++;
+}
+
+static void arp_input(struct roce_port *port, const uint8_t *frame, size_t len)
+{
+	struct net_arp_info a;
+	struct neigh *n;
+	uint8_t f[NET_ETH_MIN_FRAME];
+
+	if (net_arp_parse(frame + sizeof(struct net_eth_hdr), len - sizeof(struct net_eth_hdr), &a) != 0) {
+		rport_drop(port, ROCE_PORT_DROP_ARP_BAD);
+		return;
+	}
+	if (a.spa == 0 || a.spa == port->ip)
+		return; /* a probe, or someone claiming our address: nothing to learn or answer */
+	/* RFC 826: update a known sender; add it when we are the target. */
+	n = rport_neigh_find(port, a.spa);
+	if (n == NULL && a.tpa == port->ip)
+		n = rport_neigh_get(port, a.spa);
+	if (n != NULL && (n->state != NEIGH_REACHABLE || memcmp(n->mac, a.sha, NET_ETH_ALEN) != 0)) {
+		n->state = NEIGH_REACHABLE;
+		memcpy(n->mac, a.sha, NET_ETH_ALEN);
+		port->stats.neigh_learned++;
+	}
+	if (a.oper != NET_ARP_OP_REQUEST || a.tpa != port->ip)
+		return;
+	port->stats.arp_replies++;
+	rport_out(port, f, net_arp_build(f, sizeof(f), NET_ARP_OP_REPLY, port->mac, port->ip, a.sha, a.spa));
+}
+
+/*
+ * A frame to 4791: DestQP, then roce_parse() at that QP's path MTU, then the
+ * addresses. backlog: it came in while the node was behind (a CNP is owed).
+ */
+static void roce_input(struct roce_port *port, const struct rx_slot *sl, uint64_t now_us)
+{
+	const uint8_t *frame = sl->frame;
+	size_t len = sl->len;
+	bool backlog = sl->backlog;
+	const struct roce_bth *bth = (const struct roce_bth *)(frame + ROCE_L2L4_LEN);
+	struct port_qp *qp = NULL;
+	struct roce_pkt pkt;
+	enum roce_err err;
+
+	if (len >= ROCE_MIN_FRAME)
+		qp = rport_qp_find(port, roce_bth_dqpn(bth));
+	/* Without a QP, parse at the largest MTU: a malformed frame is counted as such, not as a stray. */
+	err = roce_parse(frame, len, qp != NULL ? qp->pmtu : 4096, &pkt);
+	if (err != ROCE_OK) {
+		port->stats.parse_err[err < ROCE_ERR_NUM ? err : 0]++;
+		rport_drop(port, ROCE_PORT_DROP_PARSE);
+		return;
+	}
+	pkt.vlan = sl->tagged;
+	pkt.vlan_tci = sl->tci;
+	if (be32_get(pkt.ip->dst) != (qp != NULL ? qp->local_ip : port->ip) && !(qp == NULL && port->guest)) {
+		rport_drop(port, ROCE_PORT_DROP_IP_DST);
+		return;
+	}
+	/* Connected transports (RC, UC) go to their QP, which takes only its own kind; UD to the owner. */
+	if ((pkt.bth->opcode & ROCE_TRANSPORT_MASK) == ROCE_TRANSPORT_UD) {
+		if (port->ud_recv == NULL) {
+			rport_drop(port, ROCE_PORT_DROP_UD);
+			return;
+		}
+		port->stats.ud_in++;
+		if (!port->ud_recv(port->ud_ctx, &pkt))
+			rport_drop(port, ROCE_PORT_DROP_UD_REFUSED);
+		return;
+	}
+	if (qp == NULL) {
+		rport_drop(port, ROCE_PORT_DROP_UNKNOWN_QP);
+		return;
+	}
+	if (be32_get(pkt.ip->src) != qp->remote_ip) {
+		rport_drop(port, ROCE_PORT_DROP_IP_SRC);
+		return;
+	}
+	if (sl->tagged != qp->vlan || (qp->vlan && (sl->tci & 0x0fff) != (qp->tci & 0x0fff))) {
+		rport_drop(port, ROCE_PORT_DROP_VLAN);
+		return;
+	}
+	if (pkt.bth->opcode == ROCE_CNP) {
+		/* The peer is falling behind what this QP sends. */
+		port->stats.cnp_received++;
+		rport_rate_signal(port, qp, now_us);
+		return;
+	}
+	if ((pkt.ip->tos & ROCE_ECN_MASK) == ROCE_ECN_CE) {
+		/* A switch on the way marked it: the peer is to slow down, as for a backlog here. */
+		port->stats.ce_received++;
+		rport_cnp_send(port, qp, now_us);
+	} else if (backlog) {
+		rport_cnp_send(port, qp, now_us);
+	}
+	if (pkt.op->request) {
+		port->stats.to_responder++;
+		if (roce_rc_resp_input(&qp->resp, &pkt) == ROCE_RC_IN_FATAL_NAK && qp->resp_fatal != NULL)
+			qp->resp_fatal(qp->resp_ctx);
+		rport_loss_check(port, qp, now_us); /* a READ asked for again */
+	} else {
+		enum roce_rc_req_in v;
+
+		port->stats.to_requester++;
+		v = roce_rc_req_input(&qp->req, &pkt, now_us);
+		if (v == ROCE_RC_REQ_IN_SEQ_NAK || v == ROCE_RC_REQ_IN_IMPLIED_NAK)
+			rport_rate_signal(port, qp, now_us); /* the peer missed packets of ours */
+	}
+}
+
+unsigned rport_rx_drain(struct roce_port *port, unsigned budget, uint64_t now_us)
+{
+	unsigned done = 0;
+
+	while (done < budget && port->rx_count > 0) {
+		struct rx_slot *s = &port->rxq[port->rx_head];
+		const struct net_eth_hdr *eh = (const struct net_eth_hdr *)s->frame;
+
+		/*
+		 * The slot stays counted until the frame is handled, so a frame that arrives meanwhile
+		 * (an in-band host answers an ARP request at once) lands behind it.
+		 */
+		if (be16_get(eh->type) == NET_ETHERTYPE_ARP)
+			arp_input(port, s->frame, s->len);
+		else
+			roce_input(port, s, now_us);
+		port->rx_head = (port->rx_head + 1) % ROCE_PORT_RXQ;
+		port->rx_count--;
+		done++;
+	}
+	return done;
+}
