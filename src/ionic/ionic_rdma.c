@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ionic/ionic_rdma_priv.h"
+#include "ionic/ionic_rdma_engine.h"
 #include "util/log.h"
 
 int ionic_rdma_new(struct ionic_dev *dev)
@@ -442,4 +442,79 @@ bool ionic_rdma_doorbell(struct ionic_dev *dev, uint32_t page, uint32_t qtype, u
 	default:
 		return false;
 	}
+}
+
+/* ---- completions in the driver's formats -------------------------------------------------------------------------------- */
+
+static void cqe_post(struct ionic_dev *dev, uint32_t cq_id, struct ionic_v1_cqe *cqe, bool solicited)
+{
+	if (rdma_cq_post(dev, cq_id, cqe, solicited))
+		ionic_guest_error(dev, "completion for CQ %u lost (no such CQ or ring unusable)", cq_id);
+}
+
+/* A remote operation on RC/UC: the cumulative message sequence number. */
+void rdma_complete_msn(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp, uint32_t status)
+{
+	struct ionic_v1_cqe cqe;
+
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.send.msg_msn = be32_set(++qp->msn);
+	cqe.status_length = be32_set(status);
+	cqe.qid_type_flags = be32_set(qpid << IONIC_V1_CQE_QID_SHIFT |
+				      IONIC_V1_CQE_TYPE_SEND_MSN << IONIC_V1_CQE_TYPE_SHIFT |
+				      (status ? IONIC_V1_CQE_ERROR : 0));
+	cqe_post(dev, qp->sq.cq_id, &cqe, status != 0);
+}
+
+/* Anything else (UD sends, REG_MR, LOCAL_INV): its own completion naming its SQ slot. */
+void rdma_complete_npg(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp, uint64_t wqe_id,
+		       uint32_t status)
+{
+	struct ionic_v1_cqe cqe;
+
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.send.npg_wqe_id = le64_set(wqe_id);
+	cqe.status_length = be32_set(status);
+	cqe.qid_type_flags = be32_set(qpid << IONIC_V1_CQE_QID_SHIFT |
+				      IONIC_V1_CQE_TYPE_SEND_NPG << IONIC_V1_CQE_TYPE_SHIFT |
+				      (status ? IONIC_V1_CQE_ERROR : 0));
+	cqe_post(dev, qp->sq.cq_id, &cqe, status != 0);
+}
+
+
+void rdma_complete_recv(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp, le64 wqe_id,
+			const struct recv_info *ri, uint32_t len, uint32_t status)
+{
+	struct ionic_v1_cqe cqe;
+
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.recv.wqe_id = wqe_id;
+	cqe.recv.src_qpn_op = be32_set((ri->src_qpn & 0xffffffu) | (uint32_t)ri->op << IONIC_V1_CQE_RECV_OP_SHIFT |
+				       (ri->ipv4 ? IONIC_V1_CQE_RECV_IS_IPV4 : 0) |
+				       (ri->vlan ? IONIC_V1_CQE_RECV_IS_VLAN : 0));
+	memcpy(cqe.recv.src_mac, ri->smac, 6);
+	cqe.recv.vlan_tag = be16_set(ri->vlan ? ri->tci : 0);
+	cqe.recv.imm_data_rkey = ri->imm_rkey;
+	cqe.status_length = be32_set(status ? status : len);
+	cqe.qid_type_flags = be32_set(qpid << IONIC_V1_CQE_QID_SHIFT |
+				      IONIC_V1_CQE_TYPE_RECV << IONIC_V1_CQE_TYPE_SHIFT |
+				      (status ? IONIC_V1_CQE_ERROR : 0));
+	/* A receive is solicited when the sender asked (SOL flag), and an error always is. */
+	cqe_post(dev, qp->rq.cq_id, &cqe, ri->solicited || status != 0);
+}
+
+/*
+ * A QP entered the error state: one "flushed" completion per queue tells the
+ * driver to complete what is still posted there with flush errors itself.
+ * The kernel driver flushes its own queues on the modify, but libionic only
+ * learns of it from these completions (and the CQ event they raise).
+ */
+void rdma_qp_flush(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp)
+{
+	struct recv_info ri = { .src_qpn = 0 };
+
+	if (qp->rq.present)
+		rdma_complete_recv(dev, qpid, qp, le64_set(0), &ri, 0, IONIC_STS_WQE_FLUSHED_ERR);
+	if (qp->sq.present)
+		rdma_complete_npg(dev, qpid, qp, 0, IONIC_STS_WQE_FLUSHED_ERR);
 }
