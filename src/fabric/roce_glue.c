@@ -603,11 +603,13 @@ void roce_glue_log_stats(const struct roce_glue *g)
 	LOG_INFO("%s", line);
 	LOG_INFO("roce: congestion: %llu CNPs sent, %llu received, %llu frames marked CE, %llu rate cuts (%llu late), "
 		 "%llu QPs started late, %llu times a QP waited for its rate, "
+		 "%llu times READ responses waited for their reader (%llu QPs started at a reader's learned rate), "
 		 "%llu READs asked for again (%llu answers after them dropped), %llu responses without room",
 		 (unsigned long long)ps->cnp_sent, (unsigned long long)ps->cnp_received,
 		 (unsigned long long)ps->ce_received,
 		 (unsigned long long)ps->rate_cuts, (unsigned long long)ps->late_cuts,
 		 (unsigned long long)ps->late_starts, (unsigned long long)ps->paced,
+		 (unsigned long long)ps->reader_held, (unsigned long long)ps->reader_starts,
 		 (unsigned long long)tot.resp_read_again, (unsigned long long)tot.resp_out_dropped,
 		 (unsigned long long)tot.resp_out_full);
 	if (g->cfg.ip != 0) {

@@ -210,19 +210,33 @@ static int late_peer_find(struct roce_port *port, uint32_t ip, bool make)
 			return (int)i;
 	if (!make || ip == 0)
 		return -1;
+	memset(&port->late_peer[port->late_next], 0, sizeof(port->late_peer[0]));
 	port->late_peer[port->late_next].ip = ip;
 	port->late_next = (port->late_next + 1) % ROCE_PORT_LATE_PEERS;
 	return (int)((port->late_next + ROCE_PORT_LATE_PEERS - 1) % ROCE_PORT_LATE_PEERS);
 }
 
-/* What a late flow's rate is now, kept for the next QP toward its peer. */
+/* What a flow learned of its peer (a late flow's rate, the reader's measured rate), kept for the next QP toward it. */
 static void late_peer_note(struct roce_port *port, const struct port_qp *qp)
 {
+	bool late = qp->rate.late, read = qp->resp.reads_new > 0;
 	int i;
 
-	if (!qp->rate.late || (i = late_peer_find(port, qp->remote_ip, true)) < 0)
+	if ((!late && !read) || (i = late_peer_find(port, qp->remote_ip, true)) < 0)
 		return;
-	port->late_peer[i].rate = qp->rate.rate;
+	if (late)
+		port->late_peer[i].rate = qp->rate.rate;
+	if (read)
+		port->late_peer[i].reader_rate = qp->reader.settled;
+}
+
+/* A new READ request the responder took: a verdict on the pace of the READ before (roce_reader.h). */
+void rport_read_check(struct port_qp *qp, uint64_t now_us)
+{
+	if (qp->resp.reads_new == qp->seen_reads_new)
+		return;
+	qp->seen_reads_new = qp->resp.reads_new;
+	roce_reader_request(&qp->reader, now_us);
 }
 
 /*
@@ -238,6 +252,7 @@ void rport_loss_check(struct roce_port *port, struct port_qp *qp, uint64_t now_u
 			port->stats.rate_cuts++;
 			port->stats.late_cuts++;
 		}
+		roce_reader_lost(&qp->reader, now_us);
 		late_peer_note(port, qp);
 	} else if (qp->req.timeouts != qp->seen_timeouts) {
 		qp->seen_timeouts = qp->req.timeouts;
@@ -495,12 +510,14 @@ int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_
 	{
 		int lp = late_peer_find(port, qp->remote_ip, false);
 
-		if (lp >= 0) {
+		if (lp >= 0 && port->late_peer[lp].rate != 0) {
 			roce_rate_init_late(&qp->rate, port->late_peer[lp].rate, now_us);
 			port->stats.late_starts++;
 		} else {
 			roce_rate_init(&qp->rate, now_us);
 		}
+		roce_reader_init(&qp->reader, qp->pmtu, lp >= 0 ? port->late_peer[lp].reader_rate : 0, now_us);
+		port->stats.reader_starts += lp >= 0 && port->late_peer[lp].reader_rate != 0;
 	}
 	qp->resp_ops = ro;
 	qp->resp_ctx = cfg->resp_ctx;
@@ -604,6 +621,13 @@ const struct roce_rate *roce_port_qp_rate(const struct roce_port *port, uint32_t
 	return qp == NULL ? NULL : &qp->rate;
 }
 
+const struct roce_reader *roce_port_qp_reader(const struct roce_port *port, uint32_t qpn)
+{
+	const struct port_qp *qp = rport_qp_find(port, qpn);
+
+	return qp == NULL ? NULL : &qp->reader;
+}
+
 const struct roce_rc_resp *roce_port_qp_responder(const struct roce_port *port, uint32_t qpn)
 {
 	const struct port_qp *qp = rport_qp_find(port, qpn);
@@ -643,6 +667,16 @@ unsigned roce_port_pump(struct roce_port *port, unsigned budget, uint64_t now_us
 			bool resp = roce_rc_resp_pending(&qp->resp);
 			unsigned n;
 
+			/* READ responses wait while the reader's queue is full by its model; requests may go. */
+			if (resp && roce_rc_resp_next_is_read(&qp->resp) && !roce_reader_open(&qp->reader, now_us)) {
+				if (!qp->reader_wait)
+					port->stats.reader_held++;
+				qp->reader_wait = true;
+				resp = false;
+			} else {
+				qp->reader_wait = false;
+			}
+
 			if (!resp && !roce_rc_req_may_send(&qp->req, now_us)) {
 				qp->paced = false;
 				continue;
@@ -656,8 +690,13 @@ unsigned roce_port_pump(struct roce_port *port, unsigned budget, uint64_t now_us
 			qp->paced = false;
 			if (resp) {
 				bool was = roce_rc_resp_in_error(&qp->resp);
+				uint64_t sent = qp->resp.read_bytes_sent, reads = qp->resp.reads_sent;
+				uint32_t len = roce_rc_resp_head_read_len(&qp->resp);
 
 				n = roce_rc_resp_pump(&qp->resp, 1);
+				if (qp->resp.read_bytes_sent != sent || qp->resp.reads_sent != reads)
+					roce_reader_sent(&qp->reader, (uint32_t)(qp->resp.read_bytes_sent - sent), len,
+							 qp->resp.reads_sent != reads, now_us);
 				if (!was && roce_rc_resp_in_error(&qp->resp) && qp->resp_fatal != NULL)
 					qp->resp_fatal(qp->resp_ctx); /* the memory went while a READ was answered */
 			} else {
@@ -696,6 +735,8 @@ uint64_t roce_port_next_deadline(const struct roce_port *port)
 		if (q < d)
 			d = q;
 		if (qp->paced && (q = roce_rate_next_us(&qp->rate, port->now_us)) < d)
+			d = q;
+		if (qp->reader_wait && (q = roce_reader_next_us(&qp->reader, port->now_us)) < d)
 			d = q;
 	}
 	return d;

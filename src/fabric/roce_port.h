@@ -50,6 +50,7 @@
 
 #include "fabric/roce_rc.h"
 #include "fabric/roce_rate.h"
+#include "fabric/roce_reader.h"
 #include "fabric/roce_rc_req.h"
 #include "fabric/roce_wire.h"
 
@@ -108,6 +109,8 @@ struct roce_port_stats {
 	uint64_t late_cuts;             /* of which late: a READ asked for again after its responses went */
 	uint64_t late_starts;           /* QPs that started at the rate an earlier flow to their peer learned late */
 	uint64_t paced;                 /* a QP with frames to send found its rate out of tokens */
+	uint64_t reader_held;           /* a QP's READ responses waited for room in the model of the reader's queue (roce_reader.h) */
+	uint64_t reader_starts;         /* QPs whose reader model started at the rate an earlier flow to their peer measured */
 	uint64_t drops[ROCE_PORT_DROP_NUM];
 	uint64_t parse_err[ROCE_ERR_NUM];
 };
@@ -272,6 +275,8 @@ void roce_port_set_tx_hook(struct roce_port *port, bool (*drop)(void *ctx, const
 const struct roce_port_stats *roce_port_stats(const struct roce_port *port);
 /* QP qpn's send rate (roce_rate.h; NULL: no such QP). */
 const struct roce_rate *roce_port_qp_rate(const struct roce_port *port, uint32_t qpn);
+/* The pace of QP qpn's READ responses (roce_reader.h; NULL: no such QP). */
+const struct roce_reader *roce_port_qp_reader(const struct roce_port *port, uint32_t qpn);
 const char *roce_port_drop_name(enum roce_port_drop d);
 
 /* The UDP source port for a QP pair: flow entropy in 49152..65535. */

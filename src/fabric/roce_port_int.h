@@ -47,6 +47,15 @@ struct port_qp {
 	 */
 	struct roce_rate rate;
 	bool paced;
+	/*
+	 * The reader of its READ responses (roce_reader.h): they leave only
+	 * while the model of the peer's queue has room (reader_wait: they are
+	 * held for it; the node's deadline then includes it). The responder's
+	 * counters as last looked at.
+	 */
+	struct roce_reader reader;
+	bool reader_wait;
+	uint64_t seen_reads_new;
 	uint64_t seen_timeouts, seen_read_again;
 	uint64_t cnp_us;        /* the last CNP sent for it (valid when cnp_sent) */
 	bool cnp_sent;
@@ -94,14 +103,18 @@ struct roce_port {
 	struct neigh neigh[ROCE_PORT_NEIGH];
 	unsigned neigh_next;
 	/*
-	 * Peers whose flows got late signals (roce_rate.h), with the rate the
-	 * last such flow had: a new QP toward one starts there instead of at
-	 * ROCE_RATE_START, since that peer will again tell of an overflow only
-	 * seconds after it began (perftest makes a new QP for every run).
+	 * What earlier flows learned of a peer, for a new QP toward it
+	 * (perftest makes a new QP for every run): the rate of the last flow
+	 * that got late signals (roce_rate.h; 0: none did), where a new QP
+	 * starts instead of at ROCE_RATE_START, since that peer will again
+	 * tell of an overflow only seconds after it began; and the rate it
+	 * was measured to consume READ responses at (roce_reader.h; 0: never
+	 * measured).
 	 */
 	struct {
 		uint32_t ip;            /* 0: unused */
 		uint64_t rate;
+		uint64_t reader_rate;
 	} late_peer[ROCE_PORT_LATE_PEERS];
 	unsigned late_next;
 	/* received frames: rxq[rx_head], ... rx_count of them */
@@ -130,6 +143,7 @@ void rport_out(struct roce_port *port, const uint8_t *frame, size_t len);
 void rport_cnp_send(struct roce_port *port, struct port_qp *qp, uint64_t now_us);
 void rport_rate_signal(struct roce_port *port, struct port_qp *qp, uint64_t now_us);
 void rport_loss_check(struct roce_port *port, struct port_qp *qp, uint64_t now_us);
+void rport_read_check(struct port_qp *qp, uint64_t now_us);
 struct port_qp *rport_qp_find(const struct roce_port *port, uint32_t qpn);
 int rport_lmac_find(const struct roce_port *port, const uint8_t *mac, bool get);
 

@@ -190,6 +190,7 @@ static void roce_input(struct roce_port *port, const struct rx_slot *sl, uint64_
 		port->stats.to_responder++;
 		if (roce_rc_resp_input(&qp->resp, &pkt) == ROCE_RC_IN_FATAL_NAK && qp->resp_fatal != NULL)
 			qp->resp_fatal(qp->resp_ctx);
+		rport_read_check(qp, now_us); /* a new READ: a verdict on the pace of the last */
 		rport_loss_check(port, qp, now_us); /* a READ asked for again */
 	} else {
 		enum roce_rc_req_in v;

@@ -526,6 +526,7 @@ static enum roce_rc_in do_read(struct roce_rc_resp *q, const struct roce_pkt *p)
 	 */
 	q->msn = (q->msn + 1) & ROCE_AETH_MSN_MASK;
 	read_queue(q, psn, e.rkey, e.va, e.len, q->msn);
+	q->reads_new++;
 	advance(q, n);
 	e.first_psn = psn;
 	e.last_psn = roce_psn_add(psn, n - 1);
@@ -790,9 +791,22 @@ unsigned roce_rc_resp_pump(struct roce_rc_resp *q, unsigned budget)
 				break;
 			}
 			resp_send_msn(q, opcode, psn, syn_ack(), o->msn, 0, chunk ? data : NULL, chunk);
-			if (++o->next == o->n)
+			q->read_bytes_sent += chunk;
+			if (++o->next == o->n) {
+				q->reads_sent++;
 				out_pop(q);
+			}
 		}
 	}
 	return sent;
+}
+
+bool roce_rc_resp_next_is_read(const struct roce_rc_resp *q)
+{
+	return q->out_count > 0 && q->out[q->out_head].kind == ROCE_RC_OUT_READ;
+}
+
+uint32_t roce_rc_resp_head_read_len(const struct roce_rc_resp *q)
+{
+	return roce_rc_resp_next_is_read(q) ? q->out[q->out_head].len : 0;
 }

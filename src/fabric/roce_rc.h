@@ -219,6 +219,9 @@ struct roce_rc_resp {
 	uint64_t out_full;      /* a response the outbox had no room for (not sent: the requester retries) */
 	uint64_t read_again;    /* READs asked for again after their responses had gone out (lost on the way) */
 	uint64_t out_dropped;   /* answers to later PSNs dropped for a READ asked again (the requester asks anew) */
+	uint64_t reads_new;     /* READ requests accepted (not repeated ones) */
+	uint64_t read_bytes_sent; /* payload of READ responses sent (again ones too) */
+	uint64_t reads_sent;    /* READs whose last response went */
 };
 
 /* 0, or -EINVAL for a NULL ops member, a bad path MTU or a field wider than the wire's. */
@@ -237,6 +240,10 @@ enum roce_rc_in roce_rc_resp_input(struct roce_rc_resp *q, const struct roce_pkt
  * puts the QP in error (roce_rc_resp_in_error() turns true inside this call).
  */
 unsigned roce_rc_resp_pump(struct roce_rc_resp *q, unsigned budget);
+/* The next response owed is a READ response (not an ACK, NAK or ATOMIC ACKNOWLEDGE). */
+bool roce_rc_resp_next_is_read(const struct roce_rc_resp *q);
+/* The length of the READ whose responses are next (0: the next response owed is not a READ's). */
+uint32_t roce_rc_resp_head_read_len(const struct roce_rc_resp *q);
 /* Responses owed (roce_rc_resp_pump has work). */
 static inline bool roce_rc_resp_pending(const struct roce_rc_resp *q) { return q->out_count > 0; }
 

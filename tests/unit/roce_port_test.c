@@ -715,6 +715,51 @@ static void test_late_peer(void **state)
 	teardown_world();
 }
 
+/*
+ * READ responses leave at the pace of their reader (roce_reader.h): 32 READs of 8 KiB, 256 KiB,
+ * twice the window, are held for it (counted) and take at least the time the pace (which rises
+ * with each request that comes while responses leave) gives the bytes past the window, byte for
+ * byte; a new QP toward the same address starts at the pace the old one
+ * ended with.
+ */
+static void test_reader_pace(void **state)
+{
+	const struct roce_reader *rd;
+	struct roce_port_qp_cfg c;
+	uint64_t t0, pace, bytes = 0;
+
+	(void)state;
+	setup(true);
+	for (unsigned i = 0; i < NWR; i++)
+		assert_int_equal(post(A, i, ROCE_RC_REQ_READ, LBUF, (i * 1500) % (MR_LEN - LBUF)), 0);
+	t0 = W->now;
+	run();
+	assert_int_equal(A->ncomp, NWR);
+	for (unsigned i = 0; i < NWR; i++) {
+		expect_comp(A, i, i, ROCE_RC_REQ_WC_SUCCESS, LBUF);
+		assert_memory_equal(A->lbuf[i], B->mr + (i * 1500) % (MR_LEN - LBUF), LBUF);
+		bytes += LBUF;
+	}
+	rd = roce_port_qp_reader(B->port, QPN_B);
+	assert_non_null(rd);
+	assert_true(roce_port_stats(B->port)->reader_held > 0);
+	assert_int_equal(roce_port_stats(A->port)->reader_held, 0); /* A answered no READ */
+	/* The pace only rose (each request came while responses were leaving): at most the last one's. */
+	assert_true(rd->rises > 0);
+	assert_int_equal(rd->falls, 0);
+	assert_true((W->now - t0) * rd->rate * 11 / 10 >= (bytes - rd->window) * 1000000u);
+	pace = rd->settled;
+	assert_int_equal(roce_port_stats(B->port)->reader_starts, 0);
+	/* B's QP goes and comes back: the pace is where it was. */
+	assert_int_equal(roce_port_qp_destroy(B->port, QPN_B), 0);
+	c = qp_cfg(B);
+	assert_int_equal(roce_port_qp_create(B->port, QPN_B, &c, W->now), 0);
+	assert_int_equal(roce_port_qp_reader(B->port, QPN_B)->rate, pace);
+	assert_int_equal(roce_port_stats(B->port)->reader_starts, 1);
+	assert_null(roce_port_qp_reader(B->port, 12345));
+	teardown_world();
+}
+
 /* The neighbour unresolved when the SEND goes out: dropped, ARP asked, the retransmission gets through. */
 static void test_unresolved(void **state)
 {
@@ -1857,6 +1902,7 @@ int main(void)
 		cmocka_unit_test(test_lossy),
 		cmocka_unit_test(test_lossy_read),
 		cmocka_unit_test(test_late_peer),
+		cmocka_unit_test(test_reader_pace),
 		cmocka_unit_test(test_unresolved),
 		cmocka_unit_test(test_drops),
 		cmocka_unit_test(test_hostile),
