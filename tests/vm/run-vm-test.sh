@@ -54,6 +54,11 @@
 #   own, from one more server (same binary, ARGS plus --tap ernic1, a TAP on the bridge; log
 #   server-peer.log; checks server-start-peer, server-peer-alive-after-runR, server-stop-peer),
 #   and shared memory for it. Give that server a MAC other than the first one's (--mac).
+#   --peer-vxlan (with --peer-guest): the peer guest, its TAP and its server (if any) stand for a
+#   second host: a namespace of their own (ernic-vmb-PID) with a bridge of its own, joined to the
+#   first namespace's bridge only by a VXLAN tunnel (VNI 4242, UDP 4789) over a veth pair, the
+#   underlay (10.99.0.1/30 and .2, MTU 9000, so the tunnel carries 1500-byte frames whole). The
+#   TAP drop counts cover both namespaces.
 #   --tour: present the run to a person instead of a test harness: the guest's steps are shown
 #   as they happen ("PASS name  figure", "FAIL name  why", and the text of "CHECK NOTE" lines),
 #   the lane's own checks only when they fail, then one summary line.
@@ -92,7 +97,7 @@ usage() {
 }
 
 BINARY="" CHECK="" BOOTS=1 RUNS=1 NO_DEVICE=0 SHELL_MODE=0 BUILD_ONLY=0 KEEP=0 NETNS_TAP=0 NETNS_ONLY=0 TOUR=0 QEMU_EXTRA=""
-PEER_GUEST=0 PEER_CHECK="" PEER_ENV=() GUEST_NIC=0 PEER_LOSS="" PEER_SERVER_ARGS="" PEER_SRV=""
+PEER_GUEST=0 PEER_CHECK="" PEER_ENV=() GUEST_NIC=0 PEER_LOSS="" PEER_SERVER_ARGS="" PEER_SRV="" PEER_VXLAN=0
 SERVER_ARGS_LIST=() SERVER_LOG_RE="" PEER_SERVER_LOG_RE=""
 FW_VERSION=${ERNIC_FW_VERSION:-1.0.0-ernic}
 TIMEOUT=300 CHECK_TIMEOUT=180 SILENT_LIMIT=${ERNIC_VM_SILENT_LIMIT:-90}
@@ -126,6 +131,7 @@ while [ $# -gt 0 ]; do
 	--guest-nic) GUEST_NIC=1; shift ;;
 	--peer-loss) PEER_LOSS=${2:?}; shift 2 ;;
 	--peer-server-args) PEER_SERVER_ARGS=${2:?}; shift 2 ;;
+	--peer-vxlan) PEER_VXLAN=1; shift ;;
 	-h | --help) usage ;;
 	*) echo "unknown argument '$1'" >&2; usage ;;
 	esac
@@ -222,7 +228,7 @@ finish() {
 # ---------------------------------------------------------------------------------------------
 # Processes this script starts, and their cleanup on every way out. SERVER_PIDS[i] is the server
 # of device i ("" once it is gone); server i logs to SERVER_LOGS[i] and listens on SOCKS[i].
-WORK="" QEMU_PID="" NETNS="" PEER_PID="" HTTP_PID="" WATCH_PID="" PEER_QEMU_PID=""
+WORK="" QEMU_PID="" NETNS="" PEER_NETNS="" PEER_PID="" HTTP_PID="" WATCH_PID="" PEER_QEMU_PID=""
 SERVER_PIDS=() SERVER_LOGS=() SOCKS=()
 
 # stop_pid PID SECONDS: SIGTERM, then SIGKILL after SECONDS; returns the exit status.
@@ -248,8 +254,9 @@ cleanup() {
 	[ -n "$PEER_PID" ] && stop_pid "$PEER_PID" 1
 	[ -n "$HTTP_PID" ] && stop_pid "$HTTP_PID" 1
 	[ -n "$WATCH_PID" ] && stop_pid "$WATCH_PID" 1
+	[ -n "$PEER_NETNS" ] && [ "$PEER_NETNS" != "$NETNS" ] && ip netns del "$PEER_NETNS" 2>/dev/null
 	[ -n "$NETNS" ] && ip netns del "$NETNS" 2>/dev/null
-	QEMU_PID="" PEER_PID="" HTTP_PID="" WATCH_PID="" NETNS="" PEER_QEMU_PID=""
+	QEMU_PID="" PEER_PID="" HTTP_PID="" WATCH_PID="" NETNS="" PEER_NETNS="" PEER_QEMU_PID=""
 	if [ -n "$WORK" ] && [ -d "$WORK" ]; then
 		if [ "$KEEP" = 1 ] || [ "$FAILED" -gt 0 ]; then
 			echo "# job files kept in $WORK"
@@ -313,6 +320,7 @@ if [ $NETNS_TAP = 1 ] || [ $NETNS_ONLY = 1 ]; then
 	fi
 	NS_PREFIX=(ip netns exec "$NETNS")
 fi
+PEER_NETNS=$NETNS PEER_NS_PREFIX=("${NS_PREFIX[@]}")
 # --peer-guest: a bridge in the namespace with the host side's address, and a TAP for each
 # guest's virtio-net NIC on it (QEMU opens them by name).
 PEER_TAPS=(ernic-peer0)
@@ -324,9 +332,32 @@ if [ $PEER_GUEST = 1 ]; then
 		fail peer-bridge "cannot create the bridge in the namespace"
 		finish
 	fi
+	# --peer-vxlan: the peer guest (and its server) stand for a second host, a namespace of their
+	# own with a bridge of its own, joined to the first only by a VXLAN tunnel over a veth pair
+	# (the underlay, 10.99.0.1 and .2, jumbo frames: the tunnel's MTU leaves 1500-byte frames whole).
+	if [ $PEER_VXLAN = 1 ]; then
+		PEER_NETNS=ernic-vmb-$$
+		if ! { ip netns add "$PEER_NETNS" && ip -n "$PEER_NETNS" link set lo up &&
+		       ip -n "$PEER_NETNS" link add ernic-br0 type bridge stp_state 0 forward_delay 0 &&
+		       ip -n "$PEER_NETNS" link set ernic-br0 up &&
+		       ip -n "$NETNS" link add ernic-u0 mtu 9000 type veth peer name ernic-u1 mtu 9000 netns "$PEER_NETNS" &&
+		       ip -n "$NETNS" addr add 10.99.0.1/30 dev ernic-u0 && ip -n "$NETNS" link set ernic-u0 up &&
+		       ip -n "$PEER_NETNS" addr add 10.99.0.2/30 dev ernic-u1 && ip -n "$PEER_NETNS" link set ernic-u1 up &&
+		       ip -n "$NETNS" link add ernic-vx0 type vxlan id 4242 local 10.99.0.1 remote 10.99.0.2 dstport 4789 dev ernic-u0 &&
+		       ip -n "$NETNS" link set ernic-vx0 master ernic-br0 && ip -n "$NETNS" link set ernic-vx0 up &&
+		       ip -n "$PEER_NETNS" link add ernic-vx1 type vxlan id 4242 local 10.99.0.2 remote 10.99.0.1 dstport 4789 dev ernic-u1 &&
+		       ip -n "$PEER_NETNS" link set ernic-vx1 master ernic-br0 && ip -n "$PEER_NETNS" link set ernic-vx1 up; }; then
+			fail peer-vxlan "cannot join a second namespace to the first by VXLAN"
+			finish
+		fi
+		PEER_NS_PREFIX=(ip netns exec "$PEER_NETNS")
+		echo "# peer guest: in namespace $PEER_NETNS, its bridge joined to ernic-br0 by VXLAN 4242 over a veth underlay (MTU 9000; the tunnel's $(ip -n "$NETNS" -o link show ernic-vx0 | grep -o 'mtu [0-9]*'))"
+	fi
 	for tap in "${PEER_TAPS[@]}"; do
-		if ! { ip netns exec "$NETNS" ip tuntap add dev "$tap" mode tap &&
-		       ip -n "$NETNS" link set "$tap" master ernic-br0 && ip -n "$NETNS" link set "$tap" up; }; then
+		ns=$PEER_NETNS
+		[ "$tap" = ernic-vm0 ] && ns=$NETNS # the main guest's own virtio-net NIC stays on its side
+		if ! { ip netns exec "$ns" ip tuntap add dev "$tap" mode tap &&
+		       ip -n "$ns" link set "$tap" master ernic-br0 && ip -n "$ns" link set "$tap" up; }; then
 			fail peer-bridge "cannot put the TAP $tap on the bridge"
 			finish
 		fi
@@ -374,7 +405,11 @@ start_server() {
 	fi
 	SOCKS[i]=$sock SERVER_LOGS[i]=$log
 	read -r -a argv <<<"${SERVER_ARGS_LIST[i]//@WORK@/$WORK}"
-	"${NS_PREFIX[@]}" "$BINARY" --socket "$sock" "${argv[@]}" >"$log" 2>&1 8>&- &
+	if [ "$i" = "$PEER_SRV" ]; then
+		"${PEER_NS_PREFIX[@]}" "$BINARY" --socket "$sock" "${argv[@]}" >"$log" 2>&1 8>&- &
+	else
+		"${NS_PREFIX[@]}" "$BINARY" --socket "$sock" "${argv[@]}" >"$log" 2>&1 8>&- &
+	fi
 	SERVER_PIDS[i]=$!
 	for ((n = 0; n < 300; n++)); do
 		[ -S "$sock" ] && break
@@ -411,10 +446,12 @@ server_stats() {
 # tap_drops: "TAP COUNT" for each TAP of the run's namespace: the frames the kernel dropped there,
 # its queue toward the reader (a server, or QEMU for a virtio-net NIC) being full (tx_dropped).
 tap_drops() {
-	local t
+	local t ns
 	[ -n "$NETNS" ] || return 0
-	for t in $(ip -n "$NETNS" -o link show type tun 2>/dev/null | awk -F': ' '{ print $2 }' | cut -d@ -f1); do
-		echo "$t $(ip netns exec "$NETNS" cat "/sys/class/net/$t/statistics/tx_dropped" 2>/dev/null || echo 0)"
+	for ns in "$NETNS" ${PEER_NETNS:+$([ "$PEER_NETNS" != "$NETNS" ] && echo "$PEER_NETNS")}; do
+		for t in $(ip -n "$ns" -o link show type tun 2>/dev/null | awk -F': ' '{ print $2 }' | cut -d@ -f1); do
+			echo "$t $(ip netns exec "$ns" cat "/sys/class/net/$t/statistics/tx_dropped" 2>/dev/null || echo 0)"
+		done
 	done
 	return 0
 }
@@ -658,7 +695,7 @@ start_peer() {
 	[ -n "$PEER_SRV" ] && q+=(-object "memory-backend-memfd,id=ram,size=$mem,share=on"
 		-machine memory-backend=ram -device "$(vfio_user_dev "${SOCKS[PEER_SRV]}")")
 	printf '%q ' "${q[@]}" >"$pjob/qemu-cmdline.txt"
-	CHROOT_NETNS=$NETNS chroot_exec "$HOSTROOT" -b "$IMGDIR:/img:ro" -b "$SOCK_DIR:/sock" -b "$pjob:/job" -- "${q[@]}" \
+	CHROOT_NETNS=$PEER_NETNS chroot_exec "$HOSTROOT" -b "$IMGDIR:/img:ro" -b "$SOCK_DIR:/sock" -b "$pjob:/job" -- "${q[@]}" \
 		>"$pjob/qemu.log" 2>&1 8>&- &
 	PEER_QEMU_PID=$!
 }
@@ -1055,6 +1092,16 @@ if [ -n "$PEER_LOSS" ]; then
 	fi
 fi
 [ -n "$NETNS" ] && echo "# frames dropped at the TAPs (tx_dropped): $(tap_drops | tr '\n' ' ')"
+# --peer-vxlan: the guests' traffic went through the tunnel, both ways (its packet counters).
+if [ $PEER_VXLAN = 1 ] && [ -n "$NETNS" ]; then
+	vx_rx=$(ip netns exec "$NETNS" cat /sys/class/net/ernic-vx0/statistics/rx_packets 2>/dev/null || echo 0)
+	vx_tx=$(ip netns exec "$NETNS" cat /sys/class/net/ernic-vx0/statistics/tx_packets 2>/dev/null || echo 0)
+	if [ "$vx_rx" -gt 0 ] && [ "$vx_tx" -gt 0 ]; then
+		pass peer-vxlan-traffic "$vx_tx packets into the tunnel, $vx_rx out of it"
+	else
+		fail peer-vxlan-traffic "the tunnel carried $vx_tx packets in and $vx_rx out"
+	fi
+fi
 stop_servers
 if [ -n "$SERVER_LOG_RE" ] && [ ${#SERVER_LOGS[@]} -gt 0 ]; then
 	if grep -Eq -- "$SERVER_LOG_RE" "${SERVER_LOGS[0]}"; then
