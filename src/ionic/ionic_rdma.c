@@ -452,6 +452,16 @@ static void cqe_post(struct ionic_dev *dev, uint32_t cq_id, struct ionic_v1_cqe 
 		ionic_guest_error(dev, "completion for CQ %u lost (no such CQ or ring unusable)", cq_id);
 }
 
+/* A send completion of type (SEND_MSN or SEND_NPG) whose own field cqe already holds. */
+static void complete_send(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp, uint32_t type,
+			  struct ionic_v1_cqe *cqe, uint32_t status)
+{
+	cqe->status_length = be32_set(status);
+	cqe->qid_type_flags = be32_set(qpid << IONIC_V1_CQE_QID_SHIFT | type << IONIC_V1_CQE_TYPE_SHIFT |
+				       (status ? IONIC_V1_CQE_ERROR : 0));
+	cqe_post(dev, qp->sq.cq_id, cqe, status != 0);
+}
+
 /* A remote operation on RC/UC: the cumulative message sequence number. */
 void rdma_complete_msn(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp, uint32_t status)
 {
@@ -459,11 +469,7 @@ void rdma_complete_msn(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp,
 
 	memset(&cqe, 0, sizeof(cqe));
 	cqe.send.msg_msn = be32_set(++qp->msn);
-	cqe.status_length = be32_set(status);
-	cqe.qid_type_flags = be32_set(qpid << IONIC_V1_CQE_QID_SHIFT |
-				      IONIC_V1_CQE_TYPE_SEND_MSN << IONIC_V1_CQE_TYPE_SHIFT |
-				      (status ? IONIC_V1_CQE_ERROR : 0));
-	cqe_post(dev, qp->sq.cq_id, &cqe, status != 0);
+	complete_send(dev, qpid, qp, IONIC_V1_CQE_TYPE_SEND_MSN, &cqe, status);
 }
 
 /* Anything else (UD sends, REG_MR, LOCAL_INV): its own completion naming its SQ slot. */
@@ -474,13 +480,10 @@ void rdma_complete_npg(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp,
 
 	memset(&cqe, 0, sizeof(cqe));
 	cqe.send.npg_wqe_id = le64_set(wqe_id);
-	cqe.status_length = be32_set(status);
-	cqe.qid_type_flags = be32_set(qpid << IONIC_V1_CQE_QID_SHIFT |
-				      IONIC_V1_CQE_TYPE_SEND_NPG << IONIC_V1_CQE_TYPE_SHIFT |
-				      (status ? IONIC_V1_CQE_ERROR : 0));
-	cqe_post(dev, qp->sq.cq_id, &cqe, status != 0);
+	complete_send(dev, qpid, qp, IONIC_V1_CQE_TYPE_SEND_NPG, &cqe, status);
 }
 
+/* A receive's completion: its WQE, the sender, how it came (ri), and the length or an error status. */
 
 void rdma_complete_recv(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp, le64 wqe_id,
 			const struct recv_info *ri, uint32_t len, uint32_t status)
