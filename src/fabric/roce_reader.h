@@ -23,8 +23,10 @@
  *    last response: part of the gap is the way there and back (the least
  *    gap seen), the rest is how long the reader still worked after we were
  *    done. Little rest (under 1/16 of the time the READ took to send): the
- *    reader keeps up, and the pace rises by 1/2^ROCE_READER_RISE_SHIFT. More: the reader took that READ
- *    at its size over (send time + rest), and the pace moves halfway there.
+ *    reader keeps up, and the pace rises by 1/2^ROCE_READER_RISE_SHIFT.
+ *    More: the reader took that READ at its size over (send time + rest),
+ *    and the pace moves halfway there. A gap of more than a second is a
+ *    pause, and says nothing.
  *  - A READ larger than ROCE_READER_LARGE windows gets no verdict until the
  *    reader is through it, and its responses overflow the reader's queue if
  *    the pace is only a little above the reader's (and a reader in a busy
