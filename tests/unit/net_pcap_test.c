@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,6 +217,51 @@ static void test_writer_behind(void **state)
 	free(d.buf);
 }
 
+/*
+ * The file stops taking writes (a pipe whose reader went: EPIPE): the writer records the first
+ * error and stops writing, frames offered after it are still taken without blocking and the ring
+ * keeps moving (nothing dropped for a writer that no longer writes), and closing ends the writer.
+ */
+static void test_write_fails(void **state)
+{
+	char path[64], err[256];
+	static uint8_t frame[1500];
+	struct net_pcap *p;
+	struct net_pcap_stats st;
+	void (*old)(int);
+	int pfd[2];
+
+	(void)state;
+	old = signal(SIGPIPE, SIG_IGN); /* as the server does: a write to a gone reader is EPIPE */
+	assert_int_equal(pipe(pfd), 0);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", pfd[1]);
+	p = net_pcap_open(path, 0, err, sizeof(err));
+	assert_non_null(p);
+	close(pfd[1]);
+	close(pfd[0]); /* the reader goes: every write from here on fails */
+	fill(frame, sizeof(frame), 9);
+	/*
+	 * Frames until three rings' worth went in: only a writer that keeps freeing the ring after
+	 * its error lets that much in. A frame the full ring refuses waits a millisecond for the
+	 * writer thread (a busy host may not run it at once); at most a minute in all.
+	 */
+	for (unsigned i = 0, waits = 0; net_pcap_stats(p).written < 3 * NET_PCAP_RING / (16 + sizeof(frame));
+	     i++) {
+		uint64_t dropped = net_pcap_stats(p).dropped;
+
+		net_pcap_frame(p, frame, sizeof(frame), i);
+		if (net_pcap_stats(p).dropped != dropped) {
+			assert_true(++waits < 60000);
+			usleep(1000);
+		}
+	}
+	st = net_pcap_stats(p);
+	assert_int_equal(st.write_errno, EPIPE);
+	assert_int_equal(st.written + st.dropped, st.frames);
+	net_pcap_close(p); /* logs the failure; returns */
+	signal(SIGPIPE, old);
+}
+
 static void test_open_fails(void **state)
 {
 	char err[256];
@@ -231,6 +277,7 @@ int main(void)
 		cmocka_unit_test(test_records),
 		cmocka_unit_test(test_size_limit),
 		cmocka_unit_test(test_writer_behind),
+		cmocka_unit_test(test_write_fails),
 		cmocka_unit_test(test_open_fails),
 	};
 
