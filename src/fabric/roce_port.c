@@ -202,32 +202,32 @@ void rport_rate_signal(struct roce_port *port, struct port_qp *qp, uint64_t now_
 		port->stats.rate_cuts++;
 }
 
-/* The entry of ip in the late peers, or -1 (make: the oldest is taken for it). */
-static int late_peer_find(struct roce_port *port, uint32_t ip, bool make)
+/* The entry of ip in the peers remembered, or -1 (make: the oldest is taken for it, cleared). */
+static int peer_find(struct roce_port *port, uint32_t ip, bool make)
 {
-	for (unsigned i = 0; i < ROCE_PORT_LATE_PEERS; i++)
-		if (port->late_peer[i].ip == ip && ip != 0)
+	for (unsigned i = 0; i < ROCE_PORT_PEERS_KEPT; i++)
+		if (port->peer_mem[i].ip == ip && ip != 0)
 			return (int)i;
 	if (!make || ip == 0)
 		return -1;
-	memset(&port->late_peer[port->late_next], 0, sizeof(port->late_peer[0]));
-	port->late_peer[port->late_next].ip = ip;
-	port->late_next = (port->late_next + 1) % ROCE_PORT_LATE_PEERS;
-	return (int)((port->late_next + ROCE_PORT_LATE_PEERS - 1) % ROCE_PORT_LATE_PEERS);
+	memset(&port->peer_mem[port->peer_next], 0, sizeof(port->peer_mem[0]));
+	port->peer_mem[port->peer_next].ip = ip;
+	port->peer_next = (port->peer_next + 1) % ROCE_PORT_PEERS_KEPT;
+	return (int)((port->peer_next + ROCE_PORT_PEERS_KEPT - 1) % ROCE_PORT_PEERS_KEPT);
 }
 
 /* What a flow learned of its peer (a late flow's rate, the reader's measured rate), kept for the next QP toward it. */
-static void late_peer_note(struct roce_port *port, const struct port_qp *qp)
+static void peer_note(struct roce_port *port, const struct port_qp *qp)
 {
 	bool late = qp->rate.late, read = qp->resp.reads_new > 0;
 	int i;
 
-	if ((!late && !read) || (i = late_peer_find(port, qp->remote_ip, true)) < 0)
+	if ((!late && !read) || (i = peer_find(port, qp->remote_ip, true)) < 0)
 		return;
 	if (late)
-		port->late_peer[i].rate = qp->rate.rate;
+		port->peer_mem[i].rate = qp->rate.rate;
 	if (read)
-		port->late_peer[i].reader_rate = qp->reader.settled;
+		port->peer_mem[i].reader_rate = qp->reader.settled;
 }
 
 /* A new READ request the responder took: a verdict on the pace of the READ before (roce_reader.h). */
@@ -253,7 +253,7 @@ void rport_loss_check(struct roce_port *port, struct port_qp *qp, uint64_t now_u
 			port->stats.late_cuts++;
 		}
 		roce_reader_lost(&qp->reader, now_us);
-		late_peer_note(port, qp);
+		peer_note(port, qp);
 	} else if (qp->req.timeouts != qp->seen_timeouts) {
 		qp->seen_timeouts = qp->req.timeouts;
 		rport_rate_signal(port, qp, now_us);
@@ -508,16 +508,16 @@ int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_
 	qp->vlan = cfg->vlan;
 	qp->tci = cfg->tci;
 	{
-		int lp = late_peer_find(port, qp->remote_ip, false);
+		int lp = peer_find(port, qp->remote_ip, false);
 
-		if (lp >= 0 && port->late_peer[lp].rate != 0) {
-			roce_rate_init_late(&qp->rate, port->late_peer[lp].rate, now_us);
+		if (lp >= 0 && port->peer_mem[lp].rate != 0) {
+			roce_rate_init_late(&qp->rate, port->peer_mem[lp].rate, now_us);
 			port->stats.late_starts++;
 		} else {
 			roce_rate_init(&qp->rate, now_us);
 		}
-		roce_reader_init(&qp->reader, qp->pmtu, lp >= 0 ? port->late_peer[lp].reader_rate : 0, now_us);
-		port->stats.reader_starts += lp >= 0 && port->late_peer[lp].reader_rate != 0;
+		roce_reader_init(&qp->reader, qp->pmtu, lp >= 0 ? port->peer_mem[lp].reader_rate : 0, now_us);
+		port->stats.reader_starts += lp >= 0 && port->peer_mem[lp].reader_rate != 0;
 	}
 	qp->resp_ops = ro;
 	qp->resp_ctx = cfg->resp_ctx;
@@ -588,7 +588,7 @@ int roce_port_qp_destroy(struct roce_port *port, uint32_t qpn)
 	/* The pump or a timer may be inside this very QP, and the loops hold places in the list. */
 	if (port->busy)
 		return -EBUSY;
-	late_peer_note(port, qp);
+	peer_note(port, qp);
 	/* Unlinked first: nothing the flush below calls out to finds the QP any more. */
 	qp_unlink(port, qp);
 	lm = port->guest ? rport_lmac_find(port, qp->local_mac, false) : -1;

@@ -67,7 +67,7 @@ struct net_switch;
 /* Distinct local MACs a guest node's QPs may send with besides its own (its receive filter checks each). */
 #define ROCE_PORT_LOCAL_MACS 16
 #define ROCE_PORT_NEIGH 16              /* neighbour table entries */
-#define ROCE_PORT_LATE_PEERS 16         /* peers remembered for the late signals of their flows */
+#define ROCE_PORT_PEERS_KEPT 16         /* peers remembered: the late rate and READ pace their flows learned */
 #define ROCE_PORT_RXQ 64                /* received frames held until roce_port_pump() */
 #define ROCE_PORT_BACKLOG (ROCE_PORT_RXQ * 3 / 4) /* a frame that finds this many waiting: the node is behind */
 #define ROCE_PORT_CNP_GAP_US 50         /* at most one CNP per QP this often */

@@ -115,8 +115,8 @@ struct roce_port {
 		uint32_t ip;            /* 0: unused */
 		uint64_t rate;
 		uint64_t reader_rate;
-	} late_peer[ROCE_PORT_LATE_PEERS];
-	unsigned late_next;
+	} peer_mem[ROCE_PORT_PEERS_KEPT];
+	unsigned peer_next;
 	/* received frames: rxq[rx_head], ... rx_count of them */
 	struct rx_slot rxq[ROCE_PORT_RXQ];
 	unsigned rx_head, rx_count;

@@ -84,6 +84,8 @@ void roce_reader_request(struct roce_reader *r, uint64_t now_us)
 	if (!r->have_done || now_us < r->done_us)
 		return; /* nothing sent in full since the last verdict: one of the first requests */
 	r->have_done = false;
+	if (len == 0)
+		return; /* a READ of nothing took the reader no time: it says nothing of its rate */
 	gap = now_us - r->done_us;
 	if (gap > ROCE_READER_STALE_US)
 		return; /* the requester paused: what was sent before says nothing now */

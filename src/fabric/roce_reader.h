@@ -26,7 +26,7 @@
  *    reader keeps up, and the pace rises by 1/2^ROCE_READER_RISE_SHIFT.
  *    More: the reader took that READ at its size over (send time + rest),
  *    and the pace moves halfway there. A gap of more than a second is a
- *    pause, and says nothing.
+ *    pause, and says nothing; neither does a READ of no bytes.
  *  - A READ larger than ROCE_READER_LARGE windows gets no verdict until the
  *    reader is through it, and its responses overflow the reader's queue if
  *    the pace is only a little above the reader's (and a reader in a busy
@@ -44,9 +44,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "fabric/roce_rate.h"
+
 #define ROCE_READER_START       (32ull << 20)   /* bytes/s a new flow starts at */
 #define ROCE_READER_MIN         (1ull << 20)    /* bytes/s: the floor */
-#define ROCE_READER_MAX         12500000000ull  /* bytes/s: the line (100 Gb/s) */
+#define ROCE_READER_MAX         ROCE_RATE_LINE  /* bytes/s: the line */
 #define ROCE_READER_WINDOW_PKTS 128u            /* the window, in path-MTU responses */
 #define ROCE_READER_WAIT_SHIFT  3u              /* the reader waits for us: a rise of 1/8 */
 #define ROCE_READER_RISE_SHIFT  5u              /* it keeps up: a rise of 1/32 */

@@ -682,6 +682,8 @@ static void test_late_peer(void **state)
 	assert_true(rb->late);
 	assert_int_equal(roce_port_stats(B->port)->late_cuts, 1);
 	assert_true(rb->rate <= ROCE_RATE_START / 4);
+	/* ... and the pace of its READ responses starts over, a quarter lower (roce_reader.h). */
+	assert_int_equal(roce_port_qp_reader(B->port, QPN_B)->restarts, 1);
 	learned = rb->rate;
 	/* A's requester saw no late signal: its rate is not late. */
 	assert_false(roce_port_qp_rate(A->port, QPN_A)->late);

@@ -206,7 +206,7 @@ static void test_reader_slows(void **state)
 static void test_large_after_learning(void **state)
 {
 	struct sim s;
-	uint64_t learned, rises;
+	uint64_t learned;
 
 	(void)state;
 	/* The pace learned on 1 MiB READs (the node keeps it per peer) carries 16 MiB ones whole. */
@@ -217,8 +217,7 @@ static void test_large_after_learning(void **state)
 	assert_true(sim_measure(&s, 6000000) * 100 >= s.rate * 70);
 	assert_int_equal(s.dropped, 0);
 	assert_true(s.asked >= 8);
-	rises = s.r.rises;
-	assert_int_equal(rises, 0); /* a large READ never raises the pace */
+	assert_int_equal(s.r.rises, 0); /* a large READ never raises the pace */
 }
 
 static void test_window_and_wakeup(void **state)
@@ -304,6 +303,12 @@ static void test_verdicts(void **state)
 	assert_int_equal(r.rate, rate);
 	assert_int_equal(r.rises, 2);
 	assert_int_equal(r.falls, 1);
+	/* A READ of no bytes gives no verdict. */
+	rate = r.rate;
+	roce_reader_sent(&r, 0, 0, true, 2000000);
+	roce_reader_request(&r, 2100000);
+	assert_int_equal(r.rate, rate);
+	assert_false(r.have_done);
 	/* A large READ still leaving raises nothing. */
 	roce_reader_sent(&r, PMTU, 16u << 20, false, 3000000);
 	roce_reader_request(&r, 3001000);

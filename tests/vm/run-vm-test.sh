@@ -175,8 +175,9 @@ if [ $BUILD_ONLY = 0 ]; then
 		# Two TCG guests share the host: give a slow boot more time before calling it a hang.
 		[ -n "${ERNIC_VM_SILENT_LIMIT:-}" ] || SILENT_LIMIT=180
 	else
-		if [ -n "$PEER_CHECK$PEER_LOSS$PEER_SERVER_ARGS" ] || [ ${#PEER_ENV[@]} != 0 ] || [ $GUEST_NIC = 1 ]; then
-			echo "--peer-check, --peer-env, --guest-nic, --peer-loss and --peer-server-args go with --peer-guest" >&2; exit 2
+		if [ -n "$PEER_CHECK$PEER_LOSS$PEER_SERVER_ARGS" ] || [ ${#PEER_ENV[@]} != 0 ] || [ $GUEST_NIC = 1 ] ||
+		   [ $PEER_VXLAN = 1 ]; then
+			echo "--peer-check, --peer-env, --guest-nic, --peer-loss, --peer-server-args and --peer-vxlan go with --peer-guest" >&2; exit 2
 		fi
 	fi
 fi
@@ -446,9 +447,10 @@ server_stats() {
 # tap_drops: "TAP COUNT" for each TAP of the run's namespace: the frames the kernel dropped there,
 # its queue toward the reader (a server, or QEMU for a virtio-net NIC) being full (tx_dropped).
 tap_drops() {
-	local t ns
+	local t ns spaces=("$NETNS")
 	[ -n "$NETNS" ] || return 0
-	for ns in "$NETNS" ${PEER_NETNS:+$([ "$PEER_NETNS" != "$NETNS" ] && echo "$PEER_NETNS")}; do
+	[ -n "$PEER_NETNS" ] && [ "$PEER_NETNS" != "$NETNS" ] && spaces+=("$PEER_NETNS")
+	for ns in "${spaces[@]}"; do
 		for t in $(ip -n "$ns" -o link show type tun 2>/dev/null | awk -F': ' '{ print $2 }' | cut -d@ -f1); do
 			echo "$t $(ip netns exec "$ns" cat "/sys/class/net/$t/statistics/tx_dropped" 2>/dev/null || echo 0)"
 		done
