@@ -31,7 +31,7 @@
  *    reader is through it, and its responses overflow the reader's queue if
  *    the pace is only a little above the reader's (and a reader in a busy
  *    virtual machine varies by more than a little). It leaves at a margin
- *    of the pace, from 3/4 (ROCE_READER_MARGIN_MIN sixteenths) up to 15/16,
+ *    of the pace, from 3/4 (ROCE_READER_MARGIN_MIN sixteenths) up to 7/8,
  *    and its verdict never raises the pace itself (the pace a peer's smaller
  *    READs found is what a new flow starts with); it moves the margin. The
  *    reader asked for the next while this one was leaving, or was through
@@ -60,7 +60,7 @@
 #define ROCE_READER_RISE_SHIFT  5u              /* it keeps up: a rise of 1/32 */
 #define ROCE_READER_LARGE       8u              /* windows: a READ larger than this leaves at a margin of the pace */
 #define ROCE_READER_MARGIN_MIN  12u             /* sixteenths of the pace a large READ leaves at, at least */
-#define ROCE_READER_MARGIN_MAX  15u             /* and at most */
+#define ROCE_READER_MARGIN_MAX  14u             /* and at most (7/8: 15/16 lost frames on a loaded host) */
 #define ROCE_READER_STALE_US    1000000u        /* a gap longer than this is idleness, not work */
 
 struct roce_reader {

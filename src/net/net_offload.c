@@ -25,6 +25,10 @@
 #define IP_HLEN_MIN  20
 #define IP_FRAG_MASK 0x3fffu    /* MF and the fragment offset */
 #define IP_PROTO_TCP 6
+#define IP_PROTO_UDP 17
+#define UDP_LEN      4
+#define UDP_CSUM     6
+#define UDP_HLEN     8
 #define TCP_SEQ      4
 #define TCP_DOFF     12
 #define TCP_FLAGS    13
@@ -37,6 +41,10 @@
 #define TCP_CWR      0x80u
 #define ETHERTYPE_IPV4 0x0800
 #define ETH_MIN_FRAME  60
+
+#ifndef VIRTIO_NET_HDR_GSO_UDP_L4
+#define VIRTIO_NET_HDR_GSO_UDP_L4 5     /* Linux 6.2's uapi; older headers lack it */
+#endif
 
 #define KNOWN_FLAGS (VIRTIO_NET_HDR_F_NEEDS_CSUM | VIRTIO_NET_HDR_F_DATA_VALID)
 
@@ -77,6 +85,29 @@ static size_t tcp4_headers(const uint8_t *f, size_t len, size_t *hdr, size_t *pk
 	if (doff < TCP_HLEN_MIN || doff > tot - ihl)
 		return 0;
 	*hdr = NET_ETH_HLEN + ihl + doff;
+	*pkt = NET_ETH_HLEN + tot;
+	return NET_ETH_HLEN + ihl;
+}
+
+/*
+ * IPv4 UDP headers of frame, as tcp4_headers: the offset of the UDP header,
+ * *hdr through it, *pkt the packet's end; 0 unless an unfragmented IPv4 UDP
+ * datagram whose UDP length is the rest of the packet.
+ */
+static size_t udp4_headers(const uint8_t *f, size_t len, size_t *hdr, size_t *pkt)
+{
+	const uint8_t *ip = f + NET_ETH_HLEN;
+	size_t ihl, tot;
+
+	if (len < NET_ETH_HLEN + IP_HLEN_MIN || get16(f + 12) != ETHERTYPE_IPV4 || (ip[0] >> 4) != 4 ||
+	    ip[IP_PROTO] != IP_PROTO_UDP || (get16(ip + IP_FRAG) & IP_FRAG_MASK) != 0)
+		return 0;
+	ihl = (size_t)(ip[0] & 0x0f) * 4;
+	tot = get16(ip + IP_TOT_LEN);
+	if (ihl < IP_HLEN_MIN || tot > len - NET_ETH_HLEN || tot < ihl || tot - ihl < UDP_HLEN ||
+	    get16(ip + ihl + UDP_LEN) != tot - ihl)
+		return 0;
+	*hdr = NET_ETH_HLEN + ihl + UDP_HLEN;
 	*pkt = NET_ETH_HLEN + tot;
 	return NET_ETH_HLEN + ihl;
 }
@@ -140,8 +171,26 @@ int net_offload_parse(const uint8_t *buf, size_t n, struct net_offload *off, str
 		off->pkt_len = (uint32_t)pkt;
 		st->gso_frames++;
 		break;
+	case VIRTIO_NET_HDR_GSO_UDP_L4:
+		if (vh.gso_size == 0) {
+			st->drop_gso_size++;
+			return -EINVAL;
+		}
+		/* What the kernel's UDP segmentation takes: an IPv4 datagram, its UDP checksum partial. */
+		th = udp4_headers(f, len, &hdr, &pkt);
+		if (th == 0 || !off->csum_partial || vh.csum_start != th || vh.csum_offset != UDP_CSUM) {
+			st->drop_gso_frame++;
+			return -EINVAL;
+		}
+		off->gso_size = vh.gso_size;
+		off->gso_udp = true;
+		off->hdr_len = (uint16_t)hdr;
+		off->pkt_len = (uint32_t)pkt;
+		st->gso_frames++;
+		st->gso_udp_frames++;
+		break;
 	default:
-		st->drop_gso_type++;    /* TCPV6, UDP, UDP_L4, the ECN bit: never granted */
+		st->drop_gso_type++;    /* TCPV6, UDP (fragmentation), the ECN bit: never granted */
 		return -EINVAL;
 	}
 	if (off->csum_partial)
@@ -174,6 +223,44 @@ static void ip_csum(uint8_t *ip, size_t ihl)
 	put16(ip + IP_CSUM, inet_csum_fold(inet_csum_add(0, ip, ihl)));
 }
 
+/* The UDP datagrams of a super-frame, each a whole gso_size payload (the last may be shorter). */
+static unsigned segment_udp(const uint8_t *frame, const struct net_offload *off, uint8_t *out, size_t cap,
+			    void (*emit)(void *ctx, const uint8_t *f, size_t len), void *ctx)
+{
+	size_t hdr = off->hdr_len, payload = off->pkt_len - hdr, ihl, done = 0;
+	uint16_t id;
+	unsigned n = 0;
+
+	ihl = (size_t)(frame[NET_ETH_HLEN] & 0x0f) * 4;
+	if (NET_ETH_HLEN + ihl + UDP_HLEN != hdr || off->gso_size > cap - hdr)
+		return 0;
+	id = get16(frame + NET_ETH_HLEN + IP_ID);
+	do {
+		size_t seg = payload - done < off->gso_size ? payload - done : off->gso_size, flen = hdr + seg;
+		uint8_t *ip = out + NET_ETH_HLEN, *udp = ip + ihl;
+		size_t l4 = UDP_HLEN + seg;
+		uint16_t c;
+
+		memcpy(out, frame, hdr);
+		memcpy(out + hdr, frame + hdr + done, seg);
+		put16(ip + IP_TOT_LEN, (uint16_t)(flen - NET_ETH_HLEN));
+		put16(ip + IP_ID, (uint16_t)(id + n));
+		ip_csum(ip, ihl);
+		put16(udp + UDP_LEN, (uint16_t)l4);
+		put16(udp + UDP_CSUM, 0);
+		c = inet_csum_fold(inet_csum_add(0, ip + IP_SRC, 8) + IP_PROTO_UDP + l4 + inet_csum_add(0, udp, l4));
+		put16(udp + UDP_CSUM, c ? c : 0xffff);  /* 0 would say "no checksum" */
+		if (flen < ETH_MIN_FRAME && cap >= ETH_MIN_FRAME) {
+			memset(out + flen, 0, ETH_MIN_FRAME - flen);
+			flen = ETH_MIN_FRAME;
+		}
+		emit(ctx, out, flen);
+		n++;
+		done += seg;
+	} while (done < payload);
+	return n;
+}
+
 unsigned net_offload_segment(const uint8_t *frame, size_t len, const struct net_offload *off, uint8_t *out,
 			     size_t cap, void (*emit)(void *ctx, const uint8_t *f, size_t len), void *ctx)
 {
@@ -184,8 +271,11 @@ unsigned net_offload_segment(const uint8_t *frame, size_t len, const struct net_
 	unsigned n = 0;
 
 	/* What parse guaranteed, checked again: this function must never read past frame or write past out. */
-	if (off->gso_size == 0 || pkt > len || hdr > pkt || hdr < NET_ETH_HLEN + IP_HLEN_MIN + TCP_HLEN_MIN ||
-	    cap <= hdr)
+	if (off->gso_size == 0 || pkt > len || hdr > pkt || cap <= hdr)
+		return 0;
+	if (off->gso_udp)
+		return hdr < NET_ETH_HLEN + IP_HLEN_MIN + UDP_HLEN ? 0 : segment_udp(frame, off, out, cap, emit, ctx);
+	if (hdr < NET_ETH_HLEN + IP_HLEN_MIN + TCP_HLEN_MIN)
 		return 0;
 	ihl = (size_t)(frame[NET_ETH_HLEN] & 0x0f) * 4;
 	if (NET_ETH_HLEN + ihl + TCP_HLEN_MIN > hdr)

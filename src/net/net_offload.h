@@ -1,9 +1,13 @@
 /*
  * Offloads on the emulated segment. A TAP opened with IFF_VNET_HDR and
- * granted TUN_F_CSUM | TUN_F_TSO4 (TUNSETOFFLOAD) hands over each frame
- * behind a virtio_net_hdr (the legacy 10-byte header, in the host's byte
- * order): a TCPv4 frame may then be a segmentation-offload (GSO) super-frame
- * of up to 64 KiB, to be cut at gso_size bytes of payload, and a checksum may
+ * granted TUN_F_CSUM | TUN_F_TSO4 (TUNSETOFFLOAD), and TUN_F_USO4 where the
+ * kernel has it (6.2 and later), hands over each frame behind a
+ * virtio_net_hdr (the legacy 10-byte header, in the host's byte order): a
+ * TCPv4 frame may then be a segmentation-offload (GSO) super-frame of up to
+ * 64 KiB, to be cut at gso_size bytes of payload, a UDPv4 one likewise into
+ * datagrams of gso_size bytes of payload each (the last may be shorter:
+ * RoCEv2 packets, one per datagram, come so from another server of ours),
+ * and a checksum may
  * be left partial (NEEDS_CSUM: the field holds only the pseudo-header sum,
  * the sum over [csum_start, end) is still to be added) or vouched for by the
  * kernel (DATA_VALID).
@@ -12,7 +16,8 @@
  * describes; whatever it returns is safe to act on. A port that takes no
  * offloads (the guest's NIC negotiates none) gets the frame through
  * net_offload_segment() or net_offload_complete_csum(): MSS-sized frames with
- * valid IPv4 and TCP checksums, or the frame with its checksum completed.
+ * valid IPv4 and TCP (or UDP) checksums, or the frame with its checksum
+ * completed.
  */
 #ifndef ERNIC_NET_NET_OFFLOAD_H
 #define ERNIC_NET_NET_OFFLOAD_H
@@ -31,8 +36,9 @@ struct net_offload {
 	bool csum_valid;        /* DATA_VALID: the kernel verified the frame's checksums */
 	bool tcp_csum_partial;  /* csum_partial, and the partial field is the TCP checksum of an IPv4 TCP frame */
 	uint16_t csum_start, csum_offset;
-	uint16_t gso_size;      /* 0: one frame; else a TCPv4 super-frame, this much payload per segment */
-	uint16_t hdr_len;       /* GSO: Ethernet + IPv4 + TCP header bytes, as parsed here (the header's
+	uint16_t gso_size;      /* 0: one frame; else a super-frame, this much payload per segment */
+	bool gso_udp;           /* the super-frame is UDPv4 (datagrams), not TCPv4 */
+	uint16_t hdr_len;       /* GSO: Ethernet + IPv4 + TCP (UDP) header bytes, as parsed here (the header's
 				 * own hdr_len is only the kernel's hint of its linear part) */
 	uint32_t pkt_len;       /* GSO: Ethernet header + the IPv4 total length (trailing bytes ignored) */
 };
@@ -40,16 +46,17 @@ struct net_offload {
 /* Headers refused, one counter per cause (the frame behind is dropped). */
 struct net_offload_stats {
 	uint64_t gso_frames;            /* valid super-frames */
+	uint64_t gso_udp_frames;        /* of them UDPv4 */
 	uint64_t partial_csum;          /* valid frames with a partial checksum */
 	uint64_t drop_short;            /* no header, or no Ethernet header behind it */
 	uint64_t drop_too_long;         /* frame over NET_MAX_FRAME */
 	uint64_t drop_flags;            /* unknown flag bits, or NEEDS_CSUM with DATA_VALID */
 	uint64_t drop_csum_bounds;      /* csum_start/csum_offset outside the frame */
 	uint64_t drop_hdr_len;          /* hdr_len beyond the frame */
-	uint64_t drop_gso_type;         /* anything but NONE and TCPV4 (we grant no other) */
+	uint64_t drop_gso_type;         /* anything but NONE, TCPV4 and UDP_L4 (we grant no other) */
 	uint64_t drop_gso_size;         /* gso_size 0 */
-	uint64_t drop_gso_frame;        /* a super-frame that is not a plain IPv4 TCP segment with its TCP
-					 * checksum partial: options past the headers, fragments, SYN/RST */
+	uint64_t drop_gso_frame;        /* a super-frame that is not a plain IPv4 TCP segment (UDP datagram)
+					 * with its TCP (UDP) checksum partial: fragments, SYN/RST, lengths */
 };
 
 /* Size of the header before each frame. */
@@ -79,11 +86,14 @@ size_t net_offload_complete_csum(const uint8_t *frame, size_t len, const struct 
 
 /*
  * Cuts a super-frame into frames of at most gso_size bytes of payload, each
- * with its own IPv4 total length, identification (+1 per segment) and
- * header checksum, TCP sequence number and checksum; FIN and PSH stay on the
- * last segment only. Each is built in out (cap bytes: hdr_len + gso_size
- * suffice; a larger gso_size is cut to what fits), padded to the Ethernet
- * minimum, and handed to emit. Returns the number of frames.
+ * with its own IPv4 total length, identification (+1 per segment, as the
+ * kernel's segmentation numbers them) and header checksum; for TCP its
+ * sequence number and checksum, FIN and PSH on the last segment only; for
+ * UDP its length and checksum. Each is built in out (cap bytes: hdr_len +
+ * gso_size suffice; for TCP a larger gso_size is cut to what fits, a UDP
+ * super-frame that does not fit is refused, since its datagrams may not be
+ * cut), padded to the Ethernet minimum, and handed to emit. Returns the
+ * number of frames.
  */
 unsigned net_offload_segment(const uint8_t *frame, size_t len, const struct net_offload *off, uint8_t *out,
 			     size_t cap, void (*emit)(void *ctx, const uint8_t *f, size_t len), void *ctx);

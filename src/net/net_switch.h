@@ -67,7 +67,8 @@ struct net_switch_stats {
 	uint64_t gso_segmented;    /* super-frames cut for a port without offloads */
 	uint64_t gso_segments;     /* the frames they were cut into */
 	uint64_t csum_completed;   /* partial checksums completed for a port without offloads */
-	uint64_t dropped_offload;  /* an offload met inside another's delivery (never expected) */
+	uint64_t dropped_offload;  /* an offload met inside another's delivery (never expected), or a UDP
+				    * super-frame that could not be cut */
 };
 
 struct net_switch;

@@ -22,6 +22,15 @@
 
 #define ETH_HLEN 14
 #define TAP_RX_OFFLOADS (TUN_F_CSUM | TUN_F_TSO4)
+#ifndef TUN_F_USO4
+#define TUN_F_USO4 0x20         /* Linux 6.2's uapi; older headers lack it */
+#endif
+#ifndef VIRTIO_NET_HDR_GSO_UDP_L4
+#define VIRTIO_NET_HDR_GSO_UDP_L4 5
+#endif
+#define UDP_HDRS (ETH_HLEN + 20 + 8)    /* Ethernet, IPv4 without options, UDP */
+#define ROCE_UDP_PORT 4791      /* RoCEv2's destination port (IANA) */
+#define UDP_MAX_SEGS 64         /* the kernel's UDP segmentation takes no more (UDP_MAX_SEGMENTS, 64 before 6.10) */
 #define TCP_HDRS (ETH_HLEN + 20 + 20)  /* Ethernet, IPv4 without options, TCP without options */
 #define GSO_MAX_FRAME (ETH_HLEN + 65535)  /* an IPv4 packet's total length is 16 bits */
 
@@ -32,14 +41,27 @@
  * the same TCP options (timestamps of the same tick: the kernel copies the
  * header, options included, onto each segment it cuts); the wire the peer
  * sees is unchanged.
+ *
+ * RoCEv2 datagrams of one flow merge the same way where the kernel takes UDP
+ * segmentation (USO, Linux 6.2): one write() for up to 64 KiB of packets
+ * instead of one per packet. The kernel cuts the payload at gso_size and
+ * gives each datagram the first's headers, its own length, an IPv4
+ * identification one more than the last's, and a UDP checksum. So only
+ * datagrams whose identifications already count up by one merge, of equal
+ * size but the last, with the same addresses, ports, TOS, TTL and flags: each
+ * packet's ICRC, which covers the IPv4 header but TOS, TTL and checksum,
+ * holds for the datagram the kernel cuts. The only change on the wire is a
+ * UDP checksum where we sent none (RoCEv2 receivers ignore it; the ICRC
+ * masks it).
  */
 struct coalesce {
 	uint8_t frame[GSO_MAX_FRAME];
 	size_t len;           /* 0: empty */
-	size_t hdr;           /* Ethernet + IPv4 + TCP header with its options */
+	size_t hdr;           /* Ethernet + IPv4 + TCP header with its options (UDP: its 8 bytes) */
+	bool udp;             /* RoCEv2 datagrams, not TCP segments */
 	unsigned segs;
 	uint16_t gso_size;    /* payload of each segment but the last */
-	uint32_t next_seq;
+	uint32_t next_seq;    /* TCP: the next segment's sequence number; UDP: the next identification */
 	bool last_short;      /* the last merged segment was shorter: nothing may follow */
 };
 
@@ -62,6 +84,7 @@ struct tap {
 	int fd;
 	bool vnet;            /* frames carry a virtio_net_hdr (GSO writes possible) */
 	bool rx_offloads;     /* TUNSETOFFLOAD granted TAP_RX_OFFLOADS: super-frames and partial checksums come in */
+	bool uso;             /* the kernel takes UDP segmentation both ways (TUN_F_USO4 granted): RoCEv2 merges */
 	bool flush_pending;
 	struct evloop *loop;
 	struct ev_watch *watch;
@@ -270,6 +293,21 @@ static long mergeable(const uint8_t *f, size_t len)
 	return (long)(tot - 20 - th);
 }
 
+/* Payload length of a RoCEv2 datagram that may merge (IPv4 without options, unfragmented, nothing after it), or -1. */
+static long udp_mergeable(const uint8_t *f, size_t len)
+{
+	const uint8_t *ip = f + ETH_HLEN, *udp = ip + 20;
+	size_t tot;
+
+	if (len <= UDP_HDRS || get16(f + 12) != 0x0800 || ip[0] != 0x45 || ip[9] != 17 ||
+	    (get16(ip + 6) & 0xbfff) != 0 || get16(udp + 2) != ROCE_UDP_PORT)
+		return -1;
+	tot = get16(ip + 2);
+	if (tot != len - ETH_HLEN || get16(udp + 4) != tot - 20)
+		return -1;
+	return (long)(tot - 28);
+}
+
 /* Send what is merged: one plain frame, or one GSO frame for several segments. */
 static void flush(struct tap *t)
 {
@@ -286,13 +324,32 @@ static void flush(struct tap *t)
 		c->len = 0;
 		return;
 	}
-	/* IPv4 length and checksum of the merged packet; TCP checksum left to the kernel (partial). */
+	/* IPv4 length and checksum of the merged packet; TCP (UDP) checksum left to the kernel (partial). */
 	put16(ip + 2, (uint16_t)(c->len - ETH_HLEN));
 	put16(ip + 10, 0);
 	sum = 0;
 	for (int i = 0; i < 20; i += 2)
 		sum += get16(ip + i);
 	put16(ip + 10, (uint16_t)~fold(sum));
+	if (c->udp) {
+		uint8_t *udp = ip + 20;
+		size_t udplen = c->len - ETH_HLEN - 20;
+
+		put16(udp + 4, (uint16_t)udplen);
+		sum = get16(ip + 12) + get16(ip + 14) + get16(ip + 16) + get16(ip + 18) + 17 + (uint32_t)udplen;
+		put16(udp + 6, fold(sum));
+		vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+		vh.gso_type = VIRTIO_NET_HDR_GSO_UDP_L4;
+		vh.hdr_len = UDP_HDRS;
+		vh.gso_size = c->gso_size;
+		vh.csum_start = ETH_HLEN + 20;
+		vh.csum_offset = 6;
+		write_frame(t, &vh, c->frame, c->len);
+		t->stats.gso_udp_frames++;
+		t->stats.udp_merged += c->segs;
+		c->len = 0;
+		return;
+	}
 	tcplen = c->len - ETH_HLEN - 20;
 	sum = get16(ip + 12) + get16(ip + 14) + get16(ip + 16) + get16(ip + 18) + 6 + (uint32_t)tcplen;
 	put16(tcp + 16, fold(sum));
@@ -363,12 +420,53 @@ static bool continues(const struct coalesce *c, const uint8_t *f, long n)
 	const uint8_t *aip = a + ETH_HLEN, *atcp = aip + 20;
 	size_t opt = c->hdr - TCP_HDRS;
 
-	return c->len && !c->last_short && !(atcp[13] & 0x08) /* nothing after a PSH */ &&
+	return c->len && !c->udp && !c->last_short && !(atcp[13] & 0x08) /* nothing after a PSH */ &&
 	       memcmp(a, f, 12) == 0 && memcmp(aip + 12, ip + 12, 8) == 0 && memcmp(atcp, tcp, 4) == 0 &&
 	       get32(tcp + 4) == c->next_seq && get32(tcp + 8) == get32(atcp + 8) &&
 	       get16(tcp + 14) == get16(atcp + 14) && atcp[12] == tcp[12] &&
 	       memcmp(atcp + 20, tcp + 20, opt) == 0 && n <= c->gso_size &&
 	       c->len + (size_t)n <= sizeof(c->frame);
+}
+
+/* Whether datagram f (payload n) continues the merged ones. */
+static bool udp_continues(const struct coalesce *c, const uint8_t *f, long n)
+{
+	const uint8_t *a = c->frame, *ip = f + ETH_HLEN, *aip = a + ETH_HLEN;
+
+	return c->len && c->udp && !c->last_short && c->segs < UDP_MAX_SEGS && memcmp(a, f, ETH_HLEN) == 0 &&
+	       aip[1] == ip[1] && get16(aip + 6) == get16(ip + 6) && aip[8] == ip[8] &&
+	       memcmp(aip + 12, ip + 12, 12) == 0 /* addresses and ports */ && get16(ip + 4) == c->next_seq &&
+	       n <= c->gso_size && c->len + (size_t)n <= sizeof(c->frame);
+}
+
+/* A RoCEv2 datagram: merged with those before it, or the first of a new merge. */
+static void deliver_udp(struct tap *t, const uint8_t *frame, size_t len, long n)
+{
+	struct coalesce *c = &t->co;
+
+	flush_ack(t);
+	/*
+	 * A shorter second datagram would end the merge at two: the first of a WRITE carries a RETH
+	 * the rest lack. It goes alone, and the rest merge after it.
+	 */
+	if (udp_continues(c, frame, n) && !(c->segs == 1 && n < c->gso_size)) {
+		memcpy(c->frame + c->len, frame + UDP_HDRS, (size_t)n);
+		c->len += (size_t)n;
+		c->segs++;
+		c->next_seq = (uint16_t)(c->next_seq + 1);
+		c->last_short = n < c->gso_size;
+	} else {
+		flush(t);
+		memcpy(c->frame, frame, len);
+		c->len = len;
+		c->hdr = UDP_HDRS;
+		c->udp = true;
+		c->segs = 1;
+		c->gso_size = (uint16_t)n;
+		c->next_seq = (uint16_t)(get16(frame + ETH_HLEN + 4) + 1);
+		c->last_short = false;
+	}
+	schedule_flush(t);
 }
 
 static void deliver(void *ctx, const uint8_t *frame, size_t len)
@@ -377,6 +475,10 @@ static void deliver(void *ctx, const uint8_t *frame, size_t len)
 	struct coalesce *c = &t->co;
 	long n;
 
+	if (t->uso && (n = udp_mergeable(frame, len)) > 0) {
+		deliver_udp(t, frame, len, n);
+		return;
+	}
 	if (pure_ack(frame, len)) {
 		flush(t);               /* data first: nothing overtakes what was queued before it */
 		if (t->ack.len && supersedes(&t->ack, frame))
@@ -407,6 +509,7 @@ static void deliver(void *ctx, const uint8_t *frame, size_t len)
 		c->hdr = ETH_HLEN + 20 + tcp_hlen(frame, len);
 		memcpy(c->frame, frame, c->hdr + (size_t)n);
 		c->len = c->hdr + (size_t)n;
+		c->udp = false;
 		c->segs = 1;
 		c->gso_size = (uint16_t)n;
 		c->next_seq = get32(frame + ETH_HLEN + 20 + 4) + (uint32_t)n;
@@ -432,7 +535,8 @@ static struct tap *attach(struct tap *t, struct net_switch *sw, char *err, size_
 	}
 	LOG_INFO("tap %s: joined to the segment", t->name);
 	if (t->rx_offloads)
-		LOG_INFO("tap %s: receive offloads on (checksum, TCPv4 segmentation up to 64 KiB per read)", t->name);
+		LOG_INFO("tap %s: receive offloads on (checksum, TCPv4%s segmentation up to 64 KiB per read)", t->name,
+			 t->uso ? " and UDPv4" : "");
 	return t;
 out:
 	tap_close(t);
@@ -521,9 +625,15 @@ struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch 
 			goto out;
 		}
 	}
-	/* Receive offloads: TCPv4 super-frames and partial checksums (TUN_F_TSO4 needs TUN_F_CSUM). */
+	/*
+	 * Receive offloads: TCPv4 super-frames and partial checksums (TUN_F_TSO4 needs TUN_F_CSUM), and
+	 * UDPv4 ones where the kernel has them (Linux 6.2; an older one refuses the whole set). A kernel
+	 * that grants USO takes UDP segmentation in what we write too: RoCEv2 datagrams merge.
+	 */
 	if (t->vnet) {
-		if (ioctl(t->fd, TUNSETOFFLOAD, (unsigned long)TAP_RX_OFFLOADS) == 0)
+		if (ioctl(t->fd, TUNSETOFFLOAD, (unsigned long)(TAP_RX_OFFLOADS | TUN_F_USO4)) == 0)
+			t->rx_offloads = t->uso = true;
+		else if (ioctl(t->fd, TUNSETOFFLOAD, (unsigned long)TAP_RX_OFFLOADS) == 0)
 			t->rx_offloads = true;
 		else
 			LOG_WARN("tap %s: no receive offloads (%s); frames come one per read", ifname, strerror(errno));
@@ -545,6 +655,7 @@ struct tap *tap_attach_fd(int fd, bool vnet, const char *name, struct evloop *lo
 	}
 	t->fd = fd;
 	t->vnet = vnet;
+	t->uso = vnet; /* a descriptor of tests, which stands for a kernel with every offload */
 	return attach(t, sw, err, errlen);
 }
 
@@ -553,12 +664,16 @@ void tap_close(struct tap *t)
 	if (t == NULL)
 		return;
 	t->flush_pending = false;
-	LOG_INFO("tap %s: %llu frames in (%llu of them segmentation-offload super-frames, %llu refused), "
-		 "%llu out (%llu of them merged segmentation-offload writes, %llu ACKs folded into later ones), "
+	LOG_INFO("tap %s: %llu frames in (%llu of them segmentation-offload super-frames, %llu of those UDP, "
+		 "%llu refused), %llu out (%llu of them merged segmentation-offload writes, %llu of RoCEv2 datagrams "
+		 "carrying %llu, %llu ACKs folded into later ones), "
 		 "%llu dropped (%llu with %u held already), %llu held until the kernel could take them",
 		 t->name, (unsigned long long)t->stats.rx_frames, (unsigned long long)t->stats.offload.gso_frames,
+		 (unsigned long long)t->stats.offload.gso_udp_frames,
 		 (unsigned long long)t->stats.rx_dropped, (unsigned long long)t->stats.tx_frames,
-		 (unsigned long long)t->stats.gso_frames, (unsigned long long)t->stats.acks_superseded,
+		 (unsigned long long)(t->stats.gso_frames + t->stats.gso_udp_frames),
+		 (unsigned long long)t->stats.gso_udp_frames, (unsigned long long)t->stats.udp_merged,
+		 (unsigned long long)t->stats.acks_superseded,
 		 (unsigned long long)t->stats.tx_dropped, (unsigned long long)t->stats.tx_held_full, TAP_TX_HOLD,
 		 (unsigned long long)t->stats.tx_held);
 	/* A persistent device keeps its features: the next reader may not want super-frames. */

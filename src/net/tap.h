@@ -43,6 +43,8 @@ struct tap_stats {
 	uint64_t tx_held;     /* frames the kernel's queue could not take at once: held, written when it could */
 	uint64_t tx_held_full; /* of tx_dropped: frames that found TAP_TX_HOLD held already */
 	uint64_t gso_frames;  /* writes that carried several merged TCP segments */
+	uint64_t gso_udp_frames; /* writes that carried several merged RoCEv2 datagrams */
+	uint64_t udp_merged;  /* the datagrams they carried */
 	uint64_t acks_superseded;  /* pure ACKs never written: a later one of the batch said more */
 	uint64_t rx_dropped;  /* frames refused: a bad offload header (counted by cause in offload), too long */
 	struct net_offload_stats offload;   /* rx: super-frames, partial checksums, refusals */

@@ -723,14 +723,17 @@ static void test_hostile_headers(void **state)
 	REFUSED(drop_csum_bounds, good);
 	set_vh16(buf, 6, 34);
 	set_vh16(buf, 8, 16);
-	/* gso_type unknown or never granted: UDP, TCPV6, UDP_L4, TCPV4 with ECN, nonsense */
+	/* gso_type unknown or never granted: UDP (fragmentation), TCPV6, TCPV4 with ECN, nonsense */
 	{
-		const uint8_t types[] = { 2, 3, 4, 5, 0x81, 0x7f, 0xff };
+		const uint8_t types[] = { 2, 3, 4, 0x81, 0x7f, 0xff };
 
 		for (size_t i = 0; i < sizeof(types); i++) {
 			buf[1] = types[i];
 			REFUSED(drop_gso_type, good);
 		}
+		/* UDP_L4 is granted, but this frame is TCP */
+		buf[1] = 5;
+		REFUSED(drop_gso_frame, good);
 		buf[1] = 1;
 	}
 	/* Flags: unknown bits, or NEEDS_CSUM and DATA_VALID together */
@@ -961,10 +964,121 @@ static void test_rdma_in_slices(void **state)
 	free(fake_mem);
 }
 
+/* A UDP super-frame as the kernel hands one over (UDP_L4, checksum partial) at buf: len bytes of payload. */
+static size_t udp_super(uint8_t *buf, size_t len, uint16_t gso_size)
+{
+	uint8_t *f = buf + VH, *ip = f + 14, *udp = ip + 20;
+	uint32_t p = pseudo(HOST_IP, GUEST_IP, 17, 8 + len);
+
+	memset(buf, 0, VH + 42);
+	memcpy(f, guest_mac, 6);
+	memcpy(f + 6, host_mac, 6);
+	put16(f + 12, 0x0800);
+	ip[0] = 0x45;
+	put16(ip + 2, (uint32_t)(28 + len));
+	put16(ip + 4, 0xfffe);
+	put16(ip + 6, 0x4000);
+	ip[8] = 64;
+	ip[9] = 17;
+	put32(ip + 12, HOST_IP);
+	put32(ip + 16, GUEST_IP);
+	put16(ip + 10, fold(sum16(0, ip, 20)));
+	put16(udp, 49152);
+	put16(udp + 2, 4791);
+	put16(udp + 4, (uint32_t)(8 + len));
+	while (p >> 16)
+		p = (p & 0xffff) + (p >> 16);
+	put16(udp + 6, p);
+	for (size_t i = 0; i < len; i++)
+		udp[8 + i] = pat(i);
+	buf[0] = 1;
+	buf[1] = 5;
+	set_vh16(buf, 2, 42);
+	set_vh16(buf, 4, gso_size);
+	set_vh16(buf, 6, 34);
+	set_vh16(buf, 8, 6);
+	return VH + 42 + len;
+}
+
+struct cuts {
+	unsigned n;
+	size_t payload;
+	bool bad;
+};
+
+static void take_cut(void *ctx, const uint8_t *f, size_t len)
+{
+	struct cuts *c = ctx;
+	const uint8_t *ip = f + 14;
+	size_t tot = get16(ip + 2), seg = tot - 28;
+
+	/* Each datagram whole (padded to 60 bytes): its lengths, identification (wrapping), checksums, its payload. */
+	if (len != (14 + tot < 60 ? 60 : 14 + tot) || get16(ip + 20 + 4) != tot - 20 || get16(ip + 4) != (uint16_t)(0xfffe + c->n) ||
+	    fold(sum16(0, ip, 20)) != 0 || fold(pseudo(HOST_IP, GUEST_IP, 17, tot - 20) + sum16(0, ip + 20, tot - 20)) != 0)
+		c->bad = true;
+	for (size_t i = 0; i < seg; i++)
+		if (f[42 + i] != pat(c->payload + i))
+			c->bad = true;
+	c->payload += seg;
+	c->n++;
+}
+
+/* UDP super-frames (UDP_L4): what parse takes and refuses, and the datagrams they are cut into. */
+static void test_udp_super_frames(void **state)
+{
+	static uint8_t buf[VH + NET_MAX_FRAME], out[NET_MAX_FRAME];
+	struct net_offload_stats st = { 0 };
+	struct net_offload off;
+	struct cuts c = { 0 };
+	size_t n = udp_super(buf, 5 * 1028 + 7, 1028);
+
+	(void)state;
+	assert_int_equal(net_offload_parse(buf, n, &off, &st), 0);
+	assert_true(off.gso_udp);
+	assert_int_equal(off.gso_size, 1028);
+	assert_int_equal(off.hdr_len, 42);
+	assert_int_equal(off.pkt_len, n - VH);
+	assert_int_equal(st.gso_udp_frames, 1);
+	assert_int_equal(net_offload_segment(buf + VH, n - VH, &off, out, sizeof(out), take_cut, &c), 6);
+	assert_false(c.bad);
+	assert_int_equal(c.payload, 5 * 1028 + 7);
+	/* A datagram is never cut: a buffer too small for one refuses the frame. */
+	c = (struct cuts){ 0 };
+	assert_int_equal(net_offload_segment(buf + VH, n - VH, &off, out, 42 + 1027, take_cut, &c), 0);
+	assert_int_equal(c.n, 0);
+	/* Refused: gso_size 0; not partial; partial elsewhere; a UDP length not the packet's; a fragment; TCP. */
+	set_vh16(buf, 4, 0);
+	assert_int_not_equal(net_offload_parse(buf, n, &off, &st), 0);
+	assert_int_equal(st.drop_gso_size, 1);
+	set_vh16(buf, 4, 1028);
+	buf[0] = 0;
+	assert_int_not_equal(net_offload_parse(buf, n, &off, &st), 0);
+	buf[0] = 1;
+	set_vh16(buf, 8, 16);
+	assert_int_not_equal(net_offload_parse(buf, n, &off, &st), 0);
+	set_vh16(buf, 8, 6);
+	set_vh16(buf, 6, 14);
+	assert_int_not_equal(net_offload_parse(buf, n, &off, &st), 0);
+	set_vh16(buf, 6, 34);
+	put16(buf + VH + 34 + 4, 100);
+	assert_int_not_equal(net_offload_parse(buf, n, &off, &st), 0);
+	put16(buf + VH + 34 + 4, (uint32_t)(n - VH - 34));
+	put16(buf + VH + 14 + 6, 0x2000);
+	assert_int_not_equal(net_offload_parse(buf, n, &off, &st), 0);
+	put16(buf + VH + 14 + 6, 0x4000);
+	buf[VH + 14 + 9] = 6;
+	assert_int_not_equal(net_offload_parse(buf, n, &off, &st), 0);
+	buf[VH + 14 + 9] = 17;
+	assert_int_equal(st.drop_gso_frame, 6);
+	/* Put back, it is good again. */
+	assert_int_equal(net_offload_parse(buf, n, &off, &st), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_inet_csum),
+		cmocka_unit_test(test_udp_super_frames),
 		cmocka_unit_test_setup_teardown(test_put_in_super_frames, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_super_frame_overlap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_endpoint_trusts_only_the_kernels_tcp, setup, teardown),

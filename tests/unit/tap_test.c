@@ -5,8 +5,12 @@
  * is the host kernel: it writes super-frames, hostile headers and frames too
  * long into its end, and reads what the server writes back. Checks the
  * receive path and its per-wakeup bound, that pure ACKs of one batch fold
- * into the last one except duplicates, and that frames the kernel's queue
- * cannot take at once are held and written in order, not dropped.
+ * into the last one except duplicates, that frames the kernel's queue
+ * cannot take at once are held and written in order, not dropped, that
+ * RoCEv2 datagrams of one flow leave as one UDP segmentation-offload write
+ * that the kernel's cutting turns back into exactly the datagrams sent (a
+ * UDP checksum aside), and only those that may merge, and that a UDP
+ * super-frame read reaches the segment as its datagrams.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -36,6 +40,9 @@
 #define GUEST_IP 0xc0a8c803u
 #define F_PSH    0x08u
 #define F_ACK    0x10u
+#define ROCE_PORT 4791
+#define MAX_DGRAMS 80
+#define DGRAM_CAP  (14 + 20 + 8 + 4200)
 
 static const uint8_t host_mac[6] = { 0x02, 0, 0, 0, 0, 0x02 };
 static const uint8_t ep_mac[6] = { 0x02, 0x53, 0xc0, 0xa8, 0xc8, 0x01 };
@@ -94,21 +101,24 @@ struct world {
 	unsigned guest_frames;
 	size_t guest_bytes;
 	bool guest_bad;
+	uint8_t guest_dgram[MAX_DGRAMS][DGRAM_CAP];     /* the UDP frames the guest port got, in order */
 };
 
 static void guest_deliver(void *ctx, const uint8_t *f, size_t len)
 {
 	struct world *w = ctx;
 	const uint8_t *ip = f + 14;
-	size_t tot = get16(ip + 2);
+	size_t tot = get16(ip + 2), l4h = ip[9] == 17 ? 8 : 20;
 
 	w->guest_frames++;
 	/* Every frame a port without offloads gets is whole and checks out. */
-	if (len < 54 || tot < 40 || 14 + tot > len || fold(sum16(0, ip, 20)) != 0 ||
-	    fold(pseudo(get32(ip + 12), get32(ip + 16), 6, tot - 20) + sum16(0, ip + 20, tot - 20)) != 0 ||
-	    tot - 40 > MSS)
+	if (len < 14 + 20 + l4h || tot < 20 + l4h || 14 + tot > len || fold(sum16(0, ip, 20)) != 0 ||
+	    fold(pseudo(get32(ip + 12), get32(ip + 16), ip[9], tot - 20) + sum16(0, ip + 20, tot - 20)) != 0 ||
+	    (l4h == 20 && tot - 40 > MSS))
 		w->guest_bad = true;
-	w->guest_bytes += tot - 40;
+	if (l4h == 8 && w->guest_frames <= MAX_DGRAMS)
+		memcpy(w->guest_dgram[w->guest_frames - 1], f, len < DGRAM_CAP ? len : DGRAM_CAP);
+	w->guest_bytes += tot - 20 - l4h;
 }
 
 static void nothing(void *ctx, const uint8_t *f, size_t len)
@@ -468,6 +478,234 @@ static void test_tx_held(void **state)
 	assert_int_equal(st->tx_frames - frames0 + TAP_TX_HOLD + st->tx_held_full, TAP_TX_HOLD + 100);
 }
 
+/* A RoCEv2 datagram (IPv4 identification id, len bytes of UDP payload, UDP checksum 0) from the endpoint. */
+static size_t roce_frame(uint8_t *f, const uint8_t *dmac, const uint8_t *smac, uint32_t sip, uint32_t dip,
+			 uint16_t id, uint8_t tos, uint16_t dport, size_t len)
+{
+	uint8_t *ip = f + 14, *udp = ip + 20;
+
+	memcpy(f, dmac, 6);
+	memcpy(f + 6, smac, 6);
+	put16(f + 12, 0x0800);
+	memset(ip, 0, 20);
+	ip[0] = 0x45;
+	ip[1] = tos;
+	put16(ip + 2, (uint32_t)(28 + len));
+	put16(ip + 4, id);
+	put16(ip + 6, 0x4000);
+	ip[8] = 64;
+	ip[9] = 17;
+	put32(ip + 12, sip);
+	put32(ip + 16, dip);
+	put16(ip + 10, fold(sum16(0, ip, 20)));
+	put16(udp, 49152);
+	put16(udp + 2, dport);
+	put16(udp + 4, (uint32_t)(8 + len));
+	put16(udp + 6, 0);
+	for (size_t i = 0; i < len; i++)
+		udp[8 + i] = (uint8_t)(i * 13 + id);
+	return 42 + len;
+}
+
+/* The next message the TAP wrote, header and frame; 0 when none. */
+static size_t host_read_raw(struct world *w, uint8_t *msg, size_t cap)
+{
+	ssize_t n = recv(w->host, msg, cap, MSG_DONTWAIT);
+
+	if (n < 0) {
+		assert_int_equal(errno, EAGAIN);
+		return 0;
+	}
+	return (size_t)n;
+}
+
+/*
+ * What the kernel's UDP segmentation makes of a write (the virtio specification's UDP_L4 and
+ * Linux's __udp_gso_segment, written here on their own terms): checks the header, then compares
+ * each datagram cut from it, at gso_size bytes of payload, with the headers copied, the IPv4
+ * length, identification (+1 each) and checksum and the UDP length set, to sent[i] byte for byte,
+ * the UDP checksum aside (the kernel computes one where we sent 0). Returns the datagrams cut.
+ */
+static unsigned kernel_cuts(const uint8_t *msg, size_t n, uint8_t (*sent)[DGRAM_CAP], const size_t *sent_len)
+{
+	const uint8_t *f = msg + VH, *ip = f + 14, *udp = ip + 20;
+	uint16_t hdr_len, gso, cstart, coff;
+	size_t payload = n - VH - 42, done = 0;
+	unsigned k = 0;
+
+	memcpy(&hdr_len, msg + 2, 2);
+	memcpy(&gso, msg + 4, 2);
+	memcpy(&cstart, msg + 6, 2);
+	memcpy(&coff, msg + 8, 2);
+	assert_int_equal(msg[0], 1);            /* NEEDS_CSUM */
+	assert_int_equal(msg[1], 5);            /* GSO_UDP_L4 */
+	assert_int_equal(hdr_len, 42);
+	assert_int_equal(cstart, 34);
+	assert_int_equal(coff, 6);
+	assert_int_equal(get16(ip + 2), n - VH - 14);
+	assert_int_equal(fold(sum16(0, ip, 20)), 0);
+	assert_int_equal(get16(udp + 4), n - VH - 34);
+	/* The partial checksum: the pseudo-header's sum over the whole datagram, folded, not complemented. */
+	assert_int_equal(get16(udp + 6), (uint16_t)~fold(pseudo(get32(ip + 12), get32(ip + 16), 17, n - VH - 34)));
+	while (done < payload) {
+		size_t seg = payload - done < gso ? payload - done : gso;
+		uint8_t cut[DGRAM_CAP];
+
+		assert_true(42 + seg <= DGRAM_CAP);
+		memcpy(cut, f, 42);
+		memcpy(cut + 42, f + 42 + done, seg);
+		put16(cut + 14 + 2, (uint32_t)(28 + seg));
+		put16(cut + 14 + 4, (uint32_t)(get16(ip + 4) + k));
+		put16(cut + 14 + 10, 0);
+		put16(cut + 14 + 10, fold(sum16(0, cut + 14, 20)));
+		put16(cut + 34 + 4, (uint32_t)(8 + seg));
+		put16(cut + 34 + 6, 0);
+		assert_int_equal(sent_len[k], 42 + seg);
+		assert_memory_equal(cut, sent[k], 42 + seg);
+		done += seg;
+		k++;
+	}
+	return k;
+}
+
+/*
+ * RoCEv2 datagrams of one flow toward the host: the first (larger, as a WRITE's first with its
+ * RETH) alone, the rest, of equal size and a shorter last, in one UDP segmentation-offload write
+ * whose datagrams, cut as the kernel cuts them, are those sent. A gap in the identifications, a
+ * change of TOS or of addresses, a datagram to another port, and the 64-datagram limit end a merge.
+ */
+static void test_udp_merged(void **state)
+{
+	struct world *w = *state;
+	static uint8_t sent[MAX_DGRAMS][DGRAM_CAP];
+	size_t sent_len[MAX_DGRAMS];
+	uint8_t *msg = malloc(VH + NET_MAX_FRAME);
+	const struct tap_stats *st = tap_stats(w->tap);
+	unsigned k = 0;
+	size_t n;
+
+	host_hello(w);
+	sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, HOST_IP, 100, 0, ROCE_PORT, 1040);
+	k++;
+	for (; k < 14; k++)
+		sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, HOST_IP, (uint16_t)(100 + k), 0, ROCE_PORT, 1028);
+	sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, HOST_IP, (uint16_t)(100 + k), 0, ROCE_PORT, 500);
+	k++;
+	for (unsigned i = 0; i < k; i++)
+		net_switch_input(w->sw, w->ep, sent[i], sent_len[i]);
+	run_batch(w);
+	/* The first alone, as it was sent, behind an empty header. */
+	n = host_read_raw(w, msg, VH + NET_MAX_FRAME);
+	assert_int_equal(n, VH + sent_len[0]);
+	for (int i = 0; i < VH; i++)
+		assert_int_equal(msg[i], 0);
+	assert_memory_equal(msg + VH, sent[0], sent_len[0]);
+	/* The other 14 in one write. */
+	n = host_read_raw(w, msg, VH + NET_MAX_FRAME);
+	assert_int_equal(n, VH + 42 + 13 * 1028 + 500);
+	assert_int_equal(kernel_cuts(msg, n, sent + 1, sent_len + 1), 14);
+	assert_int_equal(host_read_raw(w, msg, VH + NET_MAX_FRAME), 0);
+	assert_int_equal(st->gso_udp_frames, 1);
+	assert_int_equal(st->udp_merged, 14);
+	assert_int_equal(st->tx_frames, 2);
+
+	/* What ends a merge: each of these goes in a write of its own, or starts a new merge. */
+	k = 0;
+	sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, HOST_IP, 200, 0, ROCE_PORT, 1028), k++;
+	sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, HOST_IP, 202, 0, ROCE_PORT, 1028), k++; /* a gap */
+	sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, HOST_IP, 203, 2, ROCE_PORT, 1028), k++; /* ECN */
+	sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, GUEST_IP, 204, 2, ROCE_PORT, 1028), k++;
+	sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, GUEST_IP, 205, 2, 4792, 1028), k++; /* not RoCEv2 */
+	sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, GUEST_IP, 206, 2, ROCE_PORT, 1028), k++;
+	sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, GUEST_IP, 207, 2, ROCE_PORT, 1029), k++; /* larger */
+	for (unsigned i = 0; i < k; i++)
+		net_switch_input(w->sw, w->ep, sent[i], sent_len[i]);
+	run_batch(w);
+	for (unsigned i = 0; i < k; i++) {
+		n = host_read_raw(w, msg, VH + NET_MAX_FRAME);
+		assert_int_equal(n, VH + sent_len[i]);
+		assert_int_equal(msg[1], 0);
+		assert_memory_equal(msg + VH, sent[i], sent_len[i]);
+	}
+	assert_int_equal(host_read_raw(w, msg, VH + NET_MAX_FRAME), 0);
+	assert_int_equal(st->gso_udp_frames, 1);
+
+	/* 70 of equal size: 64 in one write (the kernel cuts no more), 6 in the next. */
+	for (k = 0; k < 70; k++) {
+		sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, HOST_IP, (uint16_t)(65530 + k), 0, ROCE_PORT, 256);
+		net_switch_input(w->sw, w->ep, sent[k], sent_len[k]);
+	}
+	run_batch(w);
+	n = host_read_raw(w, msg, VH + NET_MAX_FRAME);
+	assert_int_equal(kernel_cuts(msg, n, sent, sent_len), 64);      /* identifications wrap past 65535 */
+	n = host_read_raw(w, msg, VH + NET_MAX_FRAME);
+	assert_int_equal(kernel_cuts(msg, n, sent + 64, sent_len + 64), 6);
+	assert_int_equal(st->udp_merged, 14 + 70);
+	/* 4 KiB packets: no more than an IPv4 packet holds (15 of 4140 bytes), then the rest. */
+	for (k = 0; k < 20; k++) {
+		sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, HOST_IP, (uint16_t)(300 + k), 0, ROCE_PORT, 4112);
+		net_switch_input(w->sw, w->ep, sent[k], sent_len[k]);
+	}
+	run_batch(w);
+	n = host_read_raw(w, msg, VH + NET_MAX_FRAME);
+	assert_true(n - VH - 14 <= 65535);
+	assert_int_equal(kernel_cuts(msg, n, sent, sent_len), 15);
+	n = host_read_raw(w, msg, VH + NET_MAX_FRAME);
+	assert_int_equal(kernel_cuts(msg, n, sent + 15, sent_len + 15), 5);
+	assert_int_equal(st->tx_dropped, 0);
+	free(msg);
+}
+
+/* A UDP super-frame from the host reaches the segment as its datagrams, each whole and checked. */
+static void test_rx_udp_super_frame(void **state)
+{
+	struct world *w = *state;
+	uint8_t *f = malloc(NET_MAX_FRAME), vh[VH] = { 0 }, one[DGRAM_CAP];
+	size_t n = roce_frame(f, guest_mac, host_mac, HOST_IP, GUEST_IP, 7, 0, ROCE_PORT, 10 * 1028 + 100);
+	uint32_t p = pseudo(HOST_IP, GUEST_IP, 17, 8 + 10 * 1028 + 100);
+	uint16_t v;
+
+	while (p >> 16)
+		p = (p & 0xffff) + (p >> 16);
+	put16(f + 34 + 6, p);
+	vh[0] = 1;                              /* NEEDS_CSUM */
+	vh[1] = 5;                              /* GSO_UDP_L4 */
+	v = 42;
+	memcpy(vh + 2, &v, 2);
+	v = 1028;
+	memcpy(vh + 4, &v, 2);
+	v = 34;
+	memcpy(vh + 6, &v, 2);
+	v = 6;
+	memcpy(vh + 8, &v, 2);
+	host_write(w, vh, f, n);
+	run_batch(w);
+	assert_int_equal(w->guest_frames, 11);
+	assert_int_equal(w->guest_bytes, 10 * 1028 + 100);
+	assert_false(w->guest_bad);
+	for (unsigned i = 0; i < 11; i++) {
+		size_t seg = i < 10 ? 1028 : 100;
+
+		roce_frame(one, guest_mac, host_mac, HOST_IP, GUEST_IP, (uint16_t)(7 + i), 0, ROCE_PORT, seg);
+		assert_int_equal(get16(w->guest_dgram[i] + 14 + 2), 28 + seg);
+		assert_int_equal(get16(w->guest_dgram[i] + 14 + 4), 7 + i);
+		assert_memory_equal(w->guest_dgram[i], one, 40);        /* through the UDP length */
+		assert_memory_equal(w->guest_dgram[i] + 42, f + 42 + i * 1028, seg);
+	}
+	assert_int_equal(tap_stats(w->tap)->offload.gso_udp_frames, 1);
+	/* Not partial, or partial elsewhere than the UDP checksum: refused. */
+	vh[0] = 0;
+	host_write(w, vh, f, n);
+	vh[0] = 1;
+	v = 16;
+	memcpy(vh + 8, &v, 2);
+	host_write(w, vh, f, n);
+	run_batch(w);
+	assert_int_equal(w->guest_frames, 11);
+	assert_int_equal(tap_stats(w->tap)->offload.drop_gso_frame, 2);
+	free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -476,6 +714,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rx_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acks_folded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tx_held, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_udp_merged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rx_udp_super_frame, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("tap-unit", tests, NULL, NULL);
