@@ -647,12 +647,16 @@ uint16_t roce_port_qp_sport(const struct roce_port *port, uint32_t qpn)
 
 unsigned roce_port_pump(struct roce_port *port, unsigned budget, uint64_t now_us)
 {
-	unsigned done = 0;
+	unsigned done = 0, rx;
 
 	port->now_us = now_us;
 	port->busy++;
 	port->cnp_budget = ROCE_PORT_CNP_PER_PUMP;
-	done = rport_rx_drain(port, budget, now_us);
+	/*
+	 * Every frame received is handled, whatever the budget: they are copies already, and the
+	 * ring must have room for the next read of the TAP (a UDP super-frame brings up to 64).
+	 */
+	rx = rport_rx_drain(port, ROCE_PORT_RXQ, now_us);
 	/*
 	 * The QPs in turn, one packet each per round, so that no QP starves the
 	 * others; each round starts one place further on. Only the QPs that
@@ -713,7 +717,7 @@ unsigned roce_port_pump(struct roce_port *port, unsigned budget, uint64_t now_us
 		port->pump_next = (port->pump_next + 1) % nqp;
 	}
 	port->busy--;
-	return done;
+	return rx + done;
 }
 
 void roce_port_tick(struct roce_port *port, uint64_t now_us)

@@ -68,8 +68,9 @@ struct net_switch;
 #define ROCE_PORT_LOCAL_MACS 16
 #define ROCE_PORT_NEIGH 16              /* neighbour table entries */
 #define ROCE_PORT_PEERS_KEPT 16         /* peers remembered: the late rate and READ pace their flows learned */
-#define ROCE_PORT_RXQ 64                /* received frames held until roce_port_pump() */
-#define ROCE_PORT_BACKLOG (ROCE_PORT_RXQ * 3 / 4) /* a frame that finds this many waiting: the node is behind */
+#define ROCE_PORT_RXQ 256               /* received frames held until roce_port_pump(): two reads of a TAP's
+					 * wakeup (64 frames, and a UDP super-frame of up to 64 more) */
+#define ROCE_PORT_BACKLOG 48              /* a frame that finds this many waiting: the node is behind */
 #define ROCE_PORT_CNP_GAP_US 50         /* at most one CNP per QP this often */
 #define ROCE_PORT_CNP_PER_PUMP 4        /* and at most this many per roce_port_pump() call */
 #define ROCE_PORT_ARP_RETRY_US 1000     /* at most one ARP request per unresolved neighbour this often */
@@ -220,9 +221,9 @@ const struct roce_rc_resp *roce_port_qp_responder(const struct roce_port *port, 
 uint16_t roce_port_qp_sport(const struct roce_port *port, uint32_t qpn);
 
 /*
- * Handle up to budget received frames, then let up to the rest of the
- * budget packets out of the requesters (QPs taken in turn). Returns the
- * frames and packets handled; 0 when there was nothing to do.
+ * Handle every received frame waiting, then let up to budget packets out of
+ * the responders and requesters (QPs taken in turn). Returns the frames and
+ * packets handled; 0 when there was nothing to do.
  */
 unsigned roce_port_pump(struct roce_port *port, unsigned budget, uint64_t now_us);
 /* Run every requester's timers. */

@@ -70,7 +70,7 @@ struct port_qp {
 
 struct rx_slot {
 	size_t len;
-	bool backlog;           /* it arrived with half the ring or more waiting: the node is falling behind */
+	bool backlog;           /* it arrived with ROCE_PORT_BACKLOG or more waiting: the node is falling behind */
 	bool tagged;            /* it came with an 802.1Q tag (taken out: frame[] is untagged) of tci */
 	uint16_t tci;
 	uint8_t frame[ROCE_PORT_FRAME_MAX];

@@ -40,6 +40,11 @@
 #define TCP_PSH      0x08u
 #define TCP_CWR      0x80u
 #define ETHERTYPE_IPV4 0x0800
+#define ETHERTYPE_IPV6 0x86dd
+#define IP6_PLEN     4
+#define IP6_NEXT     6
+#define IP6_SRC      8
+#define IP6_HLEN     40
 #define ETH_MIN_FRAME  60
 
 #ifndef VIRTIO_NET_HDR_GSO_UDP_L4
@@ -90,22 +95,33 @@ static size_t tcp4_headers(const uint8_t *f, size_t len, size_t *hdr, size_t *pk
 }
 
 /*
- * IPv4 UDP headers of frame, as tcp4_headers: the offset of the UDP header,
- * *hdr through it, *pkt the packet's end; 0 unless an unfragmented IPv4 UDP
- * datagram whose UDP length is the rest of the packet.
+ * UDP headers of frame, as tcp4_headers: the offset of the UDP header, *hdr
+ * through it, *pkt the packet's end; 0 unless an unfragmented IPv4 datagram,
+ * or an IPv6 one with no extension header, whose UDP length is the rest of
+ * the packet.
  */
-static size_t udp4_headers(const uint8_t *f, size_t len, size_t *hdr, size_t *pkt)
+static size_t udp_headers(const uint8_t *f, size_t len, size_t *hdr, size_t *pkt)
 {
 	const uint8_t *ip = f + NET_ETH_HLEN;
 	size_t ihl, tot;
 
-	if (len < NET_ETH_HLEN + IP_HLEN_MIN || get16(f + 12) != ETHERTYPE_IPV4 || (ip[0] >> 4) != 4 ||
-	    ip[IP_PROTO] != IP_PROTO_UDP || (get16(ip + IP_FRAG) & IP_FRAG_MASK) != 0)
+	if (len < NET_ETH_HLEN + IP_HLEN_MIN)
 		return 0;
-	ihl = (size_t)(ip[0] & 0x0f) * 4;
-	tot = get16(ip + IP_TOT_LEN);
-	if (ihl < IP_HLEN_MIN || tot > len - NET_ETH_HLEN || tot < ihl || tot - ihl < UDP_HLEN ||
-	    get16(ip + ihl + UDP_LEN) != tot - ihl)
+	if (get16(f + 12) == ETHERTYPE_IPV6) {
+		if (len < NET_ETH_HLEN + IP6_HLEN || (ip[0] >> 4) != 6 || ip[IP6_NEXT] != IP_PROTO_UDP)
+			return 0;
+		ihl = IP6_HLEN;
+		tot = IP6_HLEN + (size_t)get16(ip + IP6_PLEN);
+	} else {
+		if (get16(f + 12) != ETHERTYPE_IPV4 || (ip[0] >> 4) != 4 || ip[IP_PROTO] != IP_PROTO_UDP ||
+		    (get16(ip + IP_FRAG) & IP_FRAG_MASK) != 0)
+			return 0;
+		ihl = (size_t)(ip[0] & 0x0f) * 4;
+		tot = get16(ip + IP_TOT_LEN);
+		if (ihl < IP_HLEN_MIN || tot < ihl)
+			return 0;
+	}
+	if (tot > len - NET_ETH_HLEN || tot - ihl < UDP_HLEN || get16(ip + ihl + UDP_LEN) != tot - ihl)
 		return 0;
 	*hdr = NET_ETH_HLEN + ihl + UDP_HLEN;
 	*pkt = NET_ETH_HLEN + tot;
@@ -176,8 +192,8 @@ int net_offload_parse(const uint8_t *buf, size_t n, struct net_offload *off, str
 			st->drop_gso_size++;
 			return -EINVAL;
 		}
-		/* What the kernel's UDP segmentation takes: an IPv4 datagram, its UDP checksum partial. */
-		th = udp4_headers(f, len, &hdr, &pkt);
+		/* What the kernel's UDP segmentation takes: an IPv4 or IPv6 datagram, its UDP checksum partial. */
+		th = udp_headers(f, len, &hdr, &pkt);
 		if (th == 0 || !off->csum_partial || vh.csum_start != th || vh.csum_offset != UDP_CSUM) {
 			st->drop_gso_frame++;
 			return -EINVAL;
@@ -228,28 +244,37 @@ static unsigned segment_udp(const uint8_t *frame, const struct net_offload *off,
 			    void (*emit)(void *ctx, const uint8_t *f, size_t len), void *ctx)
 {
 	size_t hdr = off->hdr_len, payload = off->pkt_len - hdr, ihl, done = 0;
-	uint16_t id;
+	bool v6 = get16(frame + 12) == ETHERTYPE_IPV6;
+	uint16_t id = 0;
 	unsigned n = 0;
 
-	ihl = (size_t)(frame[NET_ETH_HLEN] & 0x0f) * 4;
+	ihl = v6 ? IP6_HLEN : (size_t)(frame[NET_ETH_HLEN] & 0x0f) * 4;
 	if (NET_ETH_HLEN + ihl + UDP_HLEN != hdr || off->gso_size > cap - hdr)
 		return 0;
-	id = get16(frame + NET_ETH_HLEN + IP_ID);
+	if (!v6)
+		id = get16(frame + NET_ETH_HLEN + IP_ID);
 	do {
 		size_t seg = payload - done < off->gso_size ? payload - done : off->gso_size, flen = hdr + seg;
 		uint8_t *ip = out + NET_ETH_HLEN, *udp = ip + ihl;
 		size_t l4 = UDP_HLEN + seg;
+		uint64_t sum;
 		uint16_t c;
 
 		memcpy(out, frame, hdr);
 		memcpy(out + hdr, frame + hdr + done, seg);
-		put16(ip + IP_TOT_LEN, (uint16_t)(flen - NET_ETH_HLEN));
-		put16(ip + IP_ID, (uint16_t)(id + n));
-		ip_csum(ip, ihl);
+		if (v6) {
+			put16(ip + IP6_PLEN, (uint16_t)l4);
+			sum = inet_csum_add(0, ip + IP6_SRC, 32);
+		} else {
+			put16(ip + IP_TOT_LEN, (uint16_t)(flen - NET_ETH_HLEN));
+			put16(ip + IP_ID, (uint16_t)(id + n));
+			ip_csum(ip, ihl);
+			sum = inet_csum_add(0, ip + IP_SRC, 8);
+		}
 		put16(udp + UDP_LEN, (uint16_t)l4);
 		put16(udp + UDP_CSUM, 0);
-		c = inet_csum_fold(inet_csum_add(0, ip + IP_SRC, 8) + IP_PROTO_UDP + l4 + inet_csum_add(0, udp, l4));
-		put16(udp + UDP_CSUM, c ? c : 0xffff);  /* 0 would say "no checksum" */
+		c = inet_csum_fold(sum + IP_PROTO_UDP + l4 + inet_csum_add(0, udp, l4));
+		put16(udp + UDP_CSUM, c ? c : 0xffff);  /* 0 would say "no checksum" (and is not allowed over IPv6) */
 		if (flen < ETH_MIN_FRAME && cap >= ETH_MIN_FRAME) {
 			memset(out + flen, 0, ETH_MIN_FRAME - flen);
 			flen = ETH_MIN_FRAME;

@@ -1,10 +1,11 @@
 /*
  * Offloads on the emulated segment. A TAP opened with IFF_VNET_HDR and
- * granted TUN_F_CSUM | TUN_F_TSO4 (TUNSETOFFLOAD), and TUN_F_USO4 where the
- * kernel has it (6.2 and later), hands over each frame behind a
+ * granted TUN_F_CSUM | TUN_F_TSO4 (TUNSETOFFLOAD), and TUN_F_USO4 | USO6
+ * where the kernel has them (6.2 and later), hands over each frame behind a
  * virtio_net_hdr (the legacy 10-byte header, in the host's byte order): a
  * TCPv4 frame may then be a segmentation-offload (GSO) super-frame of up to
- * 64 KiB, to be cut at gso_size bytes of payload, a UDPv4 one likewise into
+ * 64 KiB, to be cut at gso_size bytes of payload, a UDP one (IPv4, or IPv6
+ * without extension headers) likewise into
  * datagrams of gso_size bytes of payload each (the last may be shorter:
  * RoCEv2 packets, one per datagram, come so from another server of ours),
  * and a checksum may
@@ -37,7 +38,7 @@ struct net_offload {
 	bool tcp_csum_partial;  /* csum_partial, and the partial field is the TCP checksum of an IPv4 TCP frame */
 	uint16_t csum_start, csum_offset;
 	uint16_t gso_size;      /* 0: one frame; else a super-frame, this much payload per segment */
-	bool gso_udp;           /* the super-frame is UDPv4 (datagrams), not TCPv4 */
+	bool gso_udp;           /* the super-frame is UDP datagrams (IPv4 or IPv6), not TCPv4 */
 	uint16_t hdr_len;       /* GSO: Ethernet + IPv4 + TCP (UDP) header bytes, as parsed here (the header's
 				 * own hdr_len is only the kernel's hint of its linear part) */
 	uint32_t pkt_len;       /* GSO: Ethernet header + the IPv4 total length (trailing bytes ignored) */
@@ -46,7 +47,7 @@ struct net_offload {
 /* Headers refused, one counter per cause (the frame behind is dropped). */
 struct net_offload_stats {
 	uint64_t gso_frames;            /* valid super-frames */
-	uint64_t gso_udp_frames;        /* of them UDPv4 */
+	uint64_t gso_udp_frames;        /* of them UDP */
 	uint64_t partial_csum;          /* valid frames with a partial checksum */
 	uint64_t drop_short;            /* no header, or no Ethernet header behind it */
 	uint64_t drop_too_long;         /* frame over NET_MAX_FRAME */
@@ -87,7 +88,8 @@ size_t net_offload_complete_csum(const uint8_t *frame, size_t len, const struct 
 /*
  * Cuts a super-frame into frames of at most gso_size bytes of payload, each
  * with its own IPv4 total length, identification (+1 per segment, as the
- * kernel's segmentation numbers them) and header checksum; for TCP its
+ * kernel's segmentation numbers them) and header checksum (IPv6: its payload
+ * length); for TCP its
  * sequence number and checksum, FIN and PSH on the last segment only; for
  * UDP its length and checksum. Each is built in out (cap bytes: hdr_len +
  * gso_size suffice; for TCP a larger gso_size is cut to what fits, a UDP

@@ -23,7 +23,8 @@
 #define ETH_HLEN 14
 #define TAP_RX_OFFLOADS (TUN_F_CSUM | TUN_F_TSO4)
 #ifndef TUN_F_USO4
-#define TUN_F_USO4 0x20         /* Linux 6.2's uapi; older headers lack it */
+#define TUN_F_USO4 0x20         /* Linux 6.2's uapi; older headers lack them */
+#define TUN_F_USO6 0x40
 #endif
 #ifndef VIRTIO_NET_HDR_GSO_UDP_L4
 #define VIRTIO_NET_HDR_GSO_UDP_L4 5
@@ -129,13 +130,15 @@ static void on_readable(void *arg, uint32_t events)
 {
 	struct tap *t = arg;
 	size_t hdr = t->vnet ? net_offload_hdr_size() : 0, taken = 0;
+	unsigned frames = 0;
 
 	if (events & EPOLLOUT)
 		flush_held(t);
 	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
 		return;
 
-	for (int i = 0; i < TAP_READS_PER_WAKEUP && taken < TAP_BYTES_PER_WAKEUP && t->fd >= 0; i++) {
+	/* A UDP super-frame counts as the datagrams it carries: each is a frame to its port's ring. */
+	for (; frames < TAP_READS_PER_WAKEUP && taken < TAP_BYTES_PER_WAKEUP && t->fd >= 0; frames++) {
 		ssize_t n = read(t->fd, t->buf, sizeof(t->buf));
 		struct net_offload off;
 
@@ -161,6 +164,8 @@ static void on_readable(void *arg, uint32_t events)
 			continue;
 		}
 		t->stats.rx_frames++;
+		if (off.gso_udp)
+			frames += (off.pkt_len - off.hdr_len) / off.gso_size;
 		net_switch_input_offload(t->sw, t->port, t->buf + hdr, (size_t)n - hdr, &off);
 	}
 	(void)events;
@@ -536,7 +541,7 @@ static struct tap *attach(struct tap *t, struct net_switch *sw, char *err, size_
 	LOG_INFO("tap %s: joined to the segment", t->name);
 	if (t->rx_offloads)
 		LOG_INFO("tap %s: receive offloads on (checksum, TCPv4%s segmentation up to 64 KiB per read)", t->name,
-			 t->uso ? " and UDPv4" : "");
+			 t->uso ? " and UDP" : "");
 	return t;
 out:
 	tap_close(t);
@@ -627,11 +632,12 @@ struct tap *tap_open(const char *ifname, struct evloop *loop, struct net_switch 
 	}
 	/*
 	 * Receive offloads: TCPv4 super-frames and partial checksums (TUN_F_TSO4 needs TUN_F_CSUM), and
-	 * UDPv4 ones where the kernel has them (Linux 6.2; an older one refuses the whole set). A kernel
-	 * that grants USO takes UDP segmentation in what we write too: RoCEv2 datagrams merge.
+	 * UDP ones where the kernel has them (Linux 6.2, which grants USO for IPv4 and IPv6 together
+	 * only; an older one refuses the whole set). A kernel that grants USO takes UDP segmentation in
+	 * what we write too: RoCEv2 datagrams merge.
 	 */
 	if (t->vnet) {
-		if (ioctl(t->fd, TUNSETOFFLOAD, (unsigned long)(TAP_RX_OFFLOADS | TUN_F_USO4)) == 0)
+		if (ioctl(t->fd, TUNSETOFFLOAD, (unsigned long)(TAP_RX_OFFLOADS | TUN_F_USO4 | TUN_F_USO6)) == 0)
 			t->rx_offloads = t->uso = true;
 		else if (ioctl(t->fd, TUNSETOFFLOAD, (unsigned long)TAP_RX_OFFLOADS) == 0)
 			t->rx_offloads = true;

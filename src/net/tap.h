@@ -10,9 +10,14 @@
  * segmentation-offload write (and pure ACKs of a flow within one batch of
  * events into the last, unless it is a duplicate), and the kernel is asked (TUNSETOFFLOAD) for
  * TUN_F_CSUM | TUN_F_TSO4, so a host peer's TCP arrives as super-frames of
- * up to 64 KiB, one read() each, with checksums left partial. Headers are
+ * up to 64 KiB, one read() each, with checksums left partial. Where the
+ * kernel grants UDP segmentation too (TUN_F_USO4 | TUN_F_USO6, Linux 6.2),
+ * RoCEv2 datagrams of one flow leave merged in one write and UDP
+ * super-frames come in, cut into their datagrams at the switch. Headers are
  * checked by net_offload_parse(); a bad one drops its frame and is counted.
- * A wakeup reads at most TAP_BYTES_PER_WAKEUP before returning to the loop.
+ * A wakeup reads at most TAP_BYTES_PER_WAKEUP, or TAP_READS_PER_WAKEUP
+ * frames (a UDP super-frame counting its datagrams), before returning to the
+ * loop.
  */
 #ifndef ERNIC_NET_TAP_H
 #define ERNIC_NET_TAP_H

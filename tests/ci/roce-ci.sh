@@ -121,7 +121,7 @@ for l in c d; do
 	# Where the kernel takes UDP segmentation (6.2 and later), each server wrote its RoCEv2 packets in
 	# merged writes and read the other's as UDP super-frames, cut into packets at the switch: the
 	# transfers above checked them byte for byte.
-	if grep -q "tap ernic[AB]: receive offloads on (checksum, TCPv4 and UDPv4 segmentation" "$TMP/$l.log"; then
+	if grep -q "tap ernic[AB]: receive offloads on (checksum, TCPv4 and UDP segmentation" "$TMP/$l.log"; then
 		grep "tap ernic[AB]: .* frames in" "$TMP/$l.log" | sed 's/^/# /'
 		if grep -Eq "tap ernic[AB]: [0-9]+ frames in \([0-9]+ of them segmentation-offload super-frames, [1-9][0-9]* of those UDP, 0 refused\), [0-9]+ out \([0-9]+ of them merged segmentation-offload writes, [1-9][0-9]* of RoCEv2 datagrams carrying [1-9][0-9]*," "$TMP/$l.log"; then
 			pass "roce-bulk-udp-offload-$l"

@@ -40,6 +40,7 @@
 #include <errno.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
+#include <linux/virtio_net.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdbool.h>
@@ -146,7 +147,7 @@ static uint32_t ext_len(uint8_t op)
 /* Everything the packet socket holds now: the RoCEv2 frames into frames[] (nframes reset first). */
 static void capture(void)
 {
-	uint8_t b[9000];
+	static uint8_t b[10 + 14 + 65535]; /* a header and the largest super-frame */
 	ssize_t n;
 
 	struct tpacket_stats st;
@@ -154,24 +155,40 @@ static void capture(void)
 
 	nframes = 0;
 	usleep(20000); /* the last ACKs are on their way */
+	/*
+	 * Behind the header the socket puts first (PACKET_VNET_HDR): where the kernel takes UDP
+	 * segmentation, the servers write RoCEv2 packets of a flow merged, and the TAP shows them as
+	 * one UDP super-frame (gso_type UDP_L4), each gso_size bytes of its payload a packet.
+	 */
 	while ((n = recv(cap_fd, b, sizeof(b), MSG_DONTWAIT)) > 0) {
-		struct frame *f = &frames[nframes];
-		const uint8_t *ip = b + 14, *udp = b + 34, *bth = b + 42;
+		struct virtio_net_hdr vh;
+		const uint8_t *e = b + sizeof(vh), *ip = e + 14, *udp = e + 34;
+		size_t len = (size_t)n - sizeof(vh), seg, done = 0;
 
-		if (n < 42 + 12 + 4 || b[12] != 0x08 || b[13] != 0x00 || ip[9] != 17 || (ip[0] & 0xf) != 5 ||
-		    rg_get_be16(udp + 2) != UDP_ROCE || nframes == FRAMES_MAX)
+		memcpy(&vh, b, sizeof(vh));
+		if ((size_t)n < sizeof(vh) + 42 + 12 + 4 || e[12] != 0x08 || e[13] != 0x00 || ip[9] != 17 ||
+		    (ip[0] & 0xf) != 5 || rg_get_be16(udp + 2) != UDP_ROCE)
 			continue;
-		memcpy(f->dmac, b, 6);
-		memcpy(f->smac, b + 6, 6);
-		f->sip = rg_get_be32(ip + 12);
-		f->dip = rg_get_be32(ip + 16);
-		f->dport = rg_get_be16(udp + 2);
-		f->opcode = bth[0];
-		f->dqpn = rg_get_be32(bth + 4) & 0xffffff;
-		f->psn = rg_get_be32(bth + 8) & 0xffffff;
-		f->syndrome = has_aeth(f->opcode) && n >= 42 + 12 + 4 + 4 ? bth[12] : 0;
-		f->payload = (uint32_t)n - 42 - 12 - ext_len(f->opcode) - 4;
-		nframes++;
+		seg = vh.gso_type == 5 /* UDP_L4 */ ? vh.gso_size : len - 42;
+		assert_true(vh.gso_type == 0 || (vh.gso_type == 5 && seg > 0));
+		for (; done < len - 42 && nframes < FRAMES_MAX; done += seg) {
+			struct frame *f = &frames[nframes];
+			const uint8_t *bth = e + 42 + done;
+			size_t plen = len - 42 - done < seg ? len - 42 - done : seg;
+
+			assert_true(plen >= 12 + 4);
+			memcpy(f->dmac, e, 6);
+			memcpy(f->smac, e + 6, 6);
+			f->sip = rg_get_be32(ip + 12);
+			f->dip = rg_get_be32(ip + 16);
+			f->dport = rg_get_be16(udp + 2);
+			f->opcode = bth[0];
+			f->dqpn = rg_get_be32(bth + 4) & 0xffffff;
+			f->psn = rg_get_be32(bth + 8) & 0xffffff;
+			f->syndrome = has_aeth(f->opcode) && plen >= 12 + 4 + 4 ? bth[12] : 0;
+			f->payload = (uint32_t)(plen - 12 - ext_len(f->opcode) - 4);
+			nframes++;
+		}
 	}
 	/* Every frame was seen (the counters reset on reading): otherwise no check of the wire holds. */
 	assert_int_equal(getsockopt(cap_fd, SOL_PACKET, PACKET_STATISTICS, &st, &sl), 0);
@@ -299,6 +316,9 @@ static int group_setup(void **state)
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", tap_name);
 	sll.sll_ifindex = (int)if_nametoindex(tap_name);
 	if (sll.sll_ifindex == 0 || bind(cap_fd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
+		return -1;
+	/* Each frame behind a virtio_net_hdr: a UDP super-frame says how it is cut (capture()). */
+	if (setsockopt(cap_fd, SOL_PACKET, PACKET_VNET_HDR, &(int){ 1 }, sizeof(int)) < 0)
 		return -1;
 	/* Room for every frame between two looks (the RNR test makes a storm of them); root may force it. */
 	if (setsockopt(cap_fd, SOL_SOCKET, SO_RCVBUFFORCE, &(int){ 64 << 20 }, sizeof(int)) < 0)

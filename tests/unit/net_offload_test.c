@@ -1074,11 +1074,85 @@ static void test_udp_super_frames(void **state)
 	assert_int_equal(net_offload_parse(buf, n, &off, &st), 0);
 }
 
+struct cuts6 {
+	unsigned n;
+	size_t payload;
+	bool bad;
+};
+
+static void take_cut6(void *ctx, const uint8_t *f, size_t len)
+{
+	struct cuts6 *c = ctx;
+	const uint8_t *ip = f + 14, *udp = ip + 40;
+	size_t l4 = get16(ip + 4), seg = l4 - 8;
+	uint32_t sum = sum16(0, ip + 8, 32) + 17 + (uint32_t)l4;
+
+	if (len != 14 + 40 + l4 || get16(udp + 4) != l4 || get16(udp + 6) == 0 || fold(sum + sum16(0, udp, l4)) != 0)
+		c->bad = true;
+	for (size_t i = 0; i < seg; i++)
+		if (udp[8 + i] != pat(c->payload + i))
+			c->bad = true;
+	c->payload += seg;
+	c->n++;
+}
+
+/* A UDPv6 super-frame (the kernel grants USO for both families at once): its datagrams, checked. */
+static void test_udp6_super_frame(void **state)
+{
+	static uint8_t buf[VH + NET_MAX_FRAME], out[NET_MAX_FRAME];
+	uint8_t *f = buf + VH, *ip = f + 14, *udp = ip + 40;
+	struct net_offload_stats st = { 0 };
+	struct net_offload off;
+	struct cuts6 c = { 0 };
+	size_t len = 3 * 1200 + 11, n = VH + 14 + 40 + 8 + len;
+	uint32_t p;
+
+	(void)state;
+	memset(buf, 0, VH + 62);
+	memcpy(f, guest_mac, 6);
+	memcpy(f + 6, host_mac, 6);
+	put16(f + 12, 0x86dd);
+	ip[0] = 0x60;
+	put16(ip + 4, (uint32_t)(8 + len));
+	ip[6] = 17;
+	ip[7] = 64;
+	ip[8] = 0xfd;
+	ip[23] = 2;
+	ip[24] = 0xfd;
+	ip[39] = 3;
+	put16(udp, 5000);
+	put16(udp + 2, 6000);
+	put16(udp + 4, (uint32_t)(8 + len));
+	for (size_t i = 0; i < len; i++)
+		udp[8 + i] = pat(i);
+	p = sum16(0, ip + 8, 32) + 17 + (uint32_t)(8 + len);
+	while (p >> 16)
+		p = (p & 0xffff) + (p >> 16);
+	put16(udp + 6, p);
+	buf[0] = 1;
+	buf[1] = 5;
+	set_vh16(buf, 2, 62);
+	set_vh16(buf, 4, 1200);
+	set_vh16(buf, 6, 54);
+	set_vh16(buf, 8, 6);
+	assert_int_equal(net_offload_parse(buf, n, &off, &st), 0);
+	assert_true(off.gso_udp);
+	assert_int_equal(off.hdr_len, 62);
+	assert_int_equal(net_offload_segment(f, n - VH, &off, out, sizeof(out), take_cut6, &c), 4);
+	assert_false(c.bad);
+	assert_int_equal(c.payload, len);
+	/* An extension header (hop-by-hop) before the UDP header: refused. */
+	ip[6] = 0;
+	assert_int_not_equal(net_offload_parse(buf, n, &off, &st), 0);
+	assert_int_equal(st.drop_gso_frame, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_inet_csum),
 		cmocka_unit_test(test_udp_super_frames),
+		cmocka_unit_test(test_udp6_super_frame),
 		cmocka_unit_test_setup_teardown(test_put_in_super_frames, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_super_frame_overlap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_endpoint_trusts_only_the_kernels_tcp, setup, teardown),
