@@ -8,12 +8,16 @@
  * response. Completions are polled in guest memory; per batch of responses the host reposts the
  * receives and capsules it freed and rings the RQ and SQ doorbells once each, and acknowledges the
  * two CQs once each (four posted vfio-user writes per batch, as the kernel's driver rings one
- * doorbell per queue per batch). Not done here: nvme-rdma's per-I/O fast registration (one
- * REG_MR work request before each capsule, in the same SQ doorbell); docs/performance.md says
- * what that leaves out.
+ * doorbell per queue per batch). The -fr cases add nvme-rdma's per-I/O fast registration: a
+ * REG_MR work request (unsignaled, the buffer's one page, the key byte one more each time)
+ * before each capsule on the same SQ doorbell, the capsule's keyed SGL asking for remote
+ * invalidation, and the controller answering with SEND with invalidate, which unregisters the
+ * buffer again (as nvme-rdma with ionic_rdma and nvmet-rdma do; a key left valid would fail the
+ * next REG_MR).
  *
  *   qd1    one read outstanding: operations per second and server CPU per operation
  *   qd32   32 outstanding, kept full: the same
+ *   qd1-fr, qd32-fr  the same with fast registration per read
  *   region-read  the denominator: a vfio-user REGION_READ of one register, round trip, which is
  *          the least a message costs the server (socket wake, header, body, answer)
  *   memcpy  the other denominator: 4 KiB copied, the data movement of one read
@@ -44,6 +48,9 @@
 #define CHECK_BLKS 2048u                     /* 8 MiB written and checked */
 #define IOQ       1                          /* the I/O queue's slot */
 #define QSIZE     128
+#define PD        1                          /* nvmf_host's protection domain */
+#define FR_INDEX0 16                         /* the fast-registration MRs: index FR_INDEX0 + tag */
+_Static_assert(QSIZE * BS <= NVMF_HOST_IO_LEN, "a data buffer per tag");
 
 static struct vfc_server srv;
 static struct vfc cl;
@@ -99,6 +106,41 @@ static void rw_sqe(uint8_t sqe[64], uint8_t op, unsigned tag, uint64_t blk)
 	nvmf_sqe_data(sqe, buf_addr(tag), BS, NVMF_HOST_MR_KEY);
 }
 
+static bool fast_reg;                        /* the -fr cases */
+static uint8_t fr_key[QSIZE];                /* each fast-registration MR's key byte */
+
+/* ib_alloc_mr for every tag (no pages, UKEY_EN | INV_EN). */
+static void fast_reg_setup(void)
+{
+	for (unsigned t = 0; t < QSIZE; t++) {
+		int rc = rg_mr_create(&host.g, &host.aq, FR_INDEX0 + t, 0x80, PD, 0, 0, 0, 0, RG_MRF_FAST_REG, 12);
+
+		if (rc != RG_ASTS_OK)
+			die("a fast-registration MR could not be made", rc);
+		fr_key[t] = 0x80;
+	}
+}
+
+/* The receive for its response and the capsule of a read (after its REG_MR with fast registration). */
+static void put_read(struct rg_qp *qp, unsigned tag, uint64_t blk)
+{
+	uint8_t sqe[64];
+
+	nvmf_host_recv_put(&host, IOQ);
+	rw_sqe(sqe, NVMF_OP_READ, tag, blk);
+	if (fast_reg) {
+		uint8_t k = ++fr_key[tag];
+		uint32_t key = RG_KEY(FR_INDEX0 + tag, k);
+
+		/* one page: ionic_rdma puts its address in the work request itself, no list */
+		rg_post_reg_mr(&host.g, qp, 0, 0, key, k, buf_addr(tag), BS, 0, buf_addr(tag), 1,
+			       RG_MRF_LOCAL_WRITE | RG_MRF_REMOTE_WRITE, 12);
+		rg_le32(sqe + 35, key);
+		sqe[39] = 0x4 << 4 | 0xf;           /* keyed data block, invalidate the key when done */
+	}
+	nvmf_host_capsule_put(&host, IOQ, sqe);
+}
+
 /* Fill the first CHECK_BLKS blocks with the pattern, one write at a time (not timed). */
 static void write_pattern(void)
 {
@@ -129,7 +171,7 @@ static bool poll_cq(struct rg_cq *cq, uint8_t cqe[RG_CQE_SIZE])
 static double run_reads(unsigned qd, double *us_per_op, double *cpu)
 {
 	struct rg_qp *qp = &host.q[IOQ].qp;
-	uint8_t sqe[64], cqe[RG_CQE_SIZE];
+	uint8_t cqe[RG_CQE_SIZE];
 	uint64_t blk[QSIZE], next = 0, ops = 0, ns0;
 	unsigned next_tag = 0;
 	double t0, t;
@@ -140,9 +182,7 @@ static double run_reads(unsigned qd, double *us_per_op, double *cpu)
 
 		blk[tag % QSIZE] = next % CHECK_BLKS;
 		next += 7;
-		nvmf_host_recv_put(&host, IOQ);
-		rw_sqe(sqe, NVMF_OP_READ, tag % QSIZE, blk[tag % QSIZE]);
-		nvmf_host_capsule_put(&host, IOQ, sqe);
+		put_read(qp, tag % QSIZE, blk[tag % QSIZE]);
 	}
 	ns0 = server_ns();
 	t0 = now_s();
@@ -180,9 +220,7 @@ static double run_reads(unsigned qd, double *us_per_op, double *cpu)
 			got++;
 			blk[tag] = next % CHECK_BLKS;
 			next += 7;
-			nvmf_host_recv_put(&host, IOQ);
-			rw_sqe(sqe, NVMF_OP_READ, tag, blk[tag]);
-			nvmf_host_capsule_put(&host, IOQ, sqe);
+			put_read(qp, tag, blk[tag]);
 		}
 		if (got) {
 			rg_rq_ring(&host.g, qp);
@@ -245,17 +283,21 @@ int main(int argc, char **argv)
 			fprintf(csv, "case,ops_per_s,server_us_per_op,server_cpu_pct\n");
 	}
 	printf("nvmeof-rdma-bench: %.1f s per case, server --poll-us %s\n", seconds, poll);
-	/* A B B A: the two depths alternated, each measured twice. */
+	fast_reg_setup();
+	/* A B B A: the two depths alternated, each measured twice; then the same with fast registration. */
 	{
 		static const unsigned order[] = { 1, 32, 32, 1 };
 
-		for (unsigned i = 0; i < 4; i++) {
-			double us, cpu, ops = run_reads(order[i], &us, &cpu);
+		for (unsigned i = 0; i < 8; i++) {
+			double us, cpu, ops;
 
-			printf("  qd%-2u read 4 KiB: %9.0f ops/s, server %6.2f us/op (CPU %5.1f%%)\n", order[i], ops, us, cpu);
+			fast_reg = i >= 4;
+			ops = run_reads(order[i % 4], &us, &cpu);
+			printf("  qd%-2u%s read 4 KiB: %9.0f ops/s, server %6.2f us/op (CPU %5.1f%%)\n", order[i % 4],
+			       fast_reg ? "-fr" : "   ", ops, us, cpu);
 			fflush(stdout);
 			if (csv)
-				fprintf(csv, "qd%u,%.0f,%.3f,%.1f\n", order[i], ops, us, cpu);
+				fprintf(csv, "qd%u%s,%.0f,%.3f,%.1f\n", order[i % 4], fast_reg ? "-fr" : "", ops, us, cpu);
 		}
 	}
 	/* the denominators: a message round trip, and the copy */

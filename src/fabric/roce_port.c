@@ -226,10 +226,8 @@ static void peer_note(struct roce_port *port, const struct port_qp *qp)
 		return;
 	if (late)
 		port->peer_mem[i].rate = qp->rate.rate;
-	if (read) {
+	if (read)
 		port->peer_mem[i].reader_rate = qp->reader.settled;
-		port->peer_mem[i].reader_margin = qp->reader.margin;
-	}
 }
 
 /* A new READ request the responder took: a verdict on the pace of the READ before (roce_reader.h). */
@@ -518,8 +516,7 @@ int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_
 		} else {
 			roce_rate_init(&qp->rate, now_us);
 		}
-		roce_reader_init(&qp->reader, qp->pmtu, lp >= 0 ? port->peer_mem[lp].reader_rate : 0,
-				 lp >= 0 ? port->peer_mem[lp].reader_margin : 0, now_us);
+		roce_reader_init(&qp->reader, qp->pmtu, lp >= 0 ? port->peer_mem[lp].reader_rate : 0, now_us);
 		port->stats.reader_starts += lp >= 0 && port->peer_mem[lp].reader_rate != 0;
 	}
 	qp->resp_ops = ro;

@@ -108,14 +108,13 @@ struct roce_port {
 	 * that got late signals (roce_rate.h; 0: none did), where a new QP
 	 * starts instead of at ROCE_RATE_START, since that peer will again
 	 * tell of an overflow only seconds after it began; and the rate it
-	 * was measured to consume READ responses at, with the margin its large
-	 * READs left at (roce_reader.h; 0: never measured).
+	 * was measured to consume READ responses at (roce_reader.h; 0: never
+	 * measured).
 	 */
 	struct {
 		uint32_t ip;            /* 0: unused */
 		uint64_t rate;
 		uint64_t reader_rate;
-		uint32_t reader_margin;
 	} peer_mem[ROCE_PORT_PEERS_KEPT];
 	unsigned peer_next;
 	/* received frames: rxq[rx_head], ... rx_count of them */

@@ -8,18 +8,12 @@ static uint64_t clamp_rate(uint64_t rate)
 	return rate < ROCE_READER_MIN ? ROCE_READER_MIN : rate > ROCE_READER_MAX ? ROCE_READER_MAX : rate;
 }
 
-static uint32_t clamp_margin(uint32_t m)
-{
-	return m < ROCE_READER_MARGIN_MIN ? ROCE_READER_MARGIN_MIN : m > ROCE_READER_MARGIN_MAX ? ROCE_READER_MARGIN_MAX : m;
-}
-
-void roce_reader_init(struct roce_reader *r, uint32_t pmtu, uint64_t rate, uint32_t margin, uint64_t now_us)
+void roce_reader_init(struct roce_reader *r, uint32_t pmtu, uint64_t rate, uint64_t now_us)
 {
 	memset(r, 0, sizeof(*r));
 	r->window = (uint64_t)ROCE_READER_WINDOW_PKTS * pmtu;
 	r->rate = clamp_rate(rate != 0 ? rate : ROCE_READER_START);
 	r->settled = r->rate;
-	r->margin = clamp_margin(margin);
 	r->queue_us = now_us;
 	r->gap_min = UINT64_MAX;
 }
@@ -47,8 +41,8 @@ static void drain(struct roce_reader *r, uint64_t now_us)
 void roce_reader_sent(struct roce_reader *r, uint32_t bytes, uint32_t len, bool last, uint64_t now_us)
 {
 	drain(r, now_us);
-	/* A large READ's response counts 16/margin of its size: it leaves at margin/16 of the pace. */
-	r->queue += len > ROCE_READER_LARGE * r->window ? (uint64_t)bytes * 16u / r->margin : bytes;
+	/* Counted 4/3 of its size: it leaves at 3/4 of the pace. */
+	r->queue += len > ROCE_READER_LARGE * r->window ? bytes + bytes / 3 : bytes;
 	if (!r->sending) {
 		r->sending = true;
 		r->start_us = now_us;
@@ -79,15 +73,12 @@ static void rise(struct roce_reader *r, unsigned shift)
 void roce_reader_request(struct roce_reader *r, uint64_t now_us)
 {
 	uint64_t gap, rest, took, est, len = r->done_len, span = r->done_span;
-	bool large = len > ROCE_READER_LARGE * r->window, had_min;
+	bool large = len > ROCE_READER_LARGE * r->window;
 
 	if (r->sending) {
-		/* Asked for the next while the last was still leaving: it waits for us. */
 		r->have_done = false;
 		if (r->cur_len <= ROCE_READER_LARGE * r->window)
-			rise(r, ROCE_READER_WAIT_SHIFT);
-		else
-			r->margin = clamp_margin(r->margin + 1);
+			rise(r, ROCE_READER_WAIT_SHIFT); /* asked for the next while the last was still leaving: it waits for us */
 		return;
 	}
 	if (!r->have_done || now_us < r->done_us)
@@ -98,25 +89,13 @@ void roce_reader_request(struct roce_reader *r, uint64_t now_us)
 	gap = now_us - r->done_us;
 	if (gap > ROCE_READER_STALE_US)
 		return; /* the requester paused: what was sent before says nothing now */
-	had_min = r->gap_min != UINT64_MAX;
 	if (gap < r->gap_min)
 		r->gap_min = gap;
 	rest = gap - r->gap_min;
-	if (large) {
-		/* What the reader still had to take when we were done: the rest at the rate it was sent. */
-		uint64_t behind = span == 0 ? 0 : len * rest / span; /* len <= 2^31, rest <= 1e6 */
-
-		if (behind <= r->window / 2) {
-			/* The first gap is the least by default, and may hide a reader behind: no rise on it. */
-			if (had_min)
-				r->margin = clamp_margin(r->margin + 1);
-			return;
-		}
-		if (behind <= 2 * r->window)
-			return;
-		r->margin = clamp_margin(r->margin - 2);
-	} else if (rest * 16 <= span) {
-		rise(r, ROCE_READER_RISE_SHIFT); /* through with it about when we were: it keeps up */
+	if (rest * 16 <= span) {
+		/* Through with it about when we were: it keeps up (a large READ says too little to go faster). */
+		if (!large)
+			rise(r, ROCE_READER_RISE_SHIFT);
 		return;
 	}
 	/* It took len in (our sending time + the rest); the pace goes halfway there. */
@@ -134,7 +113,6 @@ void roce_reader_lost(struct roce_reader *r, uint64_t now_us)
 	r->restarts++;
 	r->rate = clamp_rate(r->rate - r->rate / 4);
 	r->settled = r->settled < r->rate ? r->settled : r->rate;
-	r->margin = ROCE_READER_MARGIN_MIN;
 	r->queue = 0;
 	r->queue_us = now_us;
 	r->have_done = false;

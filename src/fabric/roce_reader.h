@@ -30,15 +30,9 @@
  *  - A READ larger than ROCE_READER_LARGE windows gets no verdict until the
  *    reader is through it, and its responses overflow the reader's queue if
  *    the pace is only a little above the reader's (and a reader in a busy
- *    virtual machine varies by more than a little). It leaves at a margin
- *    of the pace, from 3/4 (ROCE_READER_MARGIN_MIN sixteenths) up to 7/8,
- *    and its verdict never raises the pace itself (the pace a peer's smaller
- *    READs found is what a new flow starts with); it moves the margin. The
- *    reader asked for the next while this one was leaving, or was through
- *    it no more than half a window's worth of responses after us: a
- *    sixteenth more. It still had more than two windows to take when we
- *    were done: two sixteenths less, and the pace falls as above. The node
- *    remembers the margin with the pace.
+ *    virtual machine varies by more than a little): it leaves at 3/4 of the
+ *    pace, and its verdict may lower the pace but never raise it (the pace
+ *    a peer's smaller READs found is what a new flow starts with).
  *  - A READ asked for again after its responses went means the reader lost
  *    some: the pace falls by a quarter and the model's queue starts empty.
  *
@@ -58,16 +52,13 @@
 #define ROCE_READER_WINDOW_PKTS 128u            /* the window, in path-MTU responses */
 #define ROCE_READER_WAIT_SHIFT  3u              /* the reader waits for us: a rise of 1/8 */
 #define ROCE_READER_RISE_SHIFT  5u              /* it keeps up: a rise of 1/32 */
-#define ROCE_READER_LARGE       8u              /* windows: a READ larger than this leaves at a margin of the pace */
-#define ROCE_READER_MARGIN_MIN  12u             /* sixteenths of the pace a large READ leaves at, at least */
-#define ROCE_READER_MARGIN_MAX  14u             /* and at most (7/8: 15/16 lost frames on a loaded host) */
+#define ROCE_READER_LARGE       8u              /* windows: a READ larger than this leaves at 3/4 of the pace */
 #define ROCE_READER_STALE_US    1000000u        /* a gap longer than this is idleness, not work */
 
 struct roce_reader {
 	uint64_t window;        /* bytes */
 	uint64_t rate;          /* bytes/s: the pace */
 	uint64_t settled;       /* bytes/s: the pace averaged over the verdicts (what the node remembers) */
-	uint32_t margin;        /* sixteenths of the pace a large READ leaves at (the node remembers it too) */
 	uint64_t queue;         /* bytes modelled in the reader's queue at queue_us */
 	uint64_t queue_us;
 	bool sending;           /* the responses of a READ of cur_len bytes are leaving, since start_us */
@@ -78,8 +69,7 @@ struct roce_reader {
 	uint64_t rises, falls, restarts;
 };
 
-/* rate, margin: what the node remembers of the peer (0: nothing). */
-void roce_reader_init(struct roce_reader *r, uint32_t pmtu, uint64_t rate, uint32_t margin, uint64_t now_us);
+void roce_reader_init(struct roce_reader *r, uint32_t pmtu, uint64_t rate, uint64_t now_us);
 /* A READ response of bytes payload left, of a READ of len bytes; last: the READ's last. */
 void roce_reader_sent(struct roce_reader *r, uint32_t bytes, uint32_t len, bool last, uint64_t now_us);
 /* A new READ request was accepted. */
