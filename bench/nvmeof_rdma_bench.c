@@ -284,20 +284,26 @@ int main(int argc, char **argv)
 	}
 	printf("nvmeof-rdma-bench: %.1f s per case, server --poll-us %s\n", seconds, poll);
 	fast_reg_setup();
-	/* A B B A: the two depths alternated, each measured twice; then the same with fast registration. */
+	/*
+	 * A B B A twice over: the depths alternated, and without and with fast registration, so that
+	 * neither is always measured on a warmer server.
+	 */
 	{
-		static const unsigned order[] = { 1, 32, 32, 1 };
+		static const struct { unsigned qd; bool fr; } order[] = {
+			{ 1, false }, { 32, false }, { 32, true }, { 1, true },
+			{ 1, true }, { 32, true }, { 32, false }, { 1, false },
+		};
 
-		for (unsigned i = 0; i < 8; i++) {
+		for (unsigned i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
 			double us, cpu, ops;
 
-			fast_reg = i >= 4;
-			ops = run_reads(order[i % 4], &us, &cpu);
-			printf("  qd%-2u%s read 4 KiB: %9.0f ops/s, server %6.2f us/op (CPU %5.1f%%)\n", order[i % 4],
+			fast_reg = order[i].fr;
+			ops = run_reads(order[i].qd, &us, &cpu);
+			printf("  qd%-2u%s read 4 KiB: %9.0f ops/s, server %6.2f us/op (CPU %5.1f%%)\n", order[i].qd,
 			       fast_reg ? "-fr" : "   ", ops, us, cpu);
 			fflush(stdout);
 			if (csv)
-				fprintf(csv, "qd%u%s,%.0f,%.3f,%.1f\n", order[i % 4], fast_reg ? "-fr" : "", ops, us, cpu);
+				fprintf(csv, "qd%u%s,%.0f,%.3f,%.1f\n", order[i].qd, fast_reg ? "-fr" : "", ops, us, cpu);
 		}
 	}
 	/* the denominators: a message round trip, and the copy */

@@ -31,6 +31,7 @@
 #endif
 #define UDP_HDRS (ETH_HLEN + 20 + 8)    /* Ethernet, IPv4 without options, UDP */
 #define ROCE_UDP_PORT 4791      /* RoCEv2's destination port (IANA) */
+#define TAP_UDP_FLOWS 8         /* flows of RoCEv2 datagrams merged at once */
 #define UDP_MAX_SEGS 64         /* the kernel's UDP segmentation takes no more (UDP_MAX_SEGMENTS, 64 before 6.10) */
 #define TCP_HDRS (ETH_HLEN + 20 + 20)  /* Ethernet, IPv4 without options, TCP without options */
 #define GSO_MAX_FRAME (ETH_HLEN + 65535)  /* an IPv4 packet's total length is 16 bits */
@@ -93,6 +94,8 @@ struct tap {
 	int port;
 	struct tap_stats stats;
 	struct coalesce co;
+	struct coalesce uco[TAP_UDP_FLOWS];    /* RoCEv2 datagrams, a flow each */
+	unsigned uco_next;    /* the merge taken over when a new flow finds none free */
 	struct held_ack ack;
 	/* frames the kernel's queue refused, oldest first: hold[hold_head], ... hold_n of them */
 	struct held_frame {
@@ -314,9 +317,8 @@ static long udp_mergeable(const uint8_t *f, size_t len)
 }
 
 /* Send what is merged: one plain frame, or one GSO frame for several segments. */
-static void flush(struct tap *t)
+static void flush_co(struct tap *t, struct coalesce *c)
 {
-	struct coalesce *c = &t->co;
 	uint8_t *ip = c->frame + ETH_HLEN, *tcp = ip + 20;
 	struct virtio_net_hdr vh = { 0 };
 	size_t tcplen;
@@ -369,6 +371,19 @@ static void flush(struct tap *t)
 	c->len = 0;
 }
 
+/* The TCP segments merged. */
+static void flush(struct tap *t)
+{
+	flush_co(t, &t->co);
+}
+
+/* Every flow of RoCEv2 datagrams merged. */
+static void flush_udp(struct tap *t)
+{
+	for (unsigned i = 0; i < TAP_UDP_FLOWS; i++)
+		flush_co(t, &t->uco[i]);
+}
+
 /*
  * A plain ACK of ours: IPv4 without options, TCP without data, ACK alone, no
  * options but the timestamps (NOP NOP TS). One with SACK blocks reports a gap
@@ -407,6 +422,7 @@ static void deferred_flush(void *arg)
 
 	t->flush_pending = false;
 	flush(t);
+	flush_udp(t);
 	flush_ack(t);
 }
 
@@ -447,9 +463,27 @@ static bool udp_continues(const struct coalesce *c, const uint8_t *f, long n)
 /* A RoCEv2 datagram: merged with those before it, or the first of a new merge. */
 static void deliver_udp(struct tap *t, const uint8_t *frame, size_t len, long n)
 {
-	struct coalesce *c = &t->co;
+	struct coalesce *c = NULL;
+	const uint8_t *ip = frame + ETH_HLEN;
 
-	flush_ack(t);
+	/*
+	 * The flow's merge: one with the same MACs, addresses and ports, else a free one, else the
+	 * oldest taken over (written first). Flows are QPs' streams, merged side by side as the pump
+	 * sends a packet of each QP in turn; within a flow nothing overtakes anything.
+	 */
+	for (unsigned i = 0; i < TAP_UDP_FLOWS && c == NULL; i++) {
+		const uint8_t *a = t->uco[i].frame;
+
+		if (t->uco[i].len && memcmp(a, frame, 12) == 0 && memcmp(a + ETH_HLEN + 12, ip + 12, 12) == 0)
+			c = &t->uco[i];
+	}
+	for (unsigned i = 0; i < TAP_UDP_FLOWS && c == NULL; i++)
+		if (t->uco[i].len == 0)
+			c = &t->uco[i];
+	if (c == NULL) {
+		c = &t->uco[t->uco_next];
+		t->uco_next = (t->uco_next + 1) % TAP_UDP_FLOWS;
+	}
 	/*
 	 * A shorter second datagram would end the merge at two: the first of a WRITE carries a RETH
 	 * the rest lack. It goes alone, and the rest merge after it.
@@ -461,7 +495,7 @@ static void deliver_udp(struct tap *t, const uint8_t *frame, size_t len, long n)
 		c->next_seq = (uint16_t)(c->next_seq + 1);
 		c->last_short = n < c->gso_size;
 	} else {
-		flush(t);
+		flush_co(t, c);
 		memcpy(c->frame, frame, len);
 		c->len = len;
 		c->hdr = UDP_HDRS;
