@@ -239,6 +239,17 @@ static void ip_csum(uint8_t *ip, size_t ihl)
 	put16(ip + IP_CSUM, inet_csum_fold(inet_csum_add(0, ip, ihl)));
 }
 
+/* A segment built in out (cap bytes), padded to the Ethernet minimum where it has the room, to emit. */
+static void emit_padded(uint8_t *out, size_t flen, size_t cap, void (*emit)(void *ctx, const uint8_t *f, size_t len),
+			void *ctx)
+{
+	if (flen < ETH_MIN_FRAME && cap >= ETH_MIN_FRAME) {
+		memset(out + flen, 0, ETH_MIN_FRAME - flen);
+		flen = ETH_MIN_FRAME;
+	}
+	emit(ctx, out, flen);
+}
+
 /* The UDP datagrams of a super-frame, each a whole gso_size payload (the last may be shorter). */
 static unsigned segment_udp(const uint8_t *frame, const struct net_offload *off, uint8_t *out, size_t cap,
 			    void (*emit)(void *ctx, const uint8_t *f, size_t len), void *ctx)
@@ -275,11 +286,7 @@ static unsigned segment_udp(const uint8_t *frame, const struct net_offload *off,
 		put16(udp + UDP_CSUM, 0);
 		c = inet_csum_fold(sum + IP_PROTO_UDP + l4 + inet_csum_add(0, udp, l4));
 		put16(udp + UDP_CSUM, c ? c : 0xffff);  /* 0 would say "no checksum" (and is not allowed over IPv6) */
-		if (flen < ETH_MIN_FRAME && cap >= ETH_MIN_FRAME) {
-			memset(out + flen, 0, ETH_MIN_FRAME - flen);
-			flen = ETH_MIN_FRAME;
-		}
-		emit(ctx, out, flen);
+		emit_padded(out, flen, cap, emit, ctx);
 		n++;
 		done += seg;
 	} while (done < payload);
@@ -326,11 +333,7 @@ unsigned net_offload_segment(const uint8_t *frame, size_t len, const struct net_
 		put16(tcp + TCP_CSUM, 0);
 		put16(tcp + TCP_CSUM, inet_csum_fold(inet_csum_add(0, ip + IP_SRC, 8) + IP_PROTO_TCP + l4 +
 						     inet_csum_add(0, tcp, l4)));
-		if (flen < ETH_MIN_FRAME && cap >= ETH_MIN_FRAME) {
-			memset(out + flen, 0, ETH_MIN_FRAME - flen);
-			flen = ETH_MIN_FRAME;
-		}
-		emit(ctx, out, flen);
+		emit_padded(out, flen, cap, emit, ctx);
 		n++;
 		done += seg;
 	} while (done < payload);
