@@ -200,26 +200,30 @@ static void host_write(struct world *w, const uint8_t *vh, const uint8_t *f, siz
 	free(msg);
 }
 
+/* A super-frame's header as the kernel writes it: NEEDS_CSUM, the type, from the IPv4 header on (34). */
+static void gso_hdr(uint8_t vh[VH], uint8_t type, uint16_t hdr_len, uint16_t gso_size, uint16_t csum_offset)
+{
+	uint16_t start = 34;
+
+	vh[0] = 1;
+	vh[1] = type;
+	memcpy(vh + 2, &hdr_len, 2);
+	memcpy(vh + 4, &gso_size, 2);
+	memcpy(vh + 6, &start, 2);
+	memcpy(vh + 8, &csum_offset, 2);
+}
+
 /* A TCPv4 super-frame of len bytes for the guest, its TCP checksum partial as the kernel leaves it. */
 static void host_write_gso(struct world *w, size_t len, uint16_t gso_size)
 {
 	uint8_t *f = malloc(NET_MAX_FRAME), vh[VH] = { 0 };
 	size_t n = tcp_frame(f, guest_mac, host_mac, HOST_IP, GUEST_IP, 40000, 22, 1, 1, F_ACK, 65535, len);
 	uint32_t p = pseudo(HOST_IP, GUEST_IP, 6, 20 + len);
-	uint16_t v;
 
 	while (p >> 16)
 		p = (p & 0xffff) + (p >> 16);
 	put16(f + 14 + 20 + 16, p);
-	vh[0] = 1;                              /* NEEDS_CSUM */
-	vh[1] = 1;                              /* GSO_TCPV4 */
-	v = 54;
-	memcpy(vh + 2, &v, 2);
-	memcpy(vh + 4, &gso_size, 2);
-	v = 34;
-	memcpy(vh + 6, &v, 2);
-	v = 16;
-	memcpy(vh + 8, &v, 2);
+	gso_hdr(vh, 1 /* GSO_TCPV4 */, 54, gso_size, 16);
 	host_write(w, vh, f, n);
 	free(f);
 }
@@ -723,16 +727,7 @@ static void test_rx_udp_super_frame(void **state)
 	while (p >> 16)
 		p = (p & 0xffff) + (p >> 16);
 	put16(f + 34 + 6, p);
-	vh[0] = 1;                              /* NEEDS_CSUM */
-	vh[1] = 5;                              /* GSO_UDP_L4 */
-	v = 42;
-	memcpy(vh + 2, &v, 2);
-	v = 1028;
-	memcpy(vh + 4, &v, 2);
-	v = 34;
-	memcpy(vh + 6, &v, 2);
-	v = 6;
-	memcpy(vh + 8, &v, 2);
+	gso_hdr(vh, 5 /* GSO_UDP_L4 */, 42, 1028, 6);
 	host_write(w, vh, f, n);
 	run_batch(w);
 	assert_int_equal(w->guest_frames, 11);
