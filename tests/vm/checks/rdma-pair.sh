@@ -150,6 +150,18 @@ figure() {
 	echo "PAIR-FIGURE name=$ST $FIG"
 }
 
+# lost_last_ack TOOL LOG: under bridge loss, ib_write_lat's server end failed on its last WRITE
+# alone, with retry exceeded. The client sees that WRITE land in its memory, finishes and
+# destroys its QP at once (perftest's write_lat has no closing handshake), so when the bridge
+# drops the ACK the server's resends reach no QP: any RC device, a real one too, ends there.
+# Everything before the last WRITE completed; anything else is a failure as before.
+lost_last_ack() {
+	[ -n "${ERNIC_BRIDGE_LOSS:-}" ] && [ "$1" = write-lat ] || return 1
+	grep -Eq 'Failed status(-transport retry counter exceeded \(12\)| 12)[: ]' "$2" &&
+		grep -q "scnt=$N, ccnt=$((N - 1))\$" "$2"
+}
+LOST_LAST_ACK="the server's last WRITE alone failed, retry exceeded: its ACK was lost after the client had gone"
+
 K=0
 # step NAME SERVER_SIDE KIND CMD ARGS...: one tool between the guests; SERVER_SIDE (main or
 # peer) runs CMD ARGS as the server end (KIND cm: with -s -a ITS_ADDRESS, for rping), the other
@@ -197,10 +209,13 @@ step() {
 		done
 		wait $st_pid
 		st_src=$?
+		[ "$st_src" = 1 ] && lost_last_ack "$st_tool" "$log" && st_src=lost-last-ack
 		sync_post "$sf.server" "$st_src"
 		st_crc=$(sync_wait "$sf.client" $((T + 60))) || st_crc="none (no word from the client)"
 		if [ "$st_src" = 0 ] && [ "$st_crc" = 0 ]; then
 			pass "$ST" "server end of $DEV, client $THEM_DEV"
+		elif [ "$st_src" = lost-last-ack ] && [ "$st_crc" = 0 ]; then
+			pass "$ST" "server end of $DEV, client $THEM_DEV; $LOST_LAST_ACK"
 		else
 			fail "$ST" "server ($SIDE) rc $st_src, client ($THEM) rc $st_crc: $(tail -2 "$log" | tr '\n' ';')"
 		fi
@@ -223,6 +238,9 @@ step() {
 		if [ "$st_src" = 0 ] && [ "$st_crc" = 0 ]; then
 			figure "$st_tool" "$log" "$DEV" "$THEM_DEV"
 			pass "$ST" "$FIG"
+		elif [ "$st_src" = lost-last-ack ] && [ "$st_crc" = 0 ]; then
+			figure "$st_tool" "$log" "$DEV" "$THEM_DEV"
+			pass "$ST" "$FIG; $LOST_LAST_ACK"
 		else
 			fail "$ST" "client ($SIDE) rc $st_crc, server ($THEM) rc $st_src: $(tail -2 "$log" | tr '\n' ';')"
 		fi
