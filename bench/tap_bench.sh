@@ -6,7 +6,7 @@
 # (md5-bench, built next to the server; best of ten, around the S3 PUTs), all in the same run: a
 # PUT's ETag is the MD5 of its body, so that rate is the ceiling of a PUT on one event-loop thread.
 # Beside each S3 rate, the server's CPU time per transfer (least and most of three), which other
-# tenants of the machine move less than the rates. Goals: GET >= 1.0 x nginx, PUT >= 0.8 x MD5.
+# tenants of the machine move less than the rates. Goals: GET >= 1.2 x nginx (issue 27), PUT >= 0.8 x MD5.
 # Usage: bench/tap_bench.sh path/to/rocm-ernic [csv-file]   (root; scripts/install-deps.sh --bench)
 set -euo pipefail
 BIN=$(readlink -f "$1")
@@ -102,9 +102,37 @@ md5=$("$MD5_BENCH" $((SIZE >> 20)) 5)
 best PUT http://192.168.200.1:9000/ernic/obj; put_s3=$BEST put_ms=$CPU_MS put_min=$CPU_MIN
 md5=$(awk -v a="$md5" -v b="$("$MD5_BENCH" $((SIZE >> 20)) 5)" 'BEGIN{print (b>a)?b:a}')
 md5_ms=$(awk -v m="$md5" -v s=$SIZE 'BEGIN{printf "%.0f", s/(m*1e9)*1000}')
-best GET http://192.168.200.1:9000/ernic/obj; get_s3=$BEST get_ms=$CPU_MS
 best PUT http://10.77.0.2:8099/up; put_ng=$BEST
-best GET http://10.77.0.2:8099/obj; get_ng=$BEST
+# GET: the two servers alternate (S3 nginx nginx S3 S3 nginx), so a change in the machine's load
+# falls on both; each keeps its best.
+get_s3=0 get_ng=0 lo=999999 hi=0
+for order in "s3 ngx" "ngx s3" "s3 ngx"; do
+	for side in $order; do
+		if [ "$side" = ngx ]; then
+			r=$(rate GET http://10.77.0.2:8099/obj)
+			get_ng=$(awk -v a="$get_ng" -v c="$r" 'BEGIN{print (c>a)?c:a}')
+			continue
+		fi
+		c0=$(server_cpu)
+		r=$(rate GET http://192.168.200.1:9000/ernic/obj)
+		c1=$(( ($(server_cpu) - c0) * 1000 / TICK ))
+		get_s3=$(awk -v a="$get_s3" -v c="$r" 'BEGIN{print (c>a)?c:a}')
+		[ "$c1" -lt "$lo" ] && lo=$c1
+		[ "$c1" -gt "$hi" ] && hi=$c1
+	done
+done
+get_ms="$lo-$hi"
+# PERF=FILE: a profile of the server (perf record -g) over twenty more S3 GETs, after the figures.
+if [ -n "${PERF:-}" ]; then
+	perf record -q -g -o "$PERF" -p "$SPID" 2>/dev/null &
+	PERFPID=$!
+	sleep 1
+	for _ in $(seq 20); do rate GET http://192.168.200.1:9000/ernic/obj >/dev/null; done
+	kill -INT "$PERFPID"
+	wait "$PERFPID" || true
+fi
+get_s3=$(awk -v v="$get_s3" 'BEGIN{printf "%.3f", v/1e9}')
+get_ng=$(awk -v v="$get_ng" 'BEGIN{printf "%.3f", v/1e9}')
 ratio=$(awk -v p="$put_s3" -v m="$md5" 'BEGIN{printf "%.2f", (m>0)?p/m:0}')
 cpu_ratio=$(awk -v p="$put_min" -v m="$md5_ms" 'BEGIN{printf "%.2f", (p>0)?m/p:0}')
 get_ratio=$(awk -v s="$get_s3" -v n="$get_ng" 'BEGIN{printf "%.2f", (n>0)?s/n:0}')
@@ -112,7 +140,7 @@ printf '%-4s %-34s %8s  %s\n' op path GB/s "server CPU per 64 MiB, all threads (
 printf '%-4s %-34s %8s  %s\n' GET "S3 endpoint over TAP" "$get_s3" "${get_ms} ms" GET "nginx over veth" "$get_ng" ""
 printf '%-4s %-34s %8s  %s\n' PUT "S3 endpoint over TAP" "$put_s3" "${put_ms} ms" PUT "nginx over veth (DAV, tmpfs)" "$put_ng" ""
 printf '%-4s %-34s %8s  %s\n' MD5 "OpenSSL, one core, 64 MiB" "$md5" "${md5_ms} ms"
-printf '%-39s %8s  %s\n' "S3 GET / nginx GET (goal >= 1.0)" "$get_ratio" ""
+printf '%-39s %8s  %s\n' "S3 GET / nginx GET (goal >= 1.2)" "$get_ratio" ""
 printf '%-39s %8s  %s\n' "S3 PUT / MD5 (goal >= 0.8)" "$ratio" "$cpu_ratio (MD5 time / least server CPU time, both threads: not a bound on the ratio)"
 if [ -n "$CSV" ]; then
 	{ echo "op,path,gbps,server_cpu_ms_range"; echo "GET,tap-s3,$get_s3,$get_ms"; echo "GET,veth-nginx,$get_ng,"

@@ -52,6 +52,13 @@
  * a GRO receiver would, with one ACK. What the peer sees is unchanged: MSS
  * 1460 in the SYN-ACK, and nothing past the window is taken.
  *
+ * Going out, with ops->send_super, new data the windows allow goes as
+ * super-segments of up to 64 KiB (segmentation offload): the headers are
+ * built and the checksum's pseudo-header summed once per super-segment, and
+ * whoever takes it (the switch, for a port without offloads; the host
+ * kernel behind a TAP) cuts it into the very segments the stack would have
+ * sent one by one. Retransmissions and probes still go one segment at a time.
+ *
  * The application (for the S3 endpoint, an S3 connection) is reached through
  * struct inet_ops.
  * Its output is never copied into the stack: the stack peeks at the
@@ -75,6 +82,7 @@
 #define INET_TCP_MAX_RETRIES 12      /* then the connection is reset */
 #define INET_TCP_TIME_WAIT_MS 2000   /* short: the segment is one host away */
 #define INET_TCP_MAX_FRAME   1514
+#define INET_TCP_SUPER_FRAME (14 + 65535)   /* a super-segment: Ethernet + the largest IPv4 packet */
 
 struct inet_config {
 	uint32_t ip;        /* host byte order */
@@ -92,6 +100,20 @@ struct inet_ops {
 	void *ctx;
 	/* A frame to put on the segment (Ethernet header included, no FCS). */
 	void (*send_frame)(void *ctx, const uint8_t *frame, size_t len);
+	/*
+	 * Optional: a super-segment, several full-sized segments of new data
+	 * sent as one frame, as a host with TCP segmentation offload hands them
+	 * to its NIC: IPv4 and TCP headers for the whole packet (IPv4 header
+	 * checksum valid; total length up to 65535), the TCP checksum field
+	 * holding only the pseudo-header sum over the whole TCP length (to be
+	 * completed over [ETH + IPv4 header, end)), and the payload to be cut
+	 * every gso_size bytes (the last piece may be shorter) into segments
+	 * numbered as the kernel's segmentation numbers them: IPv4
+	 * identifications one apart (the stack skips those it leaves to the
+	 * cut), sequence numbers following on, PSH on the last segment only.
+	 * NULL: every segment goes through send_frame, at most INET_TCP_MAX_FRAME.
+	 */
+	void (*send_super)(void *ctx, const uint8_t *frame, size_t len, uint16_t gso_size);
 
 	/* A connection was established: return its application state, or NULL to refuse (RST). */
 	void *(*open)(void *ctx);
@@ -129,6 +151,7 @@ struct inet_stats {
 	uint64_t sack_blocks_in;    /* valid SACK blocks received */
 	uint64_t sack_blocks_out;   /* SACK blocks sent */
 	uint64_t opts_ws, opts_sack, opts_ts;  /* connections that agreed on each option */
+	uint64_t super_out, super_segs;        /* super-segments through send_super, and the segments they hold */
 };
 
 struct inet_host;

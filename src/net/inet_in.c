@@ -32,7 +32,7 @@ static void arp_input(struct inet_host *t, const uint8_t *p, size_t len)
 	t->stats.arp_replies++;
 	t->stats.frames_out++;
 	t->ops.send_frame(t->ops.ctx, t->frame,
-			  net_arp_build(t->frame, sizeof(t->frame), NET_ARP_OP_REPLY, t->cfg.mac, t->cfg.ip, a.sha,
+			  net_arp_build(t->frame, INET_TCP_MAX_FRAME, NET_ARP_OP_REPLY, t->cfg.mac, t->cfg.ip, a.sha,
 					a.spa));
 }
 
@@ -618,13 +618,13 @@ static void ip6_input(struct inet_host *t, const uint8_t *frame, size_t len, boo
 	size_t n;
 
 	if (net_nd_parse_ns(frame, len, t->ll6, &ns) == 0) {
-		n = net_nd_build_na(t->frame, sizeof(t->frame), &ns, t->cfg.mac, t->ll6);
+		n = net_nd_build_na(t->frame, INET_TCP_MAX_FRAME, &ns, t->cfg.mac, t->ll6);
 		t->stats.nd_answered++;
 		t->stats.frames_out++;
 		t->ops.send_frame(t->ops.ctx, t->frame, n);
 		return;
 	}
-	if (to_us && (n = net_nd_echo_reply(t->frame, sizeof(t->frame), frame, len, t->cfg.mac, t->ll6)) != 0) {
+	if (to_us && (n = net_nd_echo_reply(t->frame, INET_TCP_MAX_FRAME, frame, len, t->cfg.mac, t->ll6)) != 0) {
 		t->stats.icmp6_echo_replies++;
 		t->stats.frames_out++;
 		t->ops.send_frame(t->ops.ctx, t->frame, n);

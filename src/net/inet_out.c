@@ -20,12 +20,12 @@ uint64_t inet_csum_pseudo(uint32_t src, uint32_t dst, uint8_t proto, size_t len)
 
 /* ---- IPv4 ----------------------------------------------------------------------- */
 
-void inet_ip_output(struct inet_host *t, const uint8_t dmac[NET_ETH_ALEN], uint32_t dip,
-		      uint8_t proto, size_t l4len, bool df)
+/* The Ethernet and IPv4 headers in front of l4len bytes; returns the frame's length (unpadded). */
+static size_t ip_header(struct inet_host *t, const uint8_t dmac[NET_ETH_ALEN], uint32_t dip, uint8_t proto,
+			size_t l4len, bool df)
 {
 	struct net_eth_hdr *eh = (struct net_eth_hdr *)t->frame;
 	struct net_ip_hdr *ih = (struct net_ip_hdr *)(t->frame + sizeof(*eh));
-	size_t flen = NET_ETH_IP_HLEN + l4len;
 
 	memcpy(eh->dst, dmac, NET_ETH_ALEN);
 	memcpy(eh->src, t->cfg.mac, NET_ETH_ALEN);
@@ -41,6 +41,14 @@ void inet_ip_output(struct inet_host *t, const uint8_t dmac[NET_ETH_ALEN], uint3
 	ih->src = be32_set(t->cfg.ip);
 	ih->dst = be32_set(dip);
 	ih->csum = be16_set(inet_csum_fold(inet_csum_add(0, ih, sizeof(*ih))));
+	return NET_ETH_IP_HLEN + l4len;
+}
+
+void inet_ip_output(struct inet_host *t, const uint8_t dmac[NET_ETH_ALEN], uint32_t dip,
+		      uint8_t proto, size_t l4len, bool df)
+{
+	size_t flen = ip_header(t, dmac, dip, proto, l4len, df);
+
 	if (flen < NET_ETH_MIN_FRAME) {
 		memset(t->frame + flen, 0, NET_ETH_MIN_FRAME - flen);
 		flen = NET_ETH_MIN_FRAME;
@@ -51,10 +59,14 @@ void inet_ip_output(struct inet_host *t, const uint8_t dmac[NET_ETH_ALEN], uint3
 
 /* ---- TCP segments ------------------------------------------------------------------ */
 
-/* Options (optlen bytes) and payload (dlen) are already at their places in t->frame. */
-static void tcp_emit(struct inet_host *t, const uint8_t *dmac, uint32_t dip, uint16_t lport,
-		     uint16_t rport, uint32_t seq, uint32_t ack, unsigned flags, uint16_t wnd,
-		     size_t optlen, size_t dlen)
+/*
+ * Options (optlen bytes) and payload (dlen) are already at their places in
+ * t->frame. gso: 0 for one segment; else the payload is a super-segment of
+ * segments of gso bytes (ops.send_super), its checksum left partial.
+ */
+static void tcp_emit_gso(struct inet_host *t, const uint8_t *dmac, uint32_t dip, uint16_t lport,
+			 uint16_t rport, uint32_t seq, uint32_t ack, unsigned flags, uint16_t wnd,
+			 size_t optlen, size_t dlen, uint16_t gso)
 {
 	struct net_tcp_hdr *th = (struct net_tcp_hdr *)(t->frame + NET_ETH_IP_HLEN);
 	size_t l4 = sizeof(*th) + optlen + dlen;
@@ -67,9 +79,30 @@ static void tcp_emit(struct inet_host *t, const uint8_t *dmac, uint32_t dip, uin
 	th->wnd = be16_set(wnd);
 	th->csum = be16_set(0);
 	th->urp = be16_set(0);
+	if (gso != 0) {
+		/* The pseudo-header sum alone, not inverted: the cut adds each segment's bytes to it. */
+		unsigned segs = (unsigned)((dlen + gso - 1) / gso);
+		size_t flen;
+
+		th->csum = be16_set((uint16_t)~inet_csum_fold(inet_csum_pseudo(t->cfg.ip, dip, NET_IP_PROTO_TCP, l4)));
+		flen = ip_header(t, dmac, dip, NET_IP_PROTO_TCP, l4, true);
+		t->ip_id = (uint16_t)(t->ip_id + segs - 1); /* the cut numbers the rest */
+		t->stats.frames_out++;
+		t->stats.super_out++;
+		t->stats.super_segs += segs;
+		t->ops.send_super(t->ops.ctx, t->frame, flen, gso);
+		return;
+	}
 	th->csum = be16_set(inet_csum_fold(inet_csum_pseudo(t->cfg.ip, dip, NET_IP_PROTO_TCP, l4) +
 					     inet_csum_add(0, th, l4)));
 	inet_ip_output(t, dmac, dip, NET_IP_PROTO_TCP, l4, true);
+}
+
+static void tcp_emit(struct inet_host *t, const uint8_t *dmac, uint32_t dip, uint16_t lport,
+		     uint16_t rport, uint32_t seq, uint32_t ack, unsigned flags, uint16_t wnd,
+		     size_t optlen, size_t dlen)
+{
+	tcp_emit_gso(t, dmac, dip, lport, rport, seq, ack, flags, wnd, optlen, dlen, 0);
 }
 
 /* The option bytes on our data segments (and every other segment of the connection but the SYN-ACK). */
@@ -153,8 +186,8 @@ static uint16_t adv_window(struct inet_pcb *pcb, bool syn)
  * blocks on a segment without payload when sack is set); the payload of dlen
  * bytes is already after them.
  */
-static void pcb_emit(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, unsigned flags,
-		     size_t optlen, size_t dlen, bool sack)
+static void pcb_emit_gso(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, unsigned flags,
+			 size_t optlen, size_t dlen, bool sack, uint16_t gso)
 {
 	uint8_t *o = t->frame + NET_ETH_IP_TCP_HLEN;
 	uint16_t wnd = 0;
@@ -175,7 +208,13 @@ static void pcb_emit(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, un
 		if (sack && dlen == 0 && pcb->sack_ok && pcb->ooo_n > 0 && !(flags & NET_TCPF_RST))
 			optlen += put_sack(t, pcb, o + optlen, optlen);
 	}
-	tcp_emit(t, pcb->rmac, pcb->rip, t->cfg.port, pcb->rport, seq, ack, flags, wnd, optlen, dlen);
+	tcp_emit_gso(t, pcb->rmac, pcb->rip, t->cfg.port, pcb->rport, seq, ack, flags, wnd, optlen, dlen, gso);
+}
+
+static void pcb_emit(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, unsigned flags,
+		     size_t optlen, size_t dlen, bool sack)
+{
+	pcb_emit_gso(t, pcb, seq, flags, optlen, dlen, sack, 0);
 }
 
 void inet_send_rst_reply(struct inet_host *t, const struct inet_seg *s)
@@ -279,10 +318,11 @@ static size_t fill(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, size
 	return len;
 }
 
-/* The payload (len bytes) is in place: sends it at seq. */
-static void send_seg(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, size_t len, unsigned flags)
+/* The payload (len bytes) is in place: sends it at seq (gso: as a super-segment of gso-byte segments). */
+static void send_seg_gso(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, size_t len, unsigned flags,
+			 uint16_t gso)
 {
-	pcb_emit(t, pcb, seq, flags, SIZE_MAX, len, false);
+	pcb_emit_gso(t, pcb, seq, flags, SIZE_MAX, len, false, gso);
 	if (SEQ_LT(seq, pcb->snd_max))
 		t->stats.retransmits++;
 	if (SEQ_GT(seq + (uint32_t)len, pcb->snd_max)) {
@@ -291,6 +331,25 @@ static void send_seg(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, si
 	}
 	if (!pcb->rto_on)
 		inet_timer_restart(t, pcb);
+}
+
+static void send_seg(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, size_t len, unsigned flags)
+{
+	send_seg_gso(t, pcb, seq, len, flags, 0);
+}
+
+/*
+ * The payload one super-segment may carry: whole segments of smss bytes, in
+ * an IPv4 packet of at most 65535 bytes. 0 when there is no send_super, or
+ * for data that is not new (a go-back resends segment by segment).
+ */
+static size_t super_room(const struct inet_host *t, const struct inet_pcb *pcb, uint32_t smss)
+{
+	size_t room = 65535 - sizeof(struct net_ip_hdr) - sizeof(struct net_tcp_hdr) - data_optlen(pcb);
+
+	if (t->ops.send_super == NULL || pcb->snd_nxt != pcb->snd_max || pcb->in_recovery || smss == 0)
+		return 0;
+	return room / smss * smss;
 }
 
 /* Recovery: the gaps the peer reported (or the first unacknowledged segment), each sent once. */
@@ -326,6 +385,7 @@ void inet_output(struct inet_host *t, struct inet_pcb *pcb, bool probe)
 		output_rtx(t, pcb);
 	while (data_state && !pcb->fin_sent) {
 		uint32_t off, usable, rwnd_room, ss, se;
+		size_t super;
 		uint32_t rwnd_edge = pcb->snd_una + pcb->snd_wnd;
 		bool cwnd_binds;
 		size_t limit, len;
@@ -365,6 +425,17 @@ void inet_output(struct inet_host *t, struct inet_pcb *pcb, bool probe)
 			break;
 		}
 		limit = min32(smss, usable);
+		super = super_room(t, pcb, smss);
+		if (super > limit && usable > smss) {
+			/*
+			 * Several segments at once: as many whole ones as the windows
+			 * allow, and after them the short one the receive window (not
+			 * the congestion window) may leave, as the loop would send them.
+			 */
+			limit = usable < super ? usable : (uint32_t)super;
+			if (cwnd_binds && limit < super)
+				limit -= limit % smss;
+		}
 		if (SEQ_LT(pcb->snd_nxt, pcb->snd_max) && inet_sb_next(pcb, pcb->snd_nxt, &ss, &se) &&
 		    ss - pcb->snd_nxt < limit)
 			limit = ss - pcb->snd_nxt;  /* up to the next range the peer holds */
@@ -373,7 +444,8 @@ void inet_output(struct inet_host *t, struct inet_pcb *pcb, bool probe)
 			break;
 		/* PSH on the last segment of this burst: out of data, or out of window. */
 		more = len == limit && usable > len && t->ops.peek(pcb->app, (uint64_t)off + len, &p) > 0;
-		send_seg(t, pcb, pcb->snd_nxt, len, NET_TCPF_ACK | (more ? 0 : NET_TCPF_PSH));
+		send_seg_gso(t, pcb, pcb->snd_nxt, len, NET_TCPF_ACK | (more ? 0 : NET_TCPF_PSH),
+			     len > smss ? (uint16_t)smss : 0);
 		pcb->snd_nxt += (uint32_t)len;
 	}
 

@@ -190,7 +190,8 @@ struct inet_host {
 	unsigned arp_next;
 	uint8_t ll6[NET_IP6_ALEN];          /* the IPv6 link-local address, from cfg.mac (net_nd.h) */
 	uint8_t nd_mac[NET_ETH_ALEN];       /* its solicited-node Ethernet group */
-	uint8_t frame[INET_TCP_MAX_FRAME];  /* every frame out is built here */
+	/* Every frame out is built here: INET_TCP_MAX_FRAME bytes at most, a super-segment up to INET_TCP_SUPER_FRAME. */
+	uint8_t frame[INET_TCP_SUPER_FRAME];
 };
 
 /* A validated TCP segment (inet_in.c). */

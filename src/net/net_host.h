@@ -27,7 +27,7 @@ struct net_host_config {
 	uint8_t mac[6];
 	uint16_t port;          /* TCP port, 0: no listener */
 	uint32_t window;        /* the TCP receive window for peers that scale (inet_config.window) */
-	/* The application's callbacks (send_frame is the host's own and is ignored); NULL members when port is 0. */
+	/* The application's callbacks (send_frame and send_super are the host's own and are ignored); NULL members when port is 0. */
 	struct inet_ops app;
 };
 

@@ -557,10 +557,40 @@ static void deliver(void *ctx, const uint8_t *frame, size_t len)
 	schedule_flush(t);
 }
 
+/*
+ * A frame with its offloads (an in-process host's TCP super-segment, its
+ * checksum partial): written as it is behind the virtio_net_hdr that says
+ * so, and the kernel cuts it, as it cuts the segments merged here. Behind
+ * whatever was queued before it.
+ */
+static void deliver_offload(void *ctx, const uint8_t *frame, size_t len, const struct net_offload *off)
+{
+	struct tap *t = ctx;
+	struct virtio_net_hdr vh = { 0 };
+
+	flush_ack(t);
+	flush(t);
+	flush_udp(t);
+	if (off->csum_partial) {
+		vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+		vh.csum_start = off->csum_start;
+		vh.csum_offset = off->csum_offset;
+	}
+	if (off->gso_size) {
+		vh.gso_type = off->gso_udp ? VIRTIO_NET_HDR_GSO_UDP_L4 : VIRTIO_NET_HDR_GSO_TCPV4;
+		vh.gso_size = off->gso_size;
+		vh.hdr_len = off->hdr_len;
+		t->stats.gso_super_frames++;
+	}
+	write_frame(t, &vh, frame, off->gso_size ? off->pkt_len : len);
+}
+
 /* Everything after the descriptor is a TAP: the switch port and the watch. */
 static struct tap *attach(struct tap *t, struct net_switch *sw, char *err, size_t errlen)
 {
-	struct net_port port = { .name = "tap", .deliver = deliver, .ctx = t };
+	/* Only a TAP with the virtio_net_hdr can hand offloads to the kernel; else the switch does the work. */
+	struct net_port port = { .name = "tap", .deliver = deliver, .ctx = t,
+				 .deliver_offload = t->vnet ? deliver_offload : NULL };
 
 	t->port = net_switch_attach(sw, &port);
 	if (t->port < 0) {
@@ -706,14 +736,14 @@ void tap_close(struct tap *t)
 	t->flush_pending = false;
 	LOG_INFO("tap %s: %llu frames in (%llu of them segmentation-offload super-frames, %llu of those UDP, "
 		 "%llu refused), %llu out (%llu of them merged segmentation-offload writes, %llu of RoCEv2 datagrams "
-		 "carrying %llu, %llu ACKs folded into later ones), "
+		 "carrying %llu, %llu ACKs folded into later ones, %llu super-segments of the in-process hosts), "
 		 "%llu dropped (%llu with %u held already), %llu held until the kernel could take them",
 		 t->name, (unsigned long long)t->stats.rx_frames, (unsigned long long)t->stats.offload.gso_frames,
 		 (unsigned long long)t->stats.offload.gso_udp_frames,
 		 (unsigned long long)t->stats.rx_dropped, (unsigned long long)t->stats.tx_frames,
 		 (unsigned long long)(t->stats.gso_frames + t->stats.gso_udp_frames),
 		 (unsigned long long)t->stats.gso_udp_frames, (unsigned long long)t->stats.udp_merged,
-		 (unsigned long long)t->stats.acks_superseded,
+		 (unsigned long long)t->stats.acks_superseded, (unsigned long long)t->stats.gso_super_frames,
 		 (unsigned long long)t->stats.tx_dropped, (unsigned long long)t->stats.tx_held_full, TAP_TX_HOLD,
 		 (unsigned long long)t->stats.tx_held);
 	/* A persistent device keeps its features: the next reader may not want super-frames. */

@@ -50,6 +50,7 @@ struct tap_stats {
 	uint64_t gso_frames;  /* writes that carried several merged TCP segments */
 	uint64_t gso_udp_frames; /* writes that carried several merged RoCEv2 datagrams */
 	uint64_t udp_merged;  /* the datagrams they carried */
+	uint64_t gso_super_frames; /* super-frames written as an in-process host handed them over (its TCP's) */
 	uint64_t acks_superseded;  /* pure ACKs never written: a later one of the batch said more */
 	uint64_t rx_dropped;  /* frames refused: a bad offload header (counted by cause in offload), too long */
 	struct net_offload_stats offload;   /* rx: super-frames, partial checksums, refusals */

@@ -13,7 +13,8 @@
  * odd: from the TAP (the 10-byte legacy virtio_net_hdr first). A fresh
  * switch and endpoint per input. What the stack and the switch send back
  * is checked for size (a frame the switch passes on fits a super-frame's
- * bound). The event loop is never run while frames are fed (the endpoint's
+ * bound; a super-segment handed whole to the TAP, which takes offloads,
+ * cuts into wire-sized segments). The event loop is never run while frames are fed (the endpoint's
  * retransmission timer stays out: s3-tcp-unit drives it with a clock).
  */
 #include <stdlib.h>
@@ -42,6 +43,34 @@ static void to_tap(void *ctx, const uint8_t *f, size_t len)
 	(void)ctx;
 	(void)f;
 	if (len < 14 || len > NET_MAX_FRAME)
+		abort();
+}
+
+static void count_piece(void *ctx, const uint8_t *f, size_t len)
+{
+	(void)f;
+	if (len < 60 || len > 14 + 20 + 60 + 1460)
+		abort();
+	(*(unsigned *)ctx)++;
+}
+
+/*
+ * The TAP takes offloads: what reaches it so is the stack's super-segment
+ * (or the kernel's, passed on), a whole packet that cuts into more than one
+ * segment no larger than a wire's frame.
+ */
+static void to_tap_offload(void *ctx, const uint8_t *f, size_t len, const struct net_offload *off)
+{
+	static uint8_t out[2048];
+	unsigned n = 0;
+
+	to_tap(ctx, f, len);
+	if (off->gso_size == 0)
+		return;
+	if (off->gso_udp || off->pkt_len > len || off->hdr_len >= off->pkt_len || off->gso_size > 1460 ||
+	    !off->tcp_csum_partial)
+		abort();
+	if (net_offload_segment(f, len, off, out, sizeof(out), count_piece, &n) < 2 || n < 2)
 		abort();
 }
 
@@ -85,7 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct backend_config cfg;
 	struct fz f = { data, size, 0 };
 	struct net_port guest = { .name = "guest", .deliver = to_guest };
-	struct net_port tap = { .name = "tap", .deliver = to_tap };
+	struct net_port tap = { .name = "tap", .deliver = to_tap, .deliver_offload = to_tap_offload };
 	struct net_offload_stats ost = { 0 };
 	struct net_switch *sw;
 	struct s3_endpoint *ep;

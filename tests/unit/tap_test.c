@@ -7,7 +7,8 @@
  * receive path and its per-wakeup bound, that pure ACKs of one batch fold
  * into the last one except duplicates, that frames the kernel's queue
  * cannot take at once are held and written in order, not dropped, that
- * RoCEv2 datagrams of one flow leave as one UDP segmentation-offload write
+ * an in-process host's TCP super-segment goes whole in one write (and cut to
+ * the guest), RoCEv2 datagrams of one flow leave as one UDP segmentation-offload write
  * that the kernel's cutting turns back into exactly the datagrams sent (a
  * UDP checksum aside), and only those that may merge, and that a UDP
  * super-frame read reaches the segment as its datagrams.
@@ -248,6 +249,18 @@ static size_t host_read(struct world *w, uint8_t *f, size_t cap)
 	return len;
 }
 
+/* The next message the TAP wrote, header and frame; 0 when none. */
+static size_t host_read_raw(struct world *w, uint8_t *msg, size_t cap)
+{
+	ssize_t n = recv(w->host, msg, cap, MSG_DONTWAIT);
+
+	if (n < 0) {
+		assert_int_equal(errno, EAGAIN);
+		return 0;
+	}
+	return (size_t)n;
+}
+
 /* The host says hello, so the switch learns where its MAC lives. */
 static void host_hello(struct world *w)
 {
@@ -430,6 +443,82 @@ static void test_acks_folded(void **state)
 }
 
 /*
+ * An in-process host's TCP super-segment (its stack's segmentation offload): to the host behind
+ * the TAP it goes whole in one write, behind a header saying what the kernel is to do (NEEDS_CSUM
+ * at the TCP checksum, GSO_TCPV4 at its gso_size, the headers' length), after the ACK held
+ * before it and the segments merged before it; to the guest's port, which takes no offloads, the
+ * switch cuts it into MSS-sized frames with valid checksums.
+ */
+static void test_tx_super_segment(void **state)
+{
+	struct world *w = *state;
+	const size_t len = 20 * MSS + 77;
+	uint8_t *f = malloc(NET_MAX_FRAME), *msg = malloc(VH + NET_MAX_FRAME), *want = malloc(NET_MAX_FRAME), m[2048];
+	struct net_offload off = { .csum_partial = true, .tcp_csum_partial = true, .csum_start = 34,
+				   .csum_offset = 16, .gso_size = MSS, .hdr_len = 54 };
+	uint16_t v;
+	size_t n, k;
+	unsigned guest0;
+
+	assert_non_null(f);
+	assert_non_null(msg);
+	assert_non_null(want);
+	host_hello(w);
+	guest0 = w->guest_frames;       /* the hello, flooded */
+	w->guest_bytes = 0;
+	/* An ACK held, and a plain data segment of another flow merging: both go out first. */
+	ep_ack(w, 40000, 700, 65535);
+	k = tcp_frame(m, host_mac, ep_mac, EP_IP, HOST_IP, 9000, 40001, 1, 1, F_ACK, 65535, MSS);
+	net_switch_input(w->sw, w->ep, m, k);
+	n = tcp_frame(f, host_mac, ep_mac, EP_IP, HOST_IP, 9000, 40000, 5000, 700, F_ACK | F_PSH, 65535, len);
+	put16(f + 34 + 16, (uint16_t)~fold(pseudo(EP_IP, HOST_IP, 6, 20 + len)));
+	memcpy(want, f, n);
+	off.pkt_len = (uint32_t)n;
+	net_switch_input_offload(w->sw, w->ep, f, n, &off);
+	memset(f, 0xee, n);     /* whatever the TAP wrote, it wrote before the call returned */
+	run_batch(w);
+	expect_ack(w, 40000, 700, 65535);
+	assert_int_equal(host_read(w, m, sizeof(m)), k);
+	assert_int_equal(get16(m + 34 + 2), 40001);
+	n = host_read_raw(w, msg, VH + NET_MAX_FRAME);
+	assert_int_equal(n, VH + 14 + 40 + len);
+	assert_int_equal(msg[0], 1);            /* NEEDS_CSUM */
+	assert_int_equal(msg[1], 1);            /* GSO_TCPV4 */
+	memcpy(&v, msg + 2, 2);
+	assert_int_equal(v, 54);                /* hdr_len */
+	memcpy(&v, msg + 4, 2);
+	assert_int_equal(v, MSS);               /* gso_size */
+	memcpy(&v, msg + 6, 2);
+	assert_int_equal(v, 34);                /* csum_start */
+	memcpy(&v, msg + 8, 2);
+	assert_int_equal(v, 16);                /* csum_offset */
+	assert_memory_equal(msg + VH, want, n - VH);
+	expect_none(w);
+	assert_int_equal(tap_stats(w->tap)->gso_super_frames, 1);
+	assert_int_equal(w->guest_frames, guest0);
+
+	/*
+	 * The same to the guest's MAC, which the switch has not learnt: flooded, cut for the guest's
+	 * port (every piece checked by guest_deliver), whole for the TAP.
+	 */
+	n = tcp_frame(f, guest_mac, ep_mac, EP_IP, GUEST_IP, 9000, 40000, 5000, 700, F_ACK | F_PSH, 65535, len);
+	put16(f + 34 + 16, (uint16_t)~fold(pseudo(EP_IP, GUEST_IP, 6, 20 + len)));
+	off.pkt_len = (uint32_t)n;
+	net_switch_input_offload(w->sw, w->ep, f, n, &off);
+	run_batch(w);
+	assert_int_equal(w->guest_frames, guest0 + 21);
+	assert_int_equal(w->guest_bytes, len);
+	assert_false(w->guest_bad);
+	assert_int_equal(host_read_raw(w, msg, VH + NET_MAX_FRAME), VH + 14 + 40 + len);
+	assert_int_equal(msg[1], 1);
+	expect_none(w);
+	assert_int_equal(tap_stats(w->tap)->gso_super_frames, 2);
+	free(f);
+	free(msg);
+	free(want);
+}
+
+/*
  * Frames the kernel's queue cannot take at once (a write that would block) are held, not dropped,
  * and written in order as the queue drains: here the socket pair's queue takes a few datagrams, the
  * endpoint sends 200 data frames while the host reads nothing, then the host reads and the loop
@@ -509,18 +598,6 @@ static size_t roce_frame(uint8_t *f, const uint8_t *dmac, const uint8_t *smac, u
 	for (size_t i = 0; i < len; i++)
 		udp[8 + i] = (uint8_t)(i * 13 + id);
 	return 42 + len;
-}
-
-/* The next message the TAP wrote, header and frame; 0 when none. */
-static size_t host_read_raw(struct world *w, uint8_t *msg, size_t cap)
-{
-	ssize_t n = recv(w->host, msg, cap, MSG_DONTWAIT);
-
-	if (n < 0) {
-		assert_int_equal(errno, EAGAIN);
-		return 0;
-	}
-	return (size_t)n;
 }
 
 /*
@@ -763,6 +840,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rx_batch_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rx_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acks_folded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tx_super_segment, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tx_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_udp_merged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rx_udp_super_frame, setup, teardown),
