@@ -54,8 +54,8 @@
  *
  * Going out, with ops->send_super, new data the windows allow goes as
  * super-segments of up to 64 KiB (segmentation offload): the headers are
- * built and the checksum's pseudo-header summed once per super-segment, and
- * whoever takes it (the switch, for a port without offloads; the host
+ * built and the checksum's pseudo-header summed once per super-segment, the
+ * payload is handed over where the application keeps it, and whoever takes it (the switch, for a port without offloads; the host
  * kernel behind a TAP) cuts it into the very segments the stack would have
  * sent one by one. Retransmissions and probes still go one segment at a time.
  *
@@ -71,6 +71,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #define INET_TCP_MAX_CONNS   8
 #define INET_TCP_MSS         1460
@@ -82,7 +83,7 @@
 #define INET_TCP_MAX_RETRIES 12      /* then the connection is reset */
 #define INET_TCP_TIME_WAIT_MS 2000   /* short: the segment is one host away */
 #define INET_TCP_MAX_FRAME   1514
-#define INET_TCP_SUPER_FRAME (14 + 65535)   /* a super-segment: Ethernet + the largest IPv4 packet */
+#define INET_TCP_SUPER_PIECES 32   /* payload pieces of one super-segment, at most (send_super) */
 
 struct inet_config {
 	uint32_t ip;        /* host byte order */
@@ -111,9 +112,13 @@ struct inet_ops {
 	 * numbered as the kernel's segmentation numbers them: IPv4
 	 * identifications one apart (the stack skips those it leaves to the
 	 * cut), sequence numbers following on, PSH on the last segment only.
-	 * NULL: every segment goes through send_frame, at most INET_TCP_MAX_FRAME.
+	 * The frame comes in n pieces: piece[0] the headers (Ethernet through
+	 * the TCP options), the others the payload, by reference to the
+	 * application's bytes (peek): valid only during the call, never copied
+	 * by the stack. NULL: every segment goes through send_frame, at most
+	 * INET_TCP_MAX_FRAME.
 	 */
-	void (*send_super)(void *ctx, const uint8_t *frame, size_t len, uint16_t gso_size);
+	void (*send_super)(void *ctx, const struct iovec *piece, unsigned n, uint16_t gso_size);
 
 	/* A connection was established: return its application state, or NULL to refuse (RST). */
 	void *(*open)(void *ctx);

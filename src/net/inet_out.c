@@ -90,7 +90,10 @@ static void tcp_emit_gso(struct inet_host *t, const uint8_t *dmac, uint32_t dip,
 		t->stats.frames_out++;
 		t->stats.super_out++;
 		t->stats.super_segs += segs;
-		t->ops.send_super(t->ops.ctx, t->frame, flen, gso);
+		/* The headers from t->frame, the payload where pieces() found it. */
+		t->super[0].iov_base = t->frame;
+		t->super[0].iov_len = flen - dlen;
+		t->ops.send_super(t->ops.ctx, t->super, t->super_n, gso);
 		return;
 	}
 	th->csum = be16_set(inet_csum_fold(inet_csum_pseudo(t->cfg.ip, dip, NET_IP_PROTO_TCP, l4) +
@@ -318,6 +321,47 @@ static size_t fill(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, size
 	return len;
 }
 
+/*
+ * Up to max bytes of the application's output from seq, by reference, into
+ * t->super[1..] (t->super_n counts them and the headers' piece); returns how
+ * many. Out of pieces before max, the bytes end at a whole segment.
+ */
+static size_t pieces(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, size_t max, uint32_t smss)
+{
+	uint64_t off = seq - pcb->snd_una;
+	size_t len = 0, cut;
+	unsigned k = 1;
+
+	while (len < max && k <= INET_TCP_SUPER_PIECES) {
+		const uint8_t *p = NULL;
+		size_t n = t->ops.peek(pcb->app, off + len, &p);
+
+		if (n == 0 || p == NULL)
+			break;
+		if (n > max - len)
+			n = max - len;
+		t->super[k].iov_base = (void *)p;
+		t->super[k].iov_len = n;
+		k++;
+		len += n;
+	}
+	if (len < max && k > INET_TCP_SUPER_PIECES) {
+		/* More to send than pieces to hold it: a short segment here would be one the loop never sends. */
+		for (cut = len % smss; cut > 0; k--) {
+			size_t n = t->super[k - 1].iov_len;
+
+			if (n > cut) {
+				t->super[k - 1].iov_len = n - cut;
+				break;
+			}
+			cut -= n;
+		}
+		len -= len % smss;
+	}
+	t->super_n = k;
+	return len;
+}
+
 /* The payload (len bytes) is in place: sends it at seq (gso: as a super-segment of gso-byte segments). */
 static void send_seg_gso(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, size_t len, unsigned flags,
 			 uint16_t gso)
@@ -439,11 +483,16 @@ void inet_output(struct inet_host *t, struct inet_pcb *pcb, bool probe)
 		if (SEQ_LT(pcb->snd_nxt, pcb->snd_max) && inet_sb_next(pcb, pcb->snd_nxt, &ss, &se) &&
 		    ss - pcb->snd_nxt < limit)
 			limit = ss - pcb->snd_nxt;  /* up to the next range the peer holds */
-		len = fill(t, pcb, pcb->snd_nxt, limit);
+		len = limit > smss ? pieces(t, pcb, pcb->snd_nxt, limit, smss) : 0;
+		if (len <= smss) {
+			/* One segment: copied into the frame (a super-segment's pieces are not). */
+			limit = min32(limit, smss);
+			len = fill(t, pcb, pcb->snd_nxt, limit);
+		}
 		if (len == 0)
 			break;
 		/* PSH on the last segment of this burst: out of data, or out of window. */
-		more = len == limit && usable > len && t->ops.peek(pcb->app, (uint64_t)off + len, &p) > 0;
+		more = usable > len && t->ops.peek(pcb->app, (uint64_t)off + len, &p) > 0;
 		send_seg_gso(t, pcb, pcb->snd_nxt, len, NET_TCPF_ACK | (more ? 0 : NET_TCPF_PSH),
 			     len > smss ? (uint16_t)smss : 0);
 		pcb->snd_nxt += (uint32_t)len;

@@ -190,8 +190,10 @@ struct inet_host {
 	unsigned arp_next;
 	uint8_t ll6[NET_IP6_ALEN];          /* the IPv6 link-local address, from cfg.mac (net_nd.h) */
 	uint8_t nd_mac[NET_ETH_ALEN];       /* its solicited-node Ethernet group */
-	/* Every frame out is built here: INET_TCP_MAX_FRAME bytes at most, a super-segment up to INET_TCP_SUPER_FRAME. */
-	uint8_t frame[INET_TCP_SUPER_FRAME];
+	uint8_t frame[INET_TCP_MAX_FRAME];  /* every frame out is built here (a super-segment's headers too) */
+	/* A super-segment's pieces: [0] the headers in frame, then the payload by reference; super_n of them. */
+	struct iovec super[1 + INET_TCP_SUPER_PIECES];
+	unsigned super_n;
 };
 
 /* A validated TCP segment (inet_in.c). */

@@ -11,6 +11,8 @@
 
 #define POLL_MS 20 /* the stack's timers (retransmission, TIME_WAIT) and deferred output */
 
+_Static_assert(1 + INET_TCP_SUPER_PIECES <= NET_SWITCH_MAX_PIECES, "a super-segment's pieces pass the switch whole");
+
 struct net_host {
 	const char *name;
 	struct evloop *loop;
@@ -19,6 +21,7 @@ struct net_host {
 	struct inet_host *inet;
 	struct ev_timer *timer;
 	struct inet_ops app;
+	uint8_t *join;          /* a super-segment's pieces joined, for a port that needs it whole (NET_MAX_FRAME) */
 };
 
 /* The stack's ctx is the host; the application's open() gets its own. */
@@ -39,24 +42,38 @@ static void send_frame(void *ctx, const uint8_t *frame, size_t len)
 /*
  * A super-segment of the stack's: what a TAP reads from a kernel with TSO,
  * described as net_offload_parse() would describe it. The switch hands it
- * whole to a port that takes offloads (the TAP: one write) and cut, with
- * every checksum, to the others (the guest's NIC).
+ * whole to a port that takes offloads (the TAP: one write, of the pieces as
+ * they are) and cut, with every checksum, to the others (the guest's NIC).
  */
-static void send_super(void *ctx, const uint8_t *frame, size_t len, uint16_t gso_size)
+static void send_super(void *ctx, const struct iovec *piece, unsigned n, uint16_t gso_size)
 {
 	struct net_host *h = ctx;
-	const size_t l3 = NET_ETH_HLEN, l4 = l3 + 20;
+	const uint8_t *head = piece[0].iov_base;
+	const size_t l4 = NET_ETH_HLEN + 20;
 	struct net_offload off = {
 		.csum_partial = true,
 		.tcp_csum_partial = true,
 		.csum_start = (uint16_t)l4,
 		.csum_offset = 16,
 		.gso_size = gso_size,
-		.hdr_len = (uint16_t)(l4 + (size_t)(frame[l4 + 12] >> 4) * 4),
-		.pkt_len = (uint32_t)len,
+		.hdr_len = (uint16_t)(l4 + (size_t)(head[l4 + 12] >> 4) * 4),
 	};
+	size_t len = 0;
 
-	net_switch_input_offload(h->sw, h->port, frame, len, &off);
+	for (unsigned i = 0; i < n; i++)
+		len += piece[i].iov_len;
+	off.pkt_len = (uint32_t)len;
+	/* To the TAP as it is, the payload read from where the application keeps it; else joined here. */
+	if (net_switch_input_pieces(h->sw, h->port, piece, n, &off))
+		return;
+	if (h->join == NULL && (h->join = malloc(NET_MAX_FRAME)) == NULL)
+		return; /* lost like a frame on a wire: TCP sends it again */
+	len = 0;
+	for (unsigned i = 0; i < n && len + piece[i].iov_len <= NET_MAX_FRAME; i++) {
+		memcpy(h->join + len, piece[i].iov_base, piece[i].iov_len);
+		len += piece[i].iov_len;
+	}
+	net_switch_input_offload(h->sw, h->port, h->join, len, &off);
 }
 
 static bool port_wants(void *ctx, const uint8_t *frame, size_t len)
@@ -168,6 +185,7 @@ void net_host_free(struct net_host *h)
 	if (h->port >= 0)
 		net_switch_detach(h->sw, h->port);
 	inet_free(h->inet);
+	free(h->join);
 	free(h);
 }
 

@@ -219,6 +219,32 @@ void net_switch_input_offload(struct net_switch *sw, int id, const uint8_t *fram
 			port_deliver(sw, i, frame, len, off);
 }
 
+bool net_switch_input_pieces(struct net_switch *sw, int id, const struct iovec *piece, unsigned n,
+			     const struct net_offload *off)
+{
+	const uint8_t *head = n > 0 ? piece[0].iov_base : NULL;
+	size_t hlen = n > 0 ? piece[0].iov_len : 0;
+	int out;
+
+	if (head == NULL || hlen < ETH_HLEN || n > NET_SWITCH_MAX_PIECES || (head[0] & 1) || sw->monitor != NULL)
+		return false;
+	out = lookup(sw, head);
+	if (out < 0 || out == id || !sw->used[out] || sw->ports[out].wants != NULL ||
+	    sw->ports[out].deliver_pieces == NULL)
+		return false;
+	for (int i = 0; i < NET_SWITCH_MAX_PORTS; i++)
+		if (sw->used[i] && i != id && sw->ports[i].wants != NULL &&
+		    sw->ports[i].wants(sw->ports[i].ctx, head, hlen))
+			return false;
+	sw->stats.frames++;
+	if (id < 0 || id >= NET_SWITCH_MAX_PORTS || !sw->ports[id].no_learn)
+		learn(sw, head + 6, id);
+	sw->stats.unicast++;
+	sw->stats.pieces_passed++;
+	sw->ports[out].deliver_pieces(sw->ports[out].ctx, piece, n, off);
+	return true;
+}
+
 const struct net_switch_stats *net_switch_stats(const struct net_switch *sw)
 {
 	return &sw->stats;

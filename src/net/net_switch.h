@@ -32,10 +32,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "net/net_offload.h"
 
 #define NET_SWITCH_MAX_PORTS 8
+#define NET_SWITCH_MAX_PIECES 64   /* pieces of a frame net_switch_input_pieces() hands over */
 
 struct net_port {
 	const char *name;
@@ -53,6 +55,12 @@ struct net_port {
 	 */
 	void (*deliver_offload)(void *ctx, const uint8_t *frame, size_t len, const struct net_offload *off);
 	/*
+	 * Wire ports only, optional: take a frame with offloads in pieces, as
+	 * net_switch_input_pieces() got it (the pieces are valid during the
+	 * call only). A port with this has deliver_offload too.
+	 */
+	void (*deliver_pieces)(void *ctx, const struct iovec *piece, unsigned n, const struct net_offload *off);
+	/*
 	 * Endpoints only: frames it sends do not teach the switch where their
 	 * source MAC lives. For an endpoint that speaks with a wire port's MAC
 	 * (the guest's RoCE function sends as the guest): the guest's other
@@ -69,6 +77,7 @@ struct net_switch_stats {
 	uint64_t csum_completed;   /* partial checksums completed for a port without offloads */
 	uint64_t dropped_offload;  /* an offload met inside another's delivery (never expected), or a UDP
 				    * super-frame that could not be cut */
+	uint64_t pieces_passed;    /* frames in pieces handed over as they were (net_switch_input_pieces) */
 };
 
 struct net_switch;
@@ -85,6 +94,19 @@ void net_switch_input(struct net_switch *sw, int id, const uint8_t *frame, size_
 /* The same, with the offloads net_offload_parse() found (NULL: none). */
 void net_switch_input_offload(struct net_switch *sw, int id, const uint8_t *frame, size_t len,
 			      const struct net_offload *off);
+
+/*
+ * A frame with offloads in n pieces (an in-process host's TCP super-segment:
+ * piece[0] holds every header, Ethernet through the TCP options; the rest is
+ * payload where the application keeps it; at most NET_SWITCH_MAX_PIECES).
+ * Handed over as it is, with no copy, when it is unicast to a MAC last seen on a wire port that takes
+ * pieces, no endpoint wants it (each is asked with piece[0]: their filters
+ * look at headers only) and no monitor is set. Otherwise nothing is done and
+ * false is returned: the caller joins the pieces and uses
+ * net_switch_input_offload().
+ */
+bool net_switch_input_pieces(struct net_switch *sw, int id, const struct iovec *piece, unsigned n,
+			     const struct net_offload *off);
 
 const struct net_switch_stats *net_switch_stats(const struct net_switch *sw);
 

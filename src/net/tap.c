@@ -235,6 +235,34 @@ static void flush_held(struct tap *t)
 		evloop_mod_fd(t->loop, t->watch, EPOLLIN);
 }
 
+/* One frame in n pieces, iov[0] its virtio_net_hdr (left out without IFF_VNET_HDR). */
+static void write_iov(struct tap *t, struct iovec *iov, int n)
+{
+	ssize_t want = 0;
+
+	if (!t->vnet) {
+		iov++;
+		n--;
+	}
+	for (int i = 0; i < n; i++)
+		want += (ssize_t)iov[i].iov_len;
+	if (t->fd < 0)
+		return;
+	/* Behind frames already held, in order; a full queue holds the frame rather than drop it. */
+	if (t->hold_n > 0) {
+		hold_frame(t, iov, n);
+		return;
+	}
+	if (writev(t->fd, iov, n) != want) {
+		if (write_failed(t))
+			hold_frame(t, iov, n);
+		else if (t->fd >= 0)
+			t->stats.tx_dropped++;
+		return;
+	}
+	t->stats.tx_frames++;
+}
+
 static void write_frame(struct tap *t, const struct virtio_net_hdr *vh, const uint8_t *frame, size_t len)
 {
 	struct virtio_net_hdr none = { 0 };
@@ -242,23 +270,8 @@ static void write_frame(struct tap *t, const struct virtio_net_hdr *vh, const ui
 		{ .iov_base = (void *)(vh ? vh : &none), .iov_len = sizeof(none) },
 		{ .iov_base = (void *)frame, .iov_len = len },
 	};
-	ssize_t want = (ssize_t)(len + (t->vnet ? sizeof(none) : 0));
 
-	if (t->fd < 0)
-		return;
-	/* Behind frames already held, in order; a full queue holds the frame rather than drop it. */
-	if (t->hold_n > 0) {
-		hold_frame(t, t->vnet ? iov : iov + 1, t->vnet ? 2 : 1);
-		return;
-	}
-	if (writev(t->fd, t->vnet ? iov : iov + 1, t->vnet ? 2 : 1) != want) {
-		if (write_failed(t))
-			hold_frame(t, t->vnet ? iov : iov + 1, t->vnet ? 2 : 1);
-		else if (t->fd >= 0)
-			t->stats.tx_dropped++;
-		return;
-	}
-	t->stats.tx_frames++;
+	write_iov(t, iov, 2);
 }
 
 static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
@@ -563,26 +576,50 @@ static void deliver(void *ctx, const uint8_t *frame, size_t len)
  * so, and the kernel cuts it, as it cuts the segments merged here. Behind
  * whatever was queued before it.
  */
-static void deliver_offload(void *ctx, const uint8_t *frame, size_t len, const struct net_offload *off)
+static void offload_hdr(struct tap *t, const struct net_offload *off, struct virtio_net_hdr *vh)
 {
-	struct tap *t = ctx;
-	struct virtio_net_hdr vh = { 0 };
-
+	memset(vh, 0, sizeof(*vh));
 	flush_ack(t);
 	flush(t);
 	flush_udp(t);
 	if (off->csum_partial) {
-		vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-		vh.csum_start = off->csum_start;
-		vh.csum_offset = off->csum_offset;
+		vh->flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+		vh->csum_start = off->csum_start;
+		vh->csum_offset = off->csum_offset;
 	}
 	if (off->gso_size) {
-		vh.gso_type = off->gso_udp ? VIRTIO_NET_HDR_GSO_UDP_L4 : VIRTIO_NET_HDR_GSO_TCPV4;
-		vh.gso_size = off->gso_size;
-		vh.hdr_len = off->hdr_len;
+		vh->gso_type = off->gso_udp ? VIRTIO_NET_HDR_GSO_UDP_L4 : VIRTIO_NET_HDR_GSO_TCPV4;
+		vh->gso_size = off->gso_size;
+		vh->hdr_len = off->hdr_len;
 		t->stats.gso_super_frames++;
 	}
+}
+
+static void deliver_offload(void *ctx, const uint8_t *frame, size_t len, const struct net_offload *off)
+{
+	struct tap *t = ctx;
+	struct virtio_net_hdr vh;
+
+	offload_hdr(t, off, &vh);
 	write_frame(t, &vh, frame, off->gso_size ? off->pkt_len : len);
+}
+
+/* The same in pieces: one writev() of the header and the pieces, the payload copied by the kernel alone. */
+static void deliver_pieces(void *ctx, const struct iovec *piece, unsigned n, const struct net_offload *off)
+{
+	struct tap *t = ctx;
+	struct virtio_net_hdr vh;
+	struct iovec iov[1 + NET_SWITCH_MAX_PIECES];
+
+	if (n == 0 || n > NET_SWITCH_MAX_PIECES) {
+		t->stats.tx_dropped++;  /* the switch never passes more */
+		return;
+	}
+	offload_hdr(t, off, &vh);
+	iov[0].iov_base = &vh;
+	iov[0].iov_len = sizeof(vh);
+	memcpy(iov + 1, piece, n * sizeof(*piece));
+	write_iov(t, iov, (int)n + 1);
 }
 
 /* Everything after the descriptor is a TAP: the switch port and the watch. */
@@ -590,7 +627,8 @@ static struct tap *attach(struct tap *t, struct net_switch *sw, char *err, size_
 {
 	/* Only a TAP with the virtio_net_hdr can hand offloads to the kernel; else the switch does the work. */
 	struct net_port port = { .name = "tap", .deliver = deliver, .ctx = t,
-				 .deliver_offload = t->vnet ? deliver_offload : NULL };
+				 .deliver_offload = t->vnet ? deliver_offload : NULL,
+				 .deliver_pieces = t->vnet ? deliver_pieces : NULL };
 
 	t->port = net_switch_attach(sw, &port);
 	if (t->port < 0) {

@@ -226,13 +226,23 @@ static void cb_send_frame(void *ctx, const uint8_t *f, size_t len)
  */
 static unsigned super_calls, super_pieces;
 
-static void cb_send_super(void *ctx, const uint8_t *f, size_t len, uint16_t gso)
+static void cb_send_super(void *ctx, const struct iovec *piece, unsigned np, uint16_t gso)
 {
+	static uint8_t f[14 + 65535];
 	const uint8_t *ip = f + 14, *tcp = ip + 20;
-	size_t hdr, tot, payload, done = 0;
+	size_t hdr, tot, payload, done = 0, len = 0;
 	uint8_t seg[FMAX];
 	unsigned i = 0;
 
+	/* The headers whole in the first piece, then the payload in at most INET_TCP_SUPER_PIECES. */
+	assert_true(np >= 2 && np <= 1 + INET_TCP_SUPER_PIECES);
+	assert_true(piece[0].iov_len >= 54 && piece[0].iov_len <= 54 + 40);
+	for (unsigned k = 0; k < np; k++) {
+		assert_true(piece[k].iov_len > 0 && len + piece[k].iov_len <= sizeof(f));
+		memcpy(f + len, piece[k].iov_base, piece[k].iov_len);
+		len += piece[k].iov_len;
+	}
+	assert_int_equal(piece[0].iov_len, 34 + (size_t)(tcp[12] >> 4) * 4);
 	assert_true(len > 54 && len <= 14 + 65535);
 	assert_int_equal(get16(f + 12), 0x0800);
 	assert_int_equal(ip[0], 0x45);
@@ -3142,6 +3152,37 @@ static void test_fuzz(void **state)
 }
 
 /*
+ * 1 MiB to a peer with every option, its window scaled to 1 MiB, the
+ * application's bytes peeked 700 at a time: a super-segment runs out of
+ * pieces (INET_TCP_SUPER_PIECES) long before 64 KiB and ends at a whole
+ * segment, the rest following in the next one.
+ */
+static void scenario_short_pieces(void **state)
+{
+	struct harness *h = *state;
+	const size_t n = 1u << 20;
+	uint8_t *d = pattern(n, 71);
+	struct peer p;
+	struct app *a;
+
+	peer_init_opts(&p, 46300, 0x7fff0000u);
+	p.wnd = 0x2000;
+	a = peer_connect(h, &p);
+	a->peek_chunk = 700;
+	app_queue(a, d, n);
+	h_poll(h);
+	while (p.rx_len < n) {
+		assert_true(peer_rx(h, &p, false, 1448) > 0);
+		p.tsval++;
+		peer_ack(h, &p);
+	}
+	assert_memory_equal(p.rx, d, n);
+	assert_int_equal(a->acked, n);
+	free(d);
+	peer_free(&p);
+}
+
+/*
  * Segmentation offload changes nothing on the wire: each scenario runs on a
  * stack without send_super and on one with it (the same seeds and clock),
  * and the frames sent, the super-segments cut as cb_send_super cuts them,
@@ -3160,6 +3201,7 @@ static void test_super_same_frames(void **state)
 		{ "bulk 1 MiB", test_bulk_send_1mib, true },
 		{ "plain peer, whole window", test_plain_peer_whole_window, true },
 		{ "scaled window", test_scaled_window_send, true },
+		{ "scaled window, short peeks", scenario_short_pieces, true },
 		{ "small window, short peeks", test_peer_window_limits_flight, false },
 		{ "slow reader", test_slow_reader, false },
 		{ "lost segment", test_retransmit_lost_segment, false },

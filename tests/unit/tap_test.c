@@ -513,6 +513,43 @@ static void test_tx_super_segment(void **state)
 	assert_int_equal(msg[1], 1);
 	expect_none(w);
 	assert_int_equal(tap_stats(w->tap)->gso_super_frames, 2);
+
+	/*
+	 * In pieces, to the host whose MAC the switch knows: one write of the header and the pieces,
+	 * the same bytes, nothing for the guest. To the guest's unknown MAC: refused (the sender joins
+	 * the pieces), nothing written.
+	 */
+	{
+		uint8_t *g = malloc(NET_MAX_FRAME);
+		struct iovec pc[4];
+		size_t cut1 = 1000, cut2 = 7 * MSS + 5;
+
+		assert_non_null(g);
+		n = tcp_frame(g, host_mac, ep_mac, EP_IP, HOST_IP, 9000, 40000, 9000, 700, F_ACK, 65535, len);
+		put16(g + 34 + 16, (uint16_t)~fold(pseudo(EP_IP, HOST_IP, 6, 20 + len)));
+		pc[0] = (struct iovec){ .iov_base = g, .iov_len = 54 };
+		pc[1] = (struct iovec){ .iov_base = g + 54, .iov_len = cut1 };
+		pc[2] = (struct iovec){ .iov_base = g + 54 + cut1, .iov_len = cut2 };
+		pc[3] = (struct iovec){ .iov_base = g + 54 + cut1 + cut2, .iov_len = len - cut1 - cut2 };
+		off.pkt_len = (uint32_t)n;
+		assert_true(net_switch_input_pieces(w->sw, w->ep, pc, 4, &off));
+		run_batch(w);
+		assert_int_equal(host_read_raw(w, msg, VH + NET_MAX_FRAME), VH + n);
+		assert_int_equal(msg[0], 1);
+		assert_int_equal(msg[1], 1);
+		memcpy(&v, msg + 4, 2);
+		assert_int_equal(v, MSS);
+		assert_memory_equal(msg + VH, g, n);
+		assert_int_equal(tap_stats(w->tap)->gso_super_frames, 3);
+		assert_int_equal(net_switch_stats(w->sw)->pieces_passed, 1);
+		memcpy(g, guest_mac, 6);
+		assert_false(net_switch_input_pieces(w->sw, w->ep, pc, 4, &off));
+		run_batch(w);
+		expect_none(w);
+		assert_int_equal(w->guest_frames, guest0 + 21);
+		assert_int_equal(net_switch_stats(w->sw)->pieces_passed, 1);
+		free(g);
+	}
 	free(f);
 	free(msg);
 	free(want);
