@@ -70,7 +70,8 @@ struct net_switch;
 #define ROCE_PORT_PEERS_KEPT 16         /* peers remembered: the late rate and READ pace their flows learned */
 #define ROCE_PORT_RXQ 256               /* received frames held until roce_port_pump(): two reads of a TAP's
 					 * wakeup (64 frames, and a UDP super-frame of up to 64 more) */
-#define ROCE_PORT_BACKLOG 48              /* a frame that finds this many waiting: the node is behind */
+#define ROCE_PORT_BACKLOG 128             /* a frame that finds this many waiting: the node is behind
+					 * (more than a TAP's wakeup brings; see net_switch_behind()) */
 #define ROCE_PORT_CNP_GAP_US 50         /* at most one CNP per QP this often */
 #define ROCE_PORT_CNP_PER_PUMP 4        /* and at most this many per roce_port_pump() call */
 #define ROCE_PORT_ARP_RETRY_US 1000     /* at most one ARP request per unresolved neighbour this often */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "net/net_arp.h"
+#include "net/net_switch.h"
 
 /* The node's MAC, or (guest nodes) one a QP sends with. */
 static bool port_is_local_mac(const struct roce_port *port, const uint8_t *mac)
@@ -89,7 +90,7 @@ void rport_deliver(void *ctx, const uint8_t *frame, size_t len)
 		memcpy(s->frame, frame, len);
 	}
 	s->len = len;
-	s->backlog = port->rx_count >= ROCE_PORT_BACKLOG;
+	s->backlog = port->rx_count >= ROCE_PORT_BACKLOG || net_switch_behind(port->sw);
 	port->rx_count++;
 	port->stats.frames_in++;
 }

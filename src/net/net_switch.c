@@ -26,6 +26,7 @@ struct net_switch {
 	uint8_t scratch[NET_MAX_FRAME];
 	void (*monitor)(void *ctx, const uint8_t *frame, size_t len);
 	void *monitor_ctx;
+	bool behind;
 };
 
 struct emit_ctx {
@@ -243,6 +244,16 @@ bool net_switch_input_pieces(struct net_switch *sw, int id, const struct iovec *
 	sw->stats.pieces_passed++;
 	sw->ports[out].deliver_pieces(sw->ports[out].ctx, piece, n, off);
 	return true;
+}
+
+void net_switch_set_behind(struct net_switch *sw, bool behind)
+{
+	sw->behind = behind;
+}
+
+bool net_switch_behind(const struct net_switch *sw)
+{
+	return sw->behind;
 }
 
 const struct net_switch_stats *net_switch_stats(const struct net_switch *sw)

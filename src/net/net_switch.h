@@ -111,6 +111,16 @@ bool net_switch_input_pieces(struct net_switch *sw, int id, const struct iovec *
 const struct net_switch_stats *net_switch_stats(const struct net_switch *sw);
 
 /*
+ * Whether the host side of the segment is ahead of us: a TAP's reads ended
+ * at their budget several wakeups in a row, so its kernel queue has kept
+ * growing. Set by the TAP, read by the ports that answer a backlog with
+ * congestion notifications (the RoCEv2 nodes). A batch of one wakeup, however
+ * large, is not a backlog: a super-frame brings many packets at once.
+ */
+void net_switch_set_behind(struct net_switch *sw, bool behind);
+bool net_switch_behind(const struct net_switch *sw);
+
+/*
  * Something that sees every frame entering the switch (from any port, runts
  * aside), before it is delivered, as it came (offloads included): the
  * segment's capture (net_pcap.h). NULL fn: none.

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <net/if.h>
 #include <linux/if_tun.h>
 #include <linux/virtio_net.h>
@@ -88,6 +89,7 @@ struct tap {
 	bool rx_offloads;     /* TUNSETOFFLOAD granted TAP_RX_OFFLOADS: super-frames and partial checksums come in */
 	bool uso;             /* the kernel takes UDP segmentation both ways (TUN_F_USO4 granted): RoCEv2 merges */
 	bool flush_pending;
+	unsigned full_wakeups;  /* wakeups in a row whose reads ended at the budget, not at an empty queue */
 	struct evloop *loop;
 	struct ev_watch *watch;
 	struct net_switch *sw;
@@ -140,13 +142,24 @@ static void on_readable(void *arg, uint32_t events)
 	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
 		return;
 
+	/*
+	 * Frames read after TAP_BEHIND_WAKEUPS wakeups in a row that ended at their budget come from
+	 * a queue that keeps growing: the segment is told (net_switch_set_behind), until a read
+	 * finds the queue empty.
+	 */
+	if (t->full_wakeups >= TAP_BEHIND_WAKEUPS)
+		t->stats.behind_wakeups++;
+	net_switch_set_behind(t->sw, t->full_wakeups >= TAP_BEHIND_WAKEUPS);
 	/* A UDP super-frame counts as the datagrams it carries: each is a frame to its port's ring. */
 	for (; frames < TAP_READS_PER_WAKEUP && taken < TAP_BYTES_PER_WAKEUP && t->fd >= 0; frames++) {
 		ssize_t n = read(t->fd, t->buf, sizeof(t->buf));
 		struct net_offload off;
 
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+			t->full_wakeups = 0;
+			net_switch_set_behind(t->sw, false);
 			return;
+		}
 		if (n <= 0) {
 			tap_gone(t, n < 0 ? errno : ENODEV);
 			return;
@@ -171,7 +184,9 @@ static void on_readable(void *arg, uint32_t events)
 			frames += (off.pkt_len - off.hdr_len) / off.gso_size;
 		net_switch_input_offload(t->sw, t->port, t->buf + hdr, (size_t)n - hdr, &off);
 	}
-	(void)events;
+	if (t->fd >= 0 && t->full_wakeups < UINT_MAX)
+		t->full_wakeups++; /* the budget ran out before the queue did */
+	net_switch_set_behind(t->sw, false);
 }
 
 /* Hold a frame the kernel could not take now (written again by on_event when the TAP is writable). */
@@ -775,7 +790,8 @@ void tap_close(struct tap *t)
 	LOG_INFO("tap %s: %llu frames in (%llu of them segmentation-offload super-frames, %llu of those UDP, "
 		 "%llu refused), %llu out (%llu of them merged segmentation-offload writes, %llu of RoCEv2 datagrams "
 		 "carrying %llu, %llu ACKs folded into later ones, %llu super-segments of the in-process hosts), "
-		 "%llu dropped (%llu with %u held already), %llu held until the kernel could take them",
+		 "%llu dropped (%llu with %u held already), %llu held until the kernel could take them; "
+		 "%llu wakeups read a queue that kept growing",
 		 t->name, (unsigned long long)t->stats.rx_frames, (unsigned long long)t->stats.offload.gso_frames,
 		 (unsigned long long)t->stats.offload.gso_udp_frames,
 		 (unsigned long long)t->stats.rx_dropped, (unsigned long long)t->stats.tx_frames,
@@ -783,7 +799,7 @@ void tap_close(struct tap *t)
 		 (unsigned long long)t->stats.gso_udp_frames, (unsigned long long)t->stats.udp_merged,
 		 (unsigned long long)t->stats.acks_superseded, (unsigned long long)t->stats.gso_super_frames,
 		 (unsigned long long)t->stats.tx_dropped, (unsigned long long)t->stats.tx_held_full, TAP_TX_HOLD,
-		 (unsigned long long)t->stats.tx_held);
+		 (unsigned long long)t->stats.tx_held, (unsigned long long)t->stats.behind_wakeups);
 	/* A persistent device keeps its features: the next reader may not want super-frames. */
 	if (t->rx_offloads && t->fd >= 0)
 		ioctl(t->fd, TUNSETOFFLOAD, 0ul);

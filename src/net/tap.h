@@ -33,6 +33,8 @@ struct net_switch;
 struct tap;
 
 #define TAP_READS_PER_WAKEUP 64
+/* Wakeups in a row that end at their budget, after which the segment is behind (net_switch_behind()). */
+#define TAP_BEHIND_WAKEUPS 4
 #define TAP_BYTES_PER_WAKEUP (256u << 10)
 /*
  * Frames the kernel's queue refused (a write that would block): held in order
@@ -51,7 +53,8 @@ struct tap_stats {
 	uint64_t gso_udp_frames; /* writes that carried several merged RoCEv2 datagrams */
 	uint64_t udp_merged;  /* the datagrams they carried */
 	uint64_t gso_super_frames; /* super-frames written as an in-process host handed them over (its TCP's) */
-	uint64_t acks_superseded;  /* pure ACKs never written: a later one of the batch said more */
+	uint64_t acks_superseded;
+	uint64_t behind_wakeups;  /* wakeups that read a queue which had outlasted TAP_BEHIND_WAKEUPS budgets */  /* pure ACKs never written: a later one of the batch said more */
 	uint64_t rx_dropped;  /* frames refused: a bad offload header (counted by cause in offload), too long */
 	struct net_offload_stats offload;   /* rx: super-frames, partial checksums, refusals */
 };

@@ -1667,9 +1667,9 @@ static unsigned pump_alone(struct node *n)
 
 /*
  * Congestion control between two nodes (roce_rate.h, DCQCN's reaction point and a notification
- * point that answers its own backlog). A sends 64 packets while B, falling behind, is not pumped:
- * when B takes them, those that found ROCE_PORT_BACKLOG or more waiting earn A one CNP (not one per
- * packet: at most one per ROCE_PORT_CNP_GAP_US per QP), which halves A's rate and empties its
+ * point that answers its own backlog). A sends 64 packets while B is not pumped: a batch, which
+ * earns no CNP; then packets that arrive while the segment is behind (net_switch_behind) earn A
+ * one CNP (at most one per ROCE_PORT_CNP_GAP_US per QP), which halves A's rate and empties its
  * tokens. Then A lets out only what its rate earns: nothing at the same instant, about rate x dt
  * over dt, and every packet waits, none is lost; a quiet stretch of sending raises the rate again.
  */
@@ -1689,12 +1689,37 @@ static void test_congestion(void **state)
 		fill(A, i, LBUF, i);
 		assert_int_equal(post(A, i, ROCE_RC_REQ_WRITE, LBUF, (uint64_t)i * LBUF), 0);
 	}
-	/* 64 packets leave A at once (within a burst's worth of tokens), none handled by B yet */
+	/*
+	 * 64 packets leave A at once (within a burst's worth of tokens), none handled by B yet: a
+	 * batch, as one TAP wakeup brings, fewer than ROCE_PORT_BACKLOG: no CNP when B takes them.
+	 */
 	sent = A->tx_roce;
 	pump_alone(A);
 	assert_int_equal(A->tx_roce - sent, 64);
 	assert_int_equal(B->tx_cnp, 0);
-	/* B catches up: one CNP for the packets that found a backlog */
+	pump_alone(B);
+	assert_int_equal(B->tx_cnp, 0);
+	run();
+	for (unsigned i = 0; i < 8; i++) {
+		expect_comp(A, i, i, ROCE_RC_REQ_WC_SUCCESS, LBUF);
+		assert_memory_equal(B->mr + (size_t)i * LBUF, A->lbuf[i], LBUF);
+	}
+	assert_int_equal(roce_port_stats(A->port)->rate_cuts, 0);
+	/*
+	 * The same while the segment is behind (a TAP whose reads ended at their budget wakeup after
+	 * wakeup): the packets that arrive so earn A one CNP (not one per packet: at most one per
+	 * ROCE_PORT_CNP_GAP_US per QP).
+	 */
+	W->now += ROCE_PORT_CNP_GAP_US;
+	for (unsigned i = 0; i < 8; i++) {
+		fill(A, i, LBUF, i + 100);
+		assert_int_equal(post(A, i, ROCE_RC_REQ_WRITE, LBUF, (uint64_t)i * LBUF), 0);
+	}
+	sent = A->tx_roce;
+	net_switch_set_behind(W->sw, true);
+	pump_alone(A);
+	net_switch_set_behind(W->sw, false);
+	assert_int_equal(A->tx_roce - sent, 64);
 	pump_alone(B);
 	assert_int_equal(B->tx_cnp, 1);
 	assert_int_equal(roce_port_stats(B->port)->cnp_sent, 1);
@@ -1706,7 +1731,7 @@ static void test_congestion(void **state)
 	assert_true(ra->tokens <= 0);
 	run();
 	for (unsigned i = 0; i < 8; i++) {
-		expect_comp(A, i, i, ROCE_RC_REQ_WC_SUCCESS, LBUF);
+		expect_comp(A, 8 + i, i, ROCE_RC_REQ_WC_SUCCESS, LBUF);
 		assert_memory_equal(B->mr + (size_t)i * LBUF, A->lbuf[i], LBUF);
 	}
 	/* Paced: nothing leaves at the instant of the cut... */
@@ -1731,7 +1756,7 @@ static void test_congestion(void **state)
 	assert_true(bytes <= ra->rate * dt / 1000000 + 2 * (MTU + 62));
 	run();
 	for (unsigned i = 8; i < 14; i++)
-		expect_comp(A, i, i, ROCE_RC_REQ_WC_SUCCESS, LBUF);
+		expect_comp(A, 8 + i, i, ROCE_RC_REQ_WC_SUCCESS, LBUF);
 	assert_int_equal(A->dropped + B->dropped, 0);
 	assert_int_equal(drops(A, ROCE_PORT_DROP_RX_FULL) + drops(B, ROCE_PORT_DROP_RX_FULL), 0);
 	teardown_world();

@@ -100,6 +100,7 @@ struct world {
 	struct ev_watch *always_w;
 	int ep;                 /* a port the test sends from, as an endpoint would */
 	unsigned guest_frames;
+	unsigned guest_behind;  /* of them, delivered while the switch said the segment is behind */
 	size_t guest_bytes;
 	bool guest_bad;
 	uint8_t guest_dgram[MAX_DGRAMS][DGRAM_CAP];     /* the UDP frames the guest port got, in order */
@@ -112,6 +113,7 @@ static void guest_deliver(void *ctx, const uint8_t *f, size_t len)
 	size_t tot = get16(ip + 2), l4h = ip[9] == 17 ? 8 : 20;
 
 	w->guest_frames++;
+	w->guest_behind += net_switch_behind(w->sw);
 	/* Every frame a port without offloads gets is whole and checks out. */
 	if (len < 14 + 20 + l4h || tot < 20 + l4h || 14 + tot > len || fold(sum16(0, ip, 20)) != 0 ||
 	    fold(pseudo(get32(ip + 12), get32(ip + 16), ip[9], tot - 20) + sum16(0, ip + 20, tot - 20)) != 0 ||
@@ -440,6 +442,43 @@ static void test_acks_folded(void **state)
 	assert_int_equal(get32(f + 34 + 4), 5000);
 	expect_none(w);
 	assert_int_equal(tap_stats(w->tap)->acks_superseded, 3);
+}
+
+/*
+ * Wakeups whose reads end at their budget (TAP_READS_PER_WAKEUP frames) with more queued: after
+ * TAP_BEHIND_WAKEUPS of them in a row, the frames of the next ones reach the ports while
+ * net_switch_behind() says so, until a wakeup empties the queue; a wakeup that empties it, or a
+ * few at the budget, are not behind.
+ */
+static void test_behind(void **state)
+{
+	struct world *w = *state;
+	uint8_t f[64], vh[VH] = { 0 };
+	size_t n = tcp_frame(f, guest_mac, host_mac, HOST_IP, GUEST_IP, 40000, 22, 1, 1, F_ACK, 65535, 0);
+	unsigned q = TAP_READS_PER_WAKEUP * (TAP_BEHIND_WAKEUPS + 1) + 10;
+
+	for (unsigned i = 0; i < q; i++)
+		host_write(w, vh, f, n);
+	for (unsigned i = 0; i < TAP_BEHIND_WAKEUPS; i++) {
+		run_batch(w);
+		assert_int_equal(w->guest_frames, (i + 1) * TAP_READS_PER_WAKEUP);
+		assert_int_equal(w->guest_behind, 0);
+	}
+	assert_false(net_switch_behind(w->sw));
+	run_batch(w);   /* the queue outlasted TAP_BEHIND_WAKEUPS budgets: behind */
+	assert_int_equal(w->guest_behind, TAP_READS_PER_WAKEUP);
+	run_batch(w);   /* the last ten, then the queue is empty */
+	assert_int_equal(w->guest_frames, q);
+	assert_int_equal(w->guest_behind, TAP_READS_PER_WAKEUP + 10);
+	assert_false(net_switch_behind(w->sw));
+	assert_int_equal(tap_stats(w->tap)->behind_wakeups, 2);
+	/* Emptied: the next frame is not behind, nor are three budgets' worth after it. */
+	for (unsigned i = 0; i < 3 * TAP_READS_PER_WAKEUP + 1; i++)
+		host_write(w, vh, f, n);
+	for (unsigned i = 0; i < 4; i++)
+		run_batch(w);
+	assert_int_equal(w->guest_frames, q + 3 * TAP_READS_PER_WAKEUP + 1);
+	assert_int_equal(w->guest_behind, TAP_READS_PER_WAKEUP + 10);
 }
 
 /*
@@ -877,6 +916,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rx_batch_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rx_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acks_folded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_behind, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tx_super_segment, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tx_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_udp_merged, setup, teardown),
