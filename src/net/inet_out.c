@@ -299,22 +299,28 @@ static uint32_t min32(uint32_t a, uint32_t b)
 	return a < b ? a : b;
 }
 
+/* The application's next piece of output at off, at most room bytes of it (*p: where); 0 when none. */
+static size_t peek_at(struct inet_host *t, struct inet_pcb *pcb, uint64_t off, size_t room, const uint8_t **p)
+{
+	size_t n;
+
+	*p = NULL;
+	n = t->ops.peek(pcb->app, off, p);
+	if (n == 0 || *p == NULL)
+		return 0;
+	return n < room ? n : room;
+}
+
 /* Copies up to max bytes of the application's output from seq into the frame; returns how many. */
 static size_t fill(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, size_t max)
 {
 	uint8_t *dst = t->frame + NET_ETH_IP_TCP_HLEN + data_optlen(pcb);
 	uint64_t off = seq - pcb->snd_una;
-	size_t len = 0;
+	const uint8_t *p;
+	size_t len = 0, n;
 
 	/* Fill the segment from as many pieces as the application has, each copied at once. */
-	while (len < max) {
-		const uint8_t *p = NULL;
-		size_t n = t->ops.peek(pcb->app, off + len, &p);
-
-		if (n == 0 || p == NULL)
-			break;
-		if (n > max - len)
-			n = max - len;
+	while (len < max && (n = peek_at(t, pcb, off + len, max - len, &p)) > 0) {
 		memcpy(dst + len, p, n);
 		len += n;
 	}
@@ -329,17 +335,11 @@ static size_t fill(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, size
 static size_t pieces(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, size_t max, uint32_t smss)
 {
 	uint64_t off = seq - pcb->snd_una;
-	size_t len = 0, cut;
+	const uint8_t *p;
+	size_t len = 0, cut, n;
 	unsigned k = 1;
 
-	while (len < max && k <= INET_TCP_SUPER_PIECES) {
-		const uint8_t *p = NULL;
-		size_t n = t->ops.peek(pcb->app, off + len, &p);
-
-		if (n == 0 || p == NULL)
-			break;
-		if (n > max - len)
-			n = max - len;
+	while (len < max && k <= INET_TCP_SUPER_PIECES && (n = peek_at(t, pcb, off + len, max - len, &p)) > 0) {
 		t->super[k].iov_base = (void *)p;
 		t->super[k].iov_len = n;
 		k++;
@@ -348,8 +348,7 @@ static size_t pieces(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq, si
 	if (len < max && k > INET_TCP_SUPER_PIECES) {
 		/* More to send than pieces to hold it: a short segment here would be one the loop never sends. */
 		for (cut = len % smss; cut > 0; k--) {
-			size_t n = t->super[k - 1].iov_len;
-
+			n = t->super[k - 1].iov_len;
 			if (n > cut) {
 				t->super[k - 1].iov_len = n - cut;
 				break;
