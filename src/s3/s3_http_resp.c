@@ -95,20 +95,33 @@ void http_format_date(int64_t unix_time, char out[30])
 	memcpy(out + 25, " GMT", 5);
 }
 
-static bool put(char *out, size_t cap, size_t *n, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static bool put(char *out, size_t cap, size_t *n, const char *fmt, ...)
+/* Appends len bytes of s at out + *n (cap bytes in all, one kept for the terminating NUL). */
+static bool put_mem(char *out, size_t cap, size_t *n, const char *s, size_t len)
 {
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = vsnprintf(out + *n, cap - *n, fmt, ap);
-	va_end(ap);
-	if (r < 0 || (size_t)r >= cap - *n)
+	if (len >= cap - *n)
 		return false;
-	*n += (size_t)r;
+	memcpy(out + *n, s, len);
+	*n += len;
+	out[*n] = '\0';
 	return true;
+}
+
+static bool put_str(char *out, size_t cap, size_t *n, const char *s)
+{
+	return put_mem(out, cap, n, s, strlen(s));
+}
+
+/* v in decimal. (A response head is written for every request: no printf on that path.) */
+static bool put_u64(char *out, size_t cap, size_t *n, unsigned long long v)
+{
+	char d[20];
+	size_t k = sizeof(d);
+
+	do {
+		d[--k] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	return put_mem(out, cap, n, d + k, sizeof(d) - k);
 }
 
 static bool safe_field(const char *s, bool name)
@@ -138,17 +151,21 @@ int http_format_response_head(const struct http_response_head *h, char *out, siz
 			return -EINVAL;
 
 	http_format_date(time(NULL), date);
-	ok = put(out, cap, &n, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: rocm-ernic\r\n", h->status,
-		 http_reason(h->status), date);
+	ok = put_str(out, cap, &n, "HTTP/1.1 ") && put_u64(out, cap, &n, (unsigned)h->status) &&
+	     put_str(out, cap, &n, " ") && put_str(out, cap, &n, http_reason(h->status)) &&
+	     put_str(out, cap, &n, "\r\nDate: ") && put_str(out, cap, &n, date) &&
+	     put_str(out, cap, &n, "\r\nServer: rocm-ernic\r\n");
 	/* RFC 7230 3.3.2: no Content-Length in 1xx and 204 responses */
 	if (ok && h->status >= 200 && h->status != 204)
-		ok = put(out, cap, &n, "Content-Length: %llu\r\n", (unsigned long long)h->content_length);
+		ok = put_str(out, cap, &n, "Content-Length: ") &&
+		     put_u64(out, cap, &n, (unsigned long long)h->content_length) && put_str(out, cap, &n, "\r\n");
 	if (ok)
-		ok = put(out, cap, &n, "Connection: %s\r\n", h->keep_alive ? "keep-alive" : "close");
+		ok = put_str(out, cap, &n, h->keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n");
 	for (i = 0; ok && i < h->nheaders; i++)
-		ok = put(out, cap, &n, "%s: %s\r\n", h->headers[i].name, h->headers[i].value);
+		ok = put_str(out, cap, &n, h->headers[i].name) && put_str(out, cap, &n, ": ") &&
+		     put_str(out, cap, &n, h->headers[i].value) && put_str(out, cap, &n, "\r\n");
 	if (ok)
-		ok = put(out, cap, &n, "\r\n");
+		ok = put_str(out, cap, &n, "\r\n");
 	if (!ok || n > INT_MAX) {
 		out[0] = '\0';
 		return -ENOSPC;

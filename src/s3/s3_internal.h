@@ -22,6 +22,7 @@
 #include <openssl/evp.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "s3/s3_checksum.h"
 #include "s3/s3_err.h"
@@ -206,6 +207,8 @@ void md5_digest(const uint8_t *data, size_t len, uint8_t out[16]);
 void etag_of(const uint8_t digest[16], char out[48]);
 void response_move(struct s3_response *dst, const struct s3_response *src);
 void resp_header(struct s3_response *r, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A header whose value is v in decimal. */
+void resp_header_u64(struct s3_response *r, const char *name, uint64_t v);
 void resp_xml(struct s3_response *r, struct sbuf *s);
 void op_error(struct s3_op *op, enum s3_err e, const char *detail);
 void ok_empty(struct s3_op *op, int status);
@@ -324,5 +327,14 @@ void put_begin(struct s3_op *op, const struct req *rq, enum op_kind kind);
 int base64_md5(const char *v, uint8_t out[16]);
 void drop_body(struct s3_op *op);
 bool body_ready(struct s3_op *op, uint8_t digest[16]);
+
+/* src into dst (cap bytes), cut short to fit, NUL-terminated: snprintf's "%s" without printf. */
+static inline void s3_strcpy(char *dst, size_t cap, const char *src)
+{
+	size_t n = strnlen(src, cap - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
 
 #endif

@@ -205,8 +205,8 @@ bool s3_op_work(struct s3_op *op, uint64_t budget)
 static void bytes_headers(struct s3_op *op, uint64_t moved)
 {
 	/* The spec's name, and the one hipObject, versitygw, MinIO, NooBaa and nixl read. */
-	resp_header(&op->resp, "x-amz-rdma-bytes", "%" PRIu64, moved);
-	resp_header(&op->resp, "x-amz-rdma-bytes-transferred", "%" PRIu64, moved);
+	resp_header_u64(&op->resp, "x-amz-rdma-bytes", moved);
+	resp_header_u64(&op->resp, "x-amz-rdma-bytes-transferred", moved);
 }
 
 /* An answer whose payload RDMA moved has no body of its own. */
@@ -233,7 +233,7 @@ void rdma_reply(struct s3_op *op)
 			if (op->resp.send_body && op->resp.blob)
 				op->st->root->stats.rdma_fallback++;
 		} else if (op->rdma_admitted && ok) {
-			resp_header(&op->resp, "x-amz-rdma-reply", "%d", op->resp.status);
+			resp_header_u64(&op->resp, "x-amz-rdma-reply", (uint64_t)op->resp.status);
 			bytes_headers(op, moved);
 			no_body(op);
 		}

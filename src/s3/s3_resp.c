@@ -165,7 +165,17 @@ void resp_header(struct s3_response *r, const char *name, const char *fmt, ...)
 		return;
 	room = sizeof(r->hdrbuf) - r->hdrused - nlen;
 	va_start(ap, fmt);
-	n = vsnprintf(r->hdrbuf + r->hdrused + nlen, room, fmt, ap);
+	if (strchr(fmt, '%') == NULL || strcmp(fmt, "%s") == 0) {
+		/* A constant, or one string: copied (every response has several; printf is not free). */
+		const char *v = fmt[0] == '%' ? va_arg(ap, const char *) : fmt;
+		size_t vl = strlen(v);
+
+		n = vl < room ? (int)vl : -1;
+		if (n >= 0)
+			memcpy(r->hdrbuf + r->hdrused + nlen, v, vl + 1);
+	} else {
+		n = vsnprintf(r->hdrbuf + r->hdrused + nlen, room, fmt, ap);
+	}
 	va_end(ap);
 	if (n < 0 || (size_t)n >= room)
 		return;
@@ -174,6 +184,19 @@ void resp_header(struct s3_response *r, const char *name, const char *fmt, ...)
 	r->headers[r->nheaders].value = r->hdrbuf + r->hdrused + nlen;
 	r->nheaders++;
 	r->hdrused += nlen + (size_t)n + 1;
+}
+
+void resp_header_u64(struct s3_response *r, const char *name, uint64_t v)
+{
+	char d[21];
+	size_t k = sizeof(d) - 1;
+
+	d[k] = '\0';
+	do {
+		d[--k] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	resp_header(r, name, "%s", d + k);
 }
 
 void resp_xml(struct s3_response *r, struct sbuf *s)

@@ -498,9 +498,16 @@ struct s3_op *s3_op_begin(struct s3_store *st, const struct http_request *h)
 	op->st = st;
 	op->kind = OP_DECIDED;
 	st->root->stats.requests++;
-	snprintf(op->request_id, sizeof(op->request_id), "%016" PRIX64, ++st->root->next_request_id);
-	snprintf(op->resource, sizeof(op->resource), "%s", h->path);
-	snprintf(op->method, sizeof(op->method), "%s", h->method);
+	{
+		uint64_t id = ++st->root->next_request_id;
+
+		/* 16 upper-case hex digits, as "%016" PRIX64 (every request has one: no printf) */
+		for (int i = 15; i >= 0; i--, id >>= 4)
+			op->request_id[i] = "0123456789ABCDEF"[id & 15];
+		op->request_id[16] = '\0';
+	}
+	s3_strcpy(op->resource, sizeof(op->resource), h->path);
+	s3_strcpy(op->method, sizeof(op->method), h->method);
 	{
 		struct timespec ts;
 
@@ -535,7 +542,7 @@ struct s3_op *s3_op_begin(struct s3_store *st, const struct http_request *h)
 		op_error(op, S3_ERR_KEY_TOO_LONG, NULL);
 		goto out;
 	}
-	snprintf(op->key, sizeof(op->key), "%s", slash ? slash + 1 : "");
+	s3_strcpy(op->key, sizeof(op->key), slash ? slash + 1 : "");
 	rq.key = op->key;
 	if (!utf8_valid(op->key)) {
 		op_error(op, S3_ERR_INVALID_URI, "Object keys are UTF-8; this one is not.");

@@ -1,0 +1,508 @@
+/*
+ * s3-rdma-bench: what an S3 request by RDMA costs the server, end to end through the device, as a
+ * host with KVM would see it (issue 27, item 1b): no guest and no QEMU. The real server runs with
+ * --backend s3 and a TAP; this program is both sides of a client that uses S3 over RDMA:
+ *
+ *  - the RDMA side drives the device over vfio-user as ionic_rdma does (tests/lib): the RDMA LIF's
+ *    queues and one memory registration of 1 MiB of "guest" memory (local write, remote read and
+ *    write), whose rkey goes into each request's token;
+ *  - the HTTP side is a plain TCP socket through the kernel and the TAP to the endpoint
+ *    (192.168.200.1:9000; bench/s3_rdma_bench.sh makes the namespace and the TAP), one keep-alive
+ *    connection, requests one at a time.
+ *
+ * A GET with x-amz-rdma-token (the cuObject descriptor) has the store RDMA-WRITE the object into the
+ * registration and answer with no body; a PUT with one has it RDMA-READ the object out of it. Cases:
+ * GET and PUT of 4 KiB and of 1 MiB, one request at a time (qd1) and several pipelined on the
+ * connection (HTTP/1.1; qd16 at 4 KiB, qd4 at 1 MiB), each for a few seconds, the list and then the
+ * list backwards (A B B A); each case's first and last GET's bytes are compared with what was stored,
+ * its first and last PUT's ETag with the MD5 of what was in the buffer. Each case reports operations per second and the server's CPU
+ * time per operation (/proc/PID/schedstat, every thread of the server). The denominators, measured
+ * in the same run: a vfio-user REGION_READ round trip (the least a message costs the server), a TCP
+ * round trip over loopback of the same request and answer sizes in the same process (what the
+ * kernel's socket path costs the client per request, outside the server), and memcpy of the bytes.
+ *
+ * Usage: s3-rdma-bench path/to/rocm-ernic TAP [seconds-per-case] [csv-file]
+ * The CSV has one row per measurement: case,ops_per_s,server_us_per_op,server_cpu_pct,
+ * server_user_us_per_op (the part in user space, from /proc/PID/stat's utime: the rest is the
+ * kernel's, most of it the TAP's writes, whose receive path and wake-up of this client run in
+ * the server's system calls).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "ionic_rdma_guest.h"
+#include "vfu_client.h"
+
+#define EP_ADDR "192.168.200.1"
+#define EP_PORT 9000
+#define PD      1
+#define MR_VA   (RG_SCRATCH + 0x100000)        /* the registration: the upper half of the scratch area */
+#define MR_LEN  0x100000u
+#define MR_KEY  RG_KEY(1, 0x42)
+#define RESP_MAX 8192
+
+static struct vfc_server srv;
+static struct vfc cl;
+static struct ionic_guest g;
+static struct rg_eq eq;
+static struct rg_cq acq;
+static struct rg_aq aq;
+static double seconds = 2.0;
+static int http_fd = -1;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The server's time on a CPU so far (all its threads), in ns. */
+static uint64_t server_ns(void)
+{
+	char path[64];
+	unsigned long long ns = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)srv.pid);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%llu", &ns) != 1)
+			ns = 0;
+		fclose(f);
+	}
+	return ns;
+}
+
+/* The server's user-space CPU time so far (every thread, /proc/PID/stat's utime), in ns. */
+static uint64_t server_user_ns(void)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut = 0;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)srv.pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');     /* after the command's name, which may hold spaces */
+	if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu", &ut) != 1)
+		return 0;
+	return (uint64_t)ut * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+}
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "s3-rdma-bench: %s (%d)\n", what, rc);
+	vfc_server_remove(&srv);
+	exit(1);
+}
+
+static uint8_t pat(uint64_t seed, size_t i)
+{
+	return (uint8_t)((seed * 2654435761u + i * 131u + (i >> 9)) >> 2);
+}
+
+/* ---- HTTP over one keep-alive connection ---- */
+
+static int tcp_connect(const char *addr, uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int one = 1;
+
+	inet_pton(AF_INET, addr, &sa.sin_addr);
+	for (int tries = 0; tries < 100; tries++) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		if (fd < 0)
+			return -1;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			return fd;
+		close(fd);
+		usleep(100000); /* the endpoint's TAP may still be coming up */
+	}
+	return -1;
+}
+
+static bool send_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n > 0) {
+		ssize_t k = send(fd, b, n, MSG_NOSIGNAL);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return false;
+		b += k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
+struct resp {
+	int status;
+	size_t length;          /* Content-Length */
+	char etag[40];
+};
+
+/* What the connection has received and not yet parsed: rbuf[roff, rlen). */
+static char rbuf[1 << 17];
+static size_t roff, rlen;
+
+/* The next response on the connection (its body read and dropped); false when the connection failed. */
+static bool read_resp(int fd, struct resp *r)
+{
+	char *end, *p;
+	size_t hl, have;
+
+	for (;;) {
+		rbuf[rlen] = '\0';
+		if ((end = strstr(rbuf + roff, "\r\n\r\n")) != NULL)
+			break;
+		if (roff > 0) {
+			memmove(rbuf, rbuf + roff, rlen - roff);
+			rlen -= roff;
+			roff = 0;
+		}
+		if (rlen >= sizeof(rbuf) - 1)
+			return false;
+		{
+			ssize_t k = recv(fd, rbuf + rlen, sizeof(rbuf) - 1 - rlen, 0);
+
+			if (k <= 0)
+				return false;
+			rlen += (size_t)k;
+		}
+	}
+	p = rbuf + roff;
+	hl = (size_t)(end - p) + 4;
+	r->status = atoi(p + 9);
+	r->length = 0;
+	r->etag[0] = '\0';
+	*end = '\0';
+	{
+		char *h;
+
+		if ((h = strcasestr(p, "\r\nContent-Length:")) != NULL)
+			r->length = strtoul(h + 17, NULL, 10);
+		if ((h = strcasestr(p, "\r\nETag: \"")) != NULL)
+			sscanf(h + 9, "%32[0-9a-f]", r->etag);
+	}
+	roff += hl;
+	/* the body: what is buffered, then the rest from the socket */
+	have = rlen - roff < r->length ? rlen - roff : r->length;
+	roff += have;
+	while (have < r->length) {
+		uint8_t tmp[65536];
+		size_t want = r->length - have < sizeof(tmp) ? r->length - have : sizeof(tmp);
+		ssize_t k = recv(fd, tmp, want, 0);
+
+		if (k <= 0)
+			return false;
+		have += (size_t)k;
+	}
+	if (roff == rlen)
+		roff = rlen = 0;
+	return true;
+}
+
+/* A request (head, then body bytes) and its response; false when the connection failed. */
+static bool http(int fd, const char *head, const void *body, size_t blen, struct resp *r)
+{
+	return send_all(fd, head, strlen(head)) && (blen == 0 || send_all(fd, body, blen)) && read_resp(fd, r);
+}
+
+/* The cuObject descriptor of the registration's first len bytes. */
+static void token(char out[128], uint64_t len)
+{
+	snprintf(out, 128, "%016" PRIx64 ":%08" PRIx64 ":%08" PRIx32 ":0000:000001:1:00000000000000000000ffffc0a8c802",
+		 (uint64_t)MR_VA, len, (uint32_t)MR_KEY);
+}
+
+static void md5_hex(const uint8_t *p, size_t n, char out[33])
+{
+	unsigned char d[16];
+	unsigned int dl = 0;
+
+	EVP_Digest(p, n, d, &dl, EVP_md5(), NULL);
+	for (int i = 0; i < 16; i++)
+		snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+/* A plain PUT of size bytes of pattern seed (the objects the GETs read). */
+static void put_plain(const char *key, size_t size, uint64_t seed)
+{
+	uint8_t *b = malloc(size);
+	char head[256];
+	struct resp r = { 0 };
+
+	if (b == NULL)
+		die("out of memory", 0);
+	for (size_t i = 0; i < size; i++)
+		b[i] = pat(seed, i);
+	snprintf(head, sizeof(head), "PUT /ernic/%s HTTP/1.1\r\nHost: " EP_ADDR "\r\nContent-Length: %zu\r\n\r\n", key,
+		 size);
+	if (!http(http_fd, head, b, size, &r) || r.status != 200)
+		die("a plain PUT failed", r.status);
+	free(b);
+}
+
+/* The head of a GET by RDMA of key into the registration, or a PUT by RDMA of it to key, of size bytes. */
+static void rdma_head(char out[512], bool put, const char *key, size_t size)
+{
+	char tok[128];
+
+	token(tok, size);
+	snprintf(out, 512, "%s /ernic/%s HTTP/1.1\r\nHost: " EP_ADDR "\r\nx-amz-rdma-token: %s\r\n%s\r\n",
+		 put ? "PUT" : "GET", key, tok, put ? "Content-Length: 0\r\n" : "");
+}
+
+/* One request by RDMA, checked: a GET's bytes against pattern seed, a PUT's ETag against the buffer's MD5. */
+static void rdma_checked(bool put, const char *key, size_t size, uint64_t seed)
+{
+	char head[512], md5[33];
+	struct resp r;
+	const uint8_t *m = guest_ptr(&g, MR_VA);
+
+	rdma_head(head, put, key, size);
+	if (!http(http_fd, head, NULL, 0, &r) || r.status != 200 || r.length != 0)
+		die(put ? "a PUT by RDMA failed" : "a GET by RDMA failed", r.status);
+	if (put) {
+		md5_hex(m, size, md5);
+		if (strcmp(md5, r.etag) != 0)
+			die("a PUT by RDMA stored other bytes than the buffer's (ETag)", 0);
+		return;
+	}
+	for (size_t i = 0; i < size; i++)
+		if (m[i] != pat(seed, i))
+			die("a GET by RDMA wrote the wrong bytes", (int)i);
+}
+
+/* ---- the cases ---- */
+
+struct kase {
+	const char *name;
+	bool put;
+	size_t size;
+	unsigned qd;            /* requests in flight on the connection (HTTP/1.1 pipelining) */
+};
+
+static void run_case(const struct kase *k, FILE *csv)
+{
+	const char *key = k->put ? "put-target" : k->size == 4096 ? "obj-4k" : "obj-1m";
+	const uint64_t seed = k->size;
+	char head[512];
+	size_t hlen;
+	uint64_t n = 0, ns0, uns0, sent = 0;
+	double t0, t;
+	bool more = true;
+
+	if (k->put) {
+		uint8_t *m = guest_ptr(&g, MR_VA);
+
+		for (size_t i = 0; i < k->size; i++)
+			m[i] = pat(seed + 7, i);
+	}
+	rdma_checked(k->put, key, k->size, seed);
+	rdma_head(head, k->put, key, k->size);
+	hlen = strlen(head);
+	ns0 = server_ns();
+	uns0 = server_user_ns();
+	t0 = t = now_s();
+	for (; sent < k->qd; sent++)
+		if (!send_all(http_fd, head, hlen))
+			die("the connection failed", errno);
+	while (n < sent) {
+		struct resp r;
+
+		if (!read_resp(http_fd, &r) || r.status != 200 || r.length != 0)
+			die("a request by RDMA failed", r.status);
+		n++;
+		if ((n & 15) == 0)
+			more = (t = now_s()) - t0 < seconds;
+		if (more) {
+			if (!send_all(http_fd, head, hlen))
+				die("the connection failed", errno);
+			sent++;
+		}
+	}
+	t = now_s();
+	{
+		double ops = (double)n / (t - t0), us = (double)(server_ns() - ns0) / 1e3 / (double)n;
+		double uus = (double)(server_user_ns() - uns0) / 1e3 / (double)n;
+
+		printf("  %-8s qd%-3u %9.0f ops/s, server %7.2f us/op, %6.2f of them in user space (CPU %5.1f%%)\n",
+		       k->name, k->qd, ops, us, uus, ops * us / 1e4);
+		fflush(stdout);
+		if (csv)
+			fprintf(csv, "%s-qd%u,%.0f,%.3f,%.1f,%.3f\n", k->name, k->qd, ops, us, ops * us / 1e4, uus);
+	}
+	/* and the bytes still right at the end */
+	rdma_checked(k->put, key, k->size, seed);
+}
+
+/*
+ * The client's own socket path: the same request head and a 200 answer of the same size over TCP
+ * loopback to a thread-free echo in this process (a socketpair would skip TCP). Measures what one
+ * request costs outside the server, on the client's side of the kernel, for comparison.
+ */
+static void loopback_rtt(FILE *csv)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), c, s, one = 1;
+	char req[256], ans[256];
+	uint64_t n = 0;
+	double t0, t;
+
+	if (ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof(sa)) || listen(ls, 1) ||
+	    getsockname(ls, (struct sockaddr *)&sa, &sl))
+		die("loopback listener", errno);
+	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c < 0 || connect(c, (struct sockaddr *)&sa, sizeof(sa)) || (s = accept(ls, NULL, NULL)) < 0)
+		die("loopback connection", errno);
+	setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	memset(req, 'q', sizeof(req));
+	memset(ans, 'a', sizeof(ans));
+	t0 = now_s();
+	do {
+		for (int i = 0; i < 64; i++) {
+			char b[256];
+
+			if (!send_all(c, req, sizeof(req)) || recv(s, b, sizeof(b), MSG_WAITALL) != (ssize_t)sizeof(b) ||
+			    !send_all(s, ans, sizeof(ans)) || recv(c, b, sizeof(b), MSG_WAITALL) != (ssize_t)sizeof(b))
+				die("loopback round trip", errno);
+		}
+		n += 64;
+		t = now_s();
+	} while (t - t0 < seconds);
+	printf("  TCP loopback request/answer round trip (client side, both ends here): %.0f /s, %.2f us each\n",
+	       (double)n / (t - t0), (t - t0) / (double)n * 1e6);
+	if (csv)
+		fprintf(csv, "tcp-loopback-rtt,%.0f,%.3f,\n", (double)n / (t - t0), (t - t0) / (double)n * 1e6);
+	close(c);
+	close(s);
+	close(ls);
+}
+
+int main(int argc, char **argv)
+{
+	const char *bin = argc > 2 ? argv[1] : NULL, *tap = argc > 2 ? argv[2] : NULL;
+	const char *csv_path = argc > 4 && argv[4][0] ? argv[4] : NULL;
+	const char *args[] = { "--backend", "s3:size=256M", "--tap", tap, NULL };
+	/* A B B A: the list, then the list backwards. */
+	static const struct kase order[] = {
+		{ "get-4k", false, 4096, 1 }, { "get-4k", false, 4096, 16 }, { "put-4k", true, 4096, 16 },
+		{ "put-4k", true, 4096, 1 }, { "get-1m", false, MR_LEN, 1 }, { "get-1m", false, MR_LEN, 4 },
+		{ "put-1m", true, MR_LEN, 4 }, { "put-1m", true, MR_LEN, 1 },
+	};
+	const unsigned ncases = sizeof(order) / sizeof(order[0]);
+	FILE *csv = NULL;
+	int rc;
+
+	if (bin == NULL) {
+		fprintf(stderr, "usage: %s path/to/rocm-ernic TAP [seconds-per-case] [csv-file]\n", argv[0]);
+		return 2;
+	}
+	if (argc > 3 && argv[3][0])
+		seconds = atof(argv[3]);
+	if (seconds <= 0)
+		seconds = 2.0;
+	if (vfc_server_start(&srv, "s3-rdma-bench", bin, args))
+		die("cannot start the server", 0);
+	if (vfc_open(&cl, srv.sock, 20000))
+		die("cannot connect to the server", 0);
+	eq.irq_fd = -1;
+	if (ionic_guest_setup(&g, &cl))
+		die("device set-up", 0);
+	if ((rc = rg_probe(&g, &eq, &acq, &aq, 8, 4)) != 0)
+		die("RDMA LIF set-up", rc);
+	if ((rc = rg_mr_create(&g, &aq, 1, (uint8_t)MR_KEY, PD, MR_VA, MR_LEN, 1, MR_VA,
+			       RG_MRF_LOCAL_WRITE | RG_MRF_REMOTE_WRITE | RG_MRF_REMOTE_READ, 12)) != 0)
+		die("memory registration", rc);
+	if ((http_fd = tcp_connect(EP_ADDR, EP_PORT)) < 0)
+		die("cannot reach the endpoint over the TAP", errno);
+	put_plain("obj-4k", 4096, 4096);
+	put_plain("obj-1m", MR_LEN, MR_LEN);
+	if (csv_path) {
+		csv = fopen(csv_path, "w");
+		if (csv)
+			fprintf(csv, "case,ops_per_s,server_us_per_op,server_cpu_pct,server_user_us_per_op\n");
+	}
+	printf("s3-rdma-bench: %.1f s per case, one keep-alive connection through the TAP %s\n", seconds, tap);
+	for (unsigned i = 0; i < 2 * ncases; i++)
+		run_case(&order[i < ncases ? i : 2 * ncases - 1 - i], csv);
+	/* the denominators: a message round trip to the server, the client's socket path, the copies */
+	{
+		uint64_t n = 0, ns0 = server_ns();
+		double t0 = now_s(), t;
+		volatile uint32_t sink = 0;
+
+		do {
+			sink += vfc_read32(&cl, VFU_PCI_CONFIG_REGION, 0);
+			n++;
+			t = now_s();
+		} while (t - t0 < seconds);
+		(void)sink;
+		printf("  region-read round trip: %9.0f /s, server %6.2f us each\n", (double)n / (t - t0),
+		       (double)(server_ns() - ns0) / 1e3 / (double)n);
+		if (csv)
+			fprintf(csv, "region-read,%.0f,%.3f,\n", (double)n / (t - t0),
+				(double)(server_ns() - ns0) / 1e3 / (double)n);
+	}
+	loopback_rtt(csv);
+	for (size_t size = 4096; size <= MR_LEN; size *= 256) {
+		uint8_t *a = malloc(size), *b = malloc(size);
+		uint64_t n = 0;
+		double t0, t;
+
+		if (a == NULL || b == NULL)
+			die("out of memory", 0);
+		memset(a, 1, size);
+		t0 = now_s();
+		do {
+			a[n % size]++;
+			memcpy(b, a, size);
+			__asm__ __volatile__("" : : "r"(b) : "memory");
+			n++;
+			t = now_s();
+		} while (t - t0 < seconds / 4);
+		printf("  memcpy %zu bytes: %.2f us each\n", size, (t - t0) / (double)n * 1e6);
+		if (csv)
+			fprintf(csv, "memcpy-%zu,%.0f,%.4f,\n", size, (double)n / (t - t0), (t - t0) / (double)n * 1e6);
+		free(a);
+		free(b);
+	}
+	if (csv)
+		fclose(csv);
+	close(http_fd);
+	rg_eq_close(&eq);
+	ionic_guest_teardown(&g);
+	vfc_close(&cl);
+	if (vfc_server_stop(&srv)) {
+		fprintf(stderr, "s3-rdma-bench: the server did not exit cleanly\n");
+		return 1;
+	}
+	return 0;
+}
