@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DERNIC_TESTS=OFF >/dev/null
-cmake --build build-bench -j "$(nproc)" --target rocm-ernic vfu-bench s3-bench nvmeof-bench nvmeof-rdma-bench rdma-bench roce-scale-bench md5-bench >/dev/null
+cmake --build build-bench -j "$(nproc)" --target rocm-ernic vfu-bench s3-bench nvmeof-bench nvmeof-rdma-bench s3-rdma-bench rdma-bench roce-scale-bench md5-bench >/dev/null
 mkdir -p bench/results
 echo "== vfio-user socket (bench/results/vfu.csv)"
 build-bench/vfu-bench build-bench/rocm-ernic "${VFU_BENCH_ITERS:-20000}" bench/results/vfu.csv
@@ -13,6 +13,8 @@ echo "== NVMe-oF controller, capsules through fake DMA ops (bench/results/nvmeof
 build-bench/nvmeof-bench "${NVMEOF_BENCH_SECONDS:-1}" bench/results/nvmeof.csv
 echo "== NVMe-oF 4 KiB reads through the device over vfio-user, as nvme-rdma drives it (bench/results/nvmeof-rdma.csv)"
 build-bench/nvmeof-rdma-bench build-bench/rocm-ernic "${NVMEOF_BENCH_SECONDS:-1}" bench/results/nvmeof-rdma.csv
+echo "== S3 GET and PUT by RDMA through the device over vfio-user, HTTP over a TAP (bench/results/s3-rdma.csv)"
+bench/s3_rdma_bench.sh build-bench/rocm-ernic build-bench/s3-rdma-bench "${S3_RDMA_BENCH_SECONDS:-2}" bench/results/s3-rdma.csv
 echo "== RDMA engine over vfio-user, two RC QPs on the loopback fabric (bench/results/rdma.csv)"
 build-bench/rdma-bench build-bench/rocm-ernic "${RDMA_BENCH_SECONDS:-1}" bench/results/rdma.csv
 echo "== S3 endpoint over a TAP, 64 MiB (bench/results/tap.csv)"
