@@ -42,6 +42,8 @@
 #include "nvmf_host.h"
 #include "vfu_client.h"
 
+#include "bench_clock.h"
+
 #define NSID      1
 #define BS        4096u
 #define IO_SLOTS  (NVMF_HOST_IO_LEN / BS)   /* 4 KiB data buffers in the host's region */
@@ -59,27 +61,13 @@ static double seconds = 1.0;
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return bench_now_s();
 }
 
 /* The server's time on a CPU so far, in ns. */
 static uint64_t server_ns(void)
 {
-	char path[64];
-	unsigned long long ns = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)srv.pid);
-	f = fopen(path, "r");
-	if (f) {
-		if (fscanf(f, "%llu", &ns) != 1)
-			ns = 0;
-		fclose(f);
-	}
-	return ns;
+	return bench_cpu_ns(srv.pid);
 }
 
 static uint8_t pat(uint64_t blk, uint32_t i)
@@ -307,23 +295,7 @@ int main(int argc, char **argv)
 		}
 	}
 	/* the denominators: a message round trip, and the copy */
-	{
-		uint64_t n = 0, ns0 = server_ns();
-		double t0 = now_s(), t;
-		volatile uint32_t sink = 0;
-
-		do {
-			sink += vfc_read32(&cl, VFU_PCI_CONFIG_REGION, 0);
-			n++;
-			t = now_s();
-		} while (t - t0 < seconds);
-		(void)sink;
-		printf("  region-read round trip: %9.0f /s, server %6.2f us each\n", (double)n / (t - t0),
-		       (double)(server_ns() - ns0) / 1e3 / (double)n);
-		if (csv)
-			fprintf(csv, "region-read,%.0f,%.3f,\n", (double)n / (t - t0),
-				(double)(server_ns() - ns0) / 1e3 / (double)n);
-	}
+	bench_region_read(&cl, srv.pid, seconds, csv);
 	{
 		static uint8_t a[BS], b[BS];
 		uint64_t n = 0;

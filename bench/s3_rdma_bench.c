@@ -45,6 +45,8 @@
 #include "ionic_rdma_guest.h"
 #include "vfu_client.h"
 
+#include "bench_clock.h"
+
 #define EP_ADDR "192.168.200.1"
 #define EP_PORT 9000
 #define PD      1
@@ -64,27 +66,13 @@ static int http_fd = -1;
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return bench_now_s();
 }
 
 /* The server's time on a CPU so far (all its threads), in ns. */
 static uint64_t server_ns(void)
 {
-	char path[64];
-	unsigned long long ns = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)srv.pid);
-	f = fopen(path, "r");
-	if (f) {
-		if (fscanf(f, "%llu", &ns) != 1)
-			ns = 0;
-		fclose(f);
-	}
-	return ns;
+	return bench_cpu_ns(srv.pid);
 }
 
 /* The server's user-space CPU time so far (every thread, /proc/PID/stat's utime), in ns. */
@@ -454,23 +442,7 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < 2 * ncases; i++)
 		run_case(&order[i < ncases ? i : 2 * ncases - 1 - i], csv);
 	/* the denominators: a message round trip to the server, the client's socket path, the copies */
-	{
-		uint64_t n = 0, ns0 = server_ns();
-		double t0 = now_s(), t;
-		volatile uint32_t sink = 0;
-
-		do {
-			sink += vfc_read32(&cl, VFU_PCI_CONFIG_REGION, 0);
-			n++;
-			t = now_s();
-		} while (t - t0 < seconds);
-		(void)sink;
-		printf("  region-read round trip: %9.0f /s, server %6.2f us each\n", (double)n / (t - t0),
-		       (double)(server_ns() - ns0) / 1e3 / (double)n);
-		if (csv)
-			fprintf(csv, "region-read,%.0f,%.3f,\n", (double)n / (t - t0),
-				(double)(server_ns() - ns0) / 1e3 / (double)n);
-	}
+	bench_region_read(&cl, srv.pid, seconds, csv);
 	loopback_rtt(csv);
 	for (size_t size = 4096; size <= MR_LEN; size *= 256) {
 		uint8_t *a = malloc(size), *b = malloc(size);
