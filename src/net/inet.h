@@ -55,9 +55,9 @@
  * Going out, with ops->send_super, new data the windows allow goes as
  * super-segments of up to 64 KiB (segmentation offload): the headers are
  * built and the checksum's pseudo-header summed once per super-segment, the
- * payload is handed over where the application keeps it, and whoever takes it (the switch, for a port without offloads; the host
- * kernel behind a TAP) cuts it into the very segments the stack would have
- * sent one by one. Retransmissions and probes still go one segment at a time.
+ * payload is handed over where the application keeps it, and whoever takes
+ * it (the switch, for a port without offloads; the host kernel behind a TAP)
+ * cuts it into the very segments the stack would have sent one by one. Retransmissions and probes still go one segment at a time.
  *
  * The application (for the S3 endpoint, an S3 connection) is reached through
  * struct inet_ops.

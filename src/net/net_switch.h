@@ -99,8 +99,8 @@ void net_switch_input_offload(struct net_switch *sw, int id, const uint8_t *fram
  * A frame with offloads in n pieces (an in-process host's TCP super-segment:
  * piece[0] holds every header, Ethernet through the TCP options; the rest is
  * payload where the application keeps it; at most NET_SWITCH_MAX_PIECES).
- * Handed over as it is, with no copy, when it is unicast to a MAC last seen on a wire port that takes
- * pieces, no endpoint wants it (each is asked with piece[0]: their filters
+ * Handed over as it is, with no copy, when it is unicast to a MAC last seen
+ * on a wire port that takes pieces, no endpoint wants it (each is asked with piece[0]: their filters
  * look at headers only) and no monitor is set. Otherwise nothing is done and
  * false is returned: the caller joins the pieces and uses
  * net_switch_input_offload().
@@ -113,8 +113,9 @@ const struct net_switch_stats *net_switch_stats(const struct net_switch *sw);
 /*
  * Whether the host side of the segment is ahead of us: a TAP's reads ended
  * at their budget several wakeups in a row, so its kernel queue has kept
- * growing. Set by the TAP, read by the ports that answer a backlog with
- * congestion notifications (the RoCEv2 nodes). A batch of one wakeup, however
+ * growing. Set by the TAP for the frames of one wakeup's reads (cleared
+ * after them, and when the TAP goes), read by the ports that answer a
+ * backlog with congestion notifications (the RoCEv2 nodes). A batch of one wakeup, however
  * large, is not a backlog: a super-frame brings many packets at once.
  */
 void net_switch_set_behind(struct net_switch *sw, bool behind);

@@ -156,11 +156,13 @@ static void on_readable(void *arg, uint32_t events)
 		struct net_offload off;
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-			t->full_wakeups = 0;
+			if (errno == EAGAIN)
+				t->full_wakeups = 0;    /* the queue is empty (an interrupted read says nothing) */
 			net_switch_set_behind(t->sw, false);
 			return;
 		}
 		if (n <= 0) {
+			net_switch_set_behind(t->sw, false);    /* not left set for ever by a TAP that is gone */
 			tap_gone(t, n < 0 ? errno : ENODEV);
 			return;
 		}

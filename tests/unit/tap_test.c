@@ -185,7 +185,8 @@ static int teardown(void **state)
 	tap_close(w->tap);
 	evloop_del_fd(w->loop, w->always_w);
 	close(w->always);
-	close(w->host);
+	if (w->host >= 0)
+		close(w->host);
 	net_switch_free(w->sw);
 	evloop_free(w->loop);
 	free(w);
@@ -479,6 +480,29 @@ static void test_behind(void **state)
 		run_batch(w);
 	assert_int_equal(w->guest_frames, q + 3 * TAP_READS_PER_WAKEUP + 1);
 	assert_int_equal(w->guest_behind, TAP_READS_PER_WAKEUP + 10);
+}
+
+/*
+ * A TAP that goes away while the segment is behind (its last wakeup read ten frames behind, then
+ * found the device gone) leaves the segment not behind: frames from the other ports earn no CNP
+ * for a queue that no longer exists.
+ */
+static void test_behind_gone(void **state)
+{
+	struct world *w = *state;
+	uint8_t f[64], vh[VH] = { 0 };
+	size_t n = tcp_frame(f, guest_mac, host_mac, HOST_IP, GUEST_IP, 40000, 22, 1, 1, F_ACK, 65535, 0);
+	unsigned q = TAP_READS_PER_WAKEUP * TAP_BEHIND_WAKEUPS + 10;
+
+	for (unsigned i = 0; i < q; i++)
+		host_write(w, vh, f, n);
+	close(w->host);         /* the device goes: what is queued is read, then nothing more */
+	w->host = -1;
+	for (unsigned i = 0; i <= TAP_BEHIND_WAKEUPS; i++)
+		run_batch(w);
+	assert_int_equal(w->guest_frames, q);
+	assert_int_equal(w->guest_behind, 10);
+	assert_false(net_switch_behind(w->sw));
 }
 
 /*
@@ -917,6 +941,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rx_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acks_folded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_behind, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_behind_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tx_super_segment, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tx_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_udp_merged, setup, teardown),
