@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run every test: install what is missing, build the normal and the ASan+UBSan flavours,
 # and run the whole CTest suite against each (the ASan build without the tests labelled no-asan:
-# guest tests in which no guest uses a server of ours, and the long frame-loss run); then the fuzz build (clang, libFuzzer) replays
+# guest tests in which no guest uses a server of ours, the long frame-loss run, and the guest tests
+# whose server code other tests run under ASan: docs/testing.md); then the fuzz build (clang, libFuzzer) replays
 # every fuzz target's corpus and fuzzes each briefly. Exits non-zero if anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
