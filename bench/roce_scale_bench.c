@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -62,7 +63,8 @@ struct node {
 
 static struct node nodes[MAX_N];
 static unsigned n;
-static bool yield_idle = true;   /* ROCE_SCALE_SPIN=1: spin without yielding, as before */
+static enum { WAIT_IRQ, WAIT_YIELD, WAIT_SPIN } idle_wait = WAIT_IRQ; /* ROCE_SCALE_POLL=yield|spin */
+static uint64_t irq_waits, irq_events;
 
 static double now_s(void)
 {
@@ -185,6 +187,37 @@ static unsigned reap(unsigned i, unsigned freed[MAX_N])
 	return got;
 }
 
+/*
+ * Nothing completed on any device: sleep until one interrupts, as ionic_rdma's
+ * kernel consumers and perftest's --use_event do. Every send CQ is armed (ring
+ * 1; the device raises the EQ's vector at once if completions are already
+ * waiting), then the EQs' eventfds are polled; the events are taken off each
+ * EQ that fired and its vector gets its credits back, unmasked.
+ */
+static void wait_irq(void)
+{
+	struct pollfd pfd[MAX_N];
+
+	for (unsigned i = 0; i < n; i++) {
+		rg_cq_arm(&nodes[i].g, &nodes[i].scq, 1, (uint16_t)nodes[i].scq.cons);
+		pfd[i] = (struct pollfd){ .fd = nodes[i].eq.irq_fd, .events = POLLIN };
+	}
+	irq_waits++;
+	if (poll(pfd, n, 100) <= 0)
+		return;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t v;
+		uint32_t evt, got = 0;
+
+		if (!(pfd[i].revents & POLLIN) || read(pfd[i].fd, &v, sizeof(v)) != sizeof(v))
+			continue;
+		while (rg_eq_poll(&nodes[i].g, &nodes[i].eq, &evt))
+			got++;
+		irq_events += got;
+		rg_eq_rearm(&nodes[i].g, &nodes[i].eq, got);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *bin = argc > 1 ? argv[1] : NULL;
@@ -193,7 +226,8 @@ int main(int argc, char **argv)
 	FILE *csv = NULL;
 
 	n = argc > 2 ? (unsigned)atoi(argv[2]) : 0;
-	yield_idle = getenv("ROCE_SCALE_SPIN") == NULL;
+	if (getenv("ROCE_SCALE_POLL") != NULL)
+		idle_wait = strcmp(getenv("ROCE_SCALE_POLL"), "spin") == 0 ? WAIT_SPIN : WAIT_YIELD;
 	if (bin == NULL || n < 2 || n > MAX_N || seconds <= 0) {
 		fprintf(stderr, "usage: %s path/to/rocm-ernic N(2..%d) [seconds] [csv-file]\n", argv[0], MAX_N);
 		return 2;
@@ -262,10 +296,13 @@ int main(int argc, char **argv)
 			}
 		}
 		/*
-		 * Nothing completed on any device: the servers have the work, let them have the CPU (a
-		 * guest's driver would sleep until an interrupt; this one polls, as a busy guest does).
+		 * Nothing completed on any device: the servers have the work, let them have the CPU.
+		 * ROCE_SCALE_POLL=yield polls with a sched_yield() between passes, =spin without (a busy
+		 * guest's perftest; the driver then takes a core of this machine from the servers).
 		 */
-		if (!any && yield_idle)
+		if (!any && idle_wait == WAIT_IRQ)
+			wait_irq();
+		else if (!any && idle_wait == WAIT_YIELD)
 			sched_yield();
 		t = now_s();
 	} while (t - t0 < seconds);
@@ -277,6 +314,9 @@ int main(int argc, char **argv)
 		printf("N=%u: %u QPs, %.0f WRITEs/s, %.2f GB/s, %.0f frames/s; servers' CPU %.1f%% each on average, "
 		       "%.3f us per frame\n", n, n * (n - 1), wps, wps * WR_LEN / 1e9, fps,
 		       (double)cpu_ns / 1e9 / (t - t0) / n * 100, (double)cpu_ns / 1e3 / ((double)writes * FRAMES_PER_WRITE));
+		printf("N=%u: the driver waited %s; %" PRIu64 " waits, %" PRIu64 " events\n", n,
+		       idle_wait == WAIT_IRQ ? "for interrupts" : idle_wait == WAIT_YIELD ? "polling, yielding" : "spinning",
+		       irq_waits, irq_events);
 		if (argc > 4 && argv[4][0] && (csv = fopen(argv[4], "a")) != NULL) {
 			fprintf(csv, "%u,%.0f,%.3f,%.0f,%.1f,%.3f\n", n, wps, wps * WR_LEN / 1e9, fps,
 				(double)cpu_ns / 1e9 / (t - t0) / n * 100,
