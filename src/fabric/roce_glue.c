@@ -584,10 +584,11 @@ void roce_glue_log_stats(const struct roce_glue *g)
 		if (g->qp[i].used)
 			gq_count(g, g->qp[i].qpn, &tot);
 	ps = roce_port_stats(g->port);
-	snprintf(line, sizeof(line), "roce: %llu frames in, %llu out (802.1Q tagged: %llu in, %llu out); UD %llu in, %llu out; dropped:",
+	snprintf(line, sizeof(line), "roce: %llu frames in, %llu out (802.1Q tagged: %llu in, %llu out); UD %llu in, %llu out; "
+		 "%llu super-frames cut into the ring; dropped:",
 		 (unsigned long long)ps->frames_in, (unsigned long long)ps->frames_out,
 		 (unsigned long long)ps->vlan_in, (unsigned long long)ps->vlan_out,
-		 (unsigned long long)ps->ud_in, (unsigned long long)ps->ud_out);
+		 (unsigned long long)ps->ud_in, (unsigned long long)ps->ud_out, (unsigned long long)ps->super_in);
 	put_counts(line, sizeof(line), ps->drops, ROCE_PORT_DROP_NUM, drop_name);
 	put_counts(line, sizeof(line), ps->parse_err, ROCE_ERR_NUM, parse_name);
 	LOG_INFO("%s", line);

@@ -752,7 +752,8 @@ struct roce_port *roce_port_new(const struct roce_port_cfg *cfg, struct net_swit
 {
 	static const uint8_t zero[NET_ETH_ALEN];
 	struct roce_port *port;
-	struct net_port np = { .wants = rport_wants, .deliver = rport_deliver };
+	struct net_port np = { .wants = rport_wants, .deliver = rport_deliver,
+				.deliver_udp_super = rport_deliver_udp_super };
 
 	if (cfg == NULL || sw == NULL || (cfg->ip == 0 && !cfg->guest) || (cfg->mac[0] & 1) != 0 ||
 	    memcmp(cfg->mac, zero, NET_ETH_ALEN) == 0)

@@ -98,6 +98,7 @@ enum roce_port_drop {
 
 struct roce_port_stats {
 	uint64_t frames_in;             /* taken from the switch */
+	uint64_t super_in;              /* UDP super-frames taken whole and cut into the ring (their datagrams are in frames_in) */
 	uint64_t frames_out;            /* given to the switch (ARP included) */
 	uint64_t vlan_in, vlan_out;     /* of them, with an 802.1Q tag */
 	uint64_t to_requester, to_responder;

@@ -8,6 +8,7 @@
 #define ERNIC_FABRIC_ROCE_PORT_INT_H
 
 #include "fabric/roce_port.h"
+#include "net/net_offload.h"
 
 enum neigh_state {
 	NEIGH_FREE = 0,
@@ -150,6 +151,7 @@ int rport_lmac_find(const struct roce_port *port, const uint8_t *mac, bool get);
 /* roce_port_rx.c */
 bool rport_wants(void *ctx, const uint8_t *frame, size_t len);
 void rport_deliver(void *ctx, const uint8_t *frame, size_t len);
+bool rport_deliver_udp_super(void *ctx, const uint8_t *frame, size_t len, const struct net_offload *off);
 unsigned rport_rx_drain(struct roce_port *port, unsigned budget, uint64_t now_us);
 
 #endif

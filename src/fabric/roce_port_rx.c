@@ -60,6 +60,29 @@ bool rport_wants(void *ctx, const uint8_t *frame, size_t len)
 	return be16_get(uh->dport) == ROCE_UDP_DPORT;
 }
 
+/* The ring's next slot for an untagged frame of len bytes, or NULL (the frame dropped and counted). */
+static struct rx_slot *rx_slot(struct roce_port *port, size_t len)
+{
+	if (len > ROCE_PORT_FRAME_MAX) {
+		rport_drop(port, ROCE_PORT_DROP_RX_LONG);
+		return NULL;
+	}
+	if (port->rx_count == ROCE_PORT_RXQ) {
+		rport_drop(port, ROCE_PORT_DROP_RX_FULL);
+		return NULL;
+	}
+	return &port->rxq[(port->rx_head + port->rx_count) % ROCE_PORT_RXQ];
+}
+
+/* Slot s (from rx_slot()) now holds a frame of len bytes. */
+static void rx_queued(struct roce_port *port, struct rx_slot *s, size_t len)
+{
+	s->len = len;
+	s->backlog = port->rx_count >= ROCE_PORT_BACKLOG || net_switch_behind(port->sw);
+	port->rx_count++;
+	port->stats.frames_in++;
+}
+
 /* Only a copy: the frame is handled in roce_port_pump(), outside the sender's call. */
 void rport_deliver(void *ctx, const uint8_t *frame, size_t len)
 {
@@ -69,15 +92,8 @@ void rport_deliver(void *ctx, const uint8_t *frame, size_t len)
 	bool tagged = len >= sizeof(struct net_eth_hdr) + 4 &&
 		      be16_get(((const struct net_eth_hdr *)frame)->type) == NET_ETHERTYPE_VLAN;
 
-	if (len - (tagged ? 4 : 0) > ROCE_PORT_FRAME_MAX) {
-		rport_drop(port, ROCE_PORT_DROP_RX_LONG);
+	if ((s = rx_slot(port, len - (tagged ? 4 : 0))) == NULL)
 		return;
-	}
-	if (port->rx_count == ROCE_PORT_RXQ) {
-		rport_drop(port, ROCE_PORT_DROP_RX_FULL);
-		return;
-	}
-	s = &port->rxq[(port->rx_head + port->rx_count) % ROCE_PORT_RXQ];
 	s->tagged = tagged;
 	s->tci = tagged ? (uint16_t)(frame[14] << 8 | frame[15]) : 0;
 	port->stats.vlan_in += tagged;
@@ -89,10 +105,37 @@ void rport_deliver(void *ctx, const uint8_t *frame, size_t len)
 	} else {
 		memcpy(s->frame, frame, len);
 	}
-	s->len = len;
-	s->backlog = port->rx_count >= ROCE_PORT_BACKLOG || net_switch_behind(port->sw);
-	port->rx_count++;
-	port->stats.frames_in++;
+	rx_queued(port, s, len);
+}
+
+/* One datagram of a super-frame: its headers and payload joined in a slot, one copy. */
+static void udp_datagram(void *ctx, const uint8_t *hdr, size_t hlen, const uint8_t *payload, size_t plen)
+{
+	struct roce_port *port = ctx;
+	struct rx_slot *s;
+
+	if ((s = rx_slot(port, hlen + plen)) == NULL)
+		return;
+	s->tagged = false;
+	s->tci = 0;
+	memcpy(s->frame, hdr, hlen);
+	memcpy(s->frame + hlen, payload, plen);
+	rx_queued(port, s, hlen + plen);
+}
+
+/*
+ * A UDP super-frame from another server (its RoCEv2 packets merged by its
+ * TAP): cut straight into the ring, each datagram copied once and given no
+ * UDP checksum (the ICRC covers what matters; the switch's cut would have
+ * summed every payload and copied it once more).
+ */
+bool rport_deliver_udp_super(void *ctx, const uint8_t *frame, size_t len, const struct net_offload *off)
+{
+	struct roce_port *port = ctx;
+	unsigned n = net_offload_udp_each(frame, len, off, udp_datagram, port);
+
+	port->stats.super_in += n > 0;
+	return n > 0;
 }
 
 static void arp_input(struct roce_port *port, const uint8_t *frame, size_t len)

@@ -339,3 +339,42 @@ unsigned net_offload_segment(const uint8_t *frame, size_t len, const struct net_
 	} while (done < payload);
 	return n;
 }
+
+unsigned net_offload_udp_each(const uint8_t *frame, size_t len, const struct net_offload *off,
+			      void (*each)(void *ctx, const uint8_t *hdr, size_t hlen, const uint8_t *payload,
+					   size_t plen),
+			      void *ctx)
+{
+	uint8_t h[NET_ETH_HLEN + 60 + UDP_HLEN];
+	size_t hdr = off->hdr_len, pkt = off->pkt_len, ihl, payload, done = 0;
+	uint8_t *ip = h + NET_ETH_HLEN, *udp;
+	uint16_t id;
+	unsigned n = 0;
+
+	/* What parse guaranteed, checked again: nothing is read past frame. */
+	if (!off->gso_udp || off->gso_size == 0 || pkt > len || hdr > pkt || hdr > sizeof(h) ||
+	    hdr < NET_ETH_HLEN + IP_HLEN_MIN + UDP_HLEN || get16(frame + 12) != ETHERTYPE_IPV4)
+		return 0;
+	ihl = (size_t)(frame[NET_ETH_HLEN] & 0x0f) * 4;
+	if (NET_ETH_HLEN + ihl + UDP_HLEN != hdr)
+		return 0;
+	memcpy(h, frame, hdr);
+	udp = ip + ihl;
+	put16(udp + UDP_CSUM, 0);
+	id = get16(ip + IP_ID);
+	payload = pkt - hdr;
+	if (payload == 0)
+		return 0;
+	do {
+		size_t seg = payload - done < off->gso_size ? payload - done : off->gso_size;
+
+		put16(ip + IP_TOT_LEN, (uint16_t)(ihl + UDP_HLEN + seg));
+		put16(ip + IP_ID, (uint16_t)(id + n));
+		ip_csum(ip, ihl);
+		put16(udp + UDP_LEN, (uint16_t)(UDP_HLEN + seg));
+		each(ctx, h, hdr, frame + hdr + done, seg);
+		n++;
+		done += seg;
+	} while (done < payload);
+	return n;
+}

@@ -100,4 +100,19 @@ size_t net_offload_complete_csum(const uint8_t *frame, size_t len, const struct 
 unsigned net_offload_segment(const uint8_t *frame, size_t len, const struct net_offload *off, uint8_t *out,
 			     size_t cap, void (*emit)(void *ctx, const uint8_t *f, size_t len), void *ctx);
 
+/*
+ * The datagrams of an IPv4 UDP super-frame (off->gso_udp) without building
+ * them: each() gets, for every datagram in order, its headers in hdr (hlen
+ * bytes: Ethernet, IPv4 with the datagram's total length, identification and
+ * header checksum as net_offload_segment() gives them, UDP with its length
+ * and no checksum, which IPv4 allows) and its payload where it lies in frame.
+ * hdr is valid during the call only. For a receiver that copies each datagram
+ * once anyway and checks its payload by other means (RoCEv2's ICRC). Returns
+ * the number of datagrams, 0 for a super-frame that is not IPv4 UDP.
+ */
+unsigned net_offload_udp_each(const uint8_t *frame, size_t len, const struct net_offload *off,
+			      void (*each)(void *ctx, const uint8_t *hdr, size_t hlen, const uint8_t *payload,
+					   size_t plen),
+			      void *ctx);
+
 #endif

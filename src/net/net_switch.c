@@ -152,6 +152,34 @@ static void enter_segment(void *ctx, const uint8_t *frame, size_t len)
 	net_switch_input_offload(e->sw, e->id, frame, len, NULL);
 }
 
+/*
+ * A UDP super-frame to the endpoint whose filter wants it first, whole, if it
+ * takes such (deliver_udp_super); it would have had every datagram (a filter
+ * looks at headers, and the datagrams' differ only in lengths and
+ * identification). Not when it is a group frame or a monitor must see each
+ * datagram.
+ */
+static bool udp_whole(struct net_switch *sw, int id, const uint8_t *frame, size_t len, const struct net_offload *off)
+{
+	if ((frame[0] & 1) || sw->monitor != NULL)
+		return false;
+	for (int i = 0; i < NET_SWITCH_MAX_PORTS; i++) {
+		const struct net_port *p = &sw->ports[i];
+
+		if (!sw->used[i] || i == id || p->wants == NULL || !p->wants(p->ctx, frame, len))
+			continue;
+		if (p->deliver_udp_super == NULL || !p->deliver_udp_super(p->ctx, frame, len, off))
+			return false;
+		if (id < 0 || id >= NET_SWITCH_MAX_PORTS || !sw->ports[id].no_learn)
+			learn(sw, frame + 6, id);
+		sw->stats.frames++;
+		sw->stats.to_endpoints++;
+		sw->stats.udp_whole++;
+		return true;
+	}
+	return false;
+}
+
 void net_switch_input_offload(struct net_switch *sw, int id, const uint8_t *frame, size_t len,
 			      const struct net_offload *off)
 {
@@ -164,13 +192,18 @@ void net_switch_input_offload(struct net_switch *sw, int id, const uint8_t *fram
 		return;
 	}
 	/*
-	 * A UDP super-frame (RoCEv2 packets from another server, written as one) is cut here, at its
-	 * entry: each datagram is a packet of its own to every port and to the capture, as the wire
-	 * would have carried it. No port takes UDP offloads, and a TAP merges again what it sends.
+	 * A UDP super-frame (RoCEv2 packets from another server, written as one) goes whole to the
+	 * endpoint it is for when that endpoint cuts it itself (a RoCEv2 node, into its receive ring).
+	 * Otherwise it is cut here, at its entry: each datagram is a packet of its own to every port
+	 * and to the capture, as the wire would have carried it. No wire port takes UDP offloads, and
+	 * a TAP merges again what it sends.
 	 */
 	if (off != NULL && off->gso_udp) {
 		struct udp_entry e = { .sw = sw, .id = id };
 		unsigned n;
+
+		if (udp_whole(sw, id, frame, len, off))
+			return;
 
 		if (sw->scratch_busy) {
 			sw->stats.dropped_offload++;

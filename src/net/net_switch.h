@@ -61,6 +61,14 @@ struct net_port {
 	 */
 	void (*deliver_pieces)(void *ctx, const struct iovec *piece, unsigned n, const struct net_offload *off);
 	/*
+	 * Endpoints only, optional: take a UDP super-frame (off->gso_udp) whole
+	 * instead of its datagrams one at a time (the RoCEv2 nodes cut it into
+	 * their own receive ring: net_offload_udp_each()). Offered only when it
+	 * would have been this endpoint's (the first to want its headers), it is
+	 * unicast and no monitor is set; false: not taken, the switch cuts it.
+	 */
+	bool (*deliver_udp_super)(void *ctx, const uint8_t *frame, size_t len, const struct net_offload *off);
+	/*
 	 * Endpoints only: frames it sends do not teach the switch where their
 	 * source MAC lives. For an endpoint that speaks with a wire port's MAC
 	 * (the guest's RoCE function sends as the guest): the guest's other
@@ -78,6 +86,7 @@ struct net_switch_stats {
 	uint64_t dropped_offload;  /* an offload met inside another's delivery (never expected), or a UDP
 				    * super-frame that could not be cut */
 	uint64_t pieces_passed;    /* frames in pieces handed over as they were (net_switch_input_pieces) */
+	uint64_t udp_whole;        /* UDP super-frames an endpoint took whole (deliver_udp_super) */
 };
 
 struct net_switch;

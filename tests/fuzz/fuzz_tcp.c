@@ -4,7 +4,9 @@
  * transmits (net_switch_input from the guest's port), and frames read from
  * the host TAP behind a virtio_net_hdr (net_offload_parse, then
  * net_switch_input_offload: TCPv4 super-frames and partial checksums reach
- * the endpoint whole, other ports get them cut and completed). Behind the
+ * the endpoint whole, other ports get them cut and completed; a UDP
+ * super-frame's datagrams are also taken as a RoCEv2 node takes them,
+ * net_offload_udp_each(), and checked to lie inside it). Behind the
  * stack: ARP, ICMP, IPv6 neighbour discovery and echo for the endpoint's
  * link-local address (net_nd.c), the HTTP connections and the store
  * (s3_endpoint.c).
@@ -72,6 +74,22 @@ static void to_tap_offload(void *ctx, const uint8_t *f, size_t len, const struct
 		abort();
 	if (net_offload_segment(f, len, off, out, sizeof(out), count_piece, &n) < 2 || n < 2)
 		abort();
+}
+
+/* A UDP super-frame's datagrams as a RoCEv2 node takes them: each inside the frame, its headers saying its length. */
+struct udp_frame {
+	const uint8_t *f;
+	size_t len, at;
+};
+
+static void check_datagram(void *ctx, const uint8_t *hdr, size_t hlen, const uint8_t *payload, size_t plen)
+{
+	struct udp_frame *u = ctx;
+
+	if (payload != u->f + u->at || plen == 0 || plen > u->len - u->at || hlen < 42 || hlen > 14 + 60 + 8 ||
+	    (size_t)(hdr[16] << 8 | hdr[17]) != hlen - 14 + plen || (size_t)(hdr[hlen - 4] << 8 | hdr[hlen - 3]) != 8 + plen)
+		abort();
+	u->at += plen;
 }
 
 static void on_always(void *arg, uint32_t events)
@@ -144,6 +162,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else if (net_offload_parse(p, got, &off, &ost) == 0) {
 			size_t hdr = net_offload_hdr_size();
 
+			if (off.gso_udp) {
+				struct udp_frame u = { .f = p + hdr, .len = got - hdr, .at = off.hdr_len };
+
+				(void)net_offload_udp_each(p + hdr, got - hdr, &off, check_datagram, &u);
+			}
 			net_switch_input_offload(sw, tport, p + hdr, got - hdr, &off);
 		}
 	}

@@ -1147,12 +1147,167 @@ static void test_udp6_super_frame(void **state)
 	assert_int_equal(st.drop_gso_frame, 1);
 }
 
+/* What net_offload_udp_each() hands over, each datagram joined into its own buffer. */
+struct joined {
+	unsigned n;
+	uint8_t f[8][1100];
+	size_t len[8];
+};
+
+static void take_joined(void *ctx, const uint8_t *hdr, size_t hlen, const uint8_t *payload, size_t plen)
+{
+	struct joined *j = ctx;
+
+	assert_true(j->n < 8 && hlen + plen <= sizeof(j->f[0]));
+	memcpy(j->f[j->n], hdr, hlen);
+	memcpy(j->f[j->n] + hlen, payload, plen);
+	j->len[j->n++] = hlen + plen;
+}
+
+static struct joined cut_frames;
+
+static void take_frame(void *ctx, const uint8_t *f, size_t len)
+{
+	(void)ctx;
+	assert_true(cut_frames.n < 8 && len <= sizeof(cut_frames.f[0]));
+	memcpy(cut_frames.f[cut_frames.n], f, len);
+	cut_frames.len[cut_frames.n++] = len;
+}
+
+/*
+ * net_offload_udp_each(): the datagrams net_offload_segment() builds, byte
+ * for byte, but for the UDP checksum, which is none (0); nothing for IPv6 or
+ * a super-frame with no payload.
+ */
+static void test_udp_each(void **state)
+{
+	static uint8_t buf[VH + NET_MAX_FRAME], out[NET_MAX_FRAME];
+	struct net_offload_stats st = { 0 };
+	struct net_offload off;
+	struct joined j = { 0 };
+	size_t n = udp_super(buf, 5 * 1028 + 7, 1028);
+
+	(void)state;
+	assert_int_equal(net_offload_parse(buf, n, &off, &st), 0);
+	memset(&cut_frames, 0, sizeof(cut_frames));
+	assert_int_equal(net_offload_segment(buf + VH, n - VH, &off, out, sizeof(out), take_frame, NULL), 6);
+	assert_int_equal(net_offload_udp_each(buf + VH, n - VH, &off, take_joined, &j), 6);
+	assert_int_equal(j.n, 6);
+	for (unsigned i = 0; i < 6; i++) {
+		assert_int_equal(j.len[i], i < 5 ? 42 + 1028 : 42 + 7);
+		assert_int_equal(cut_frames.len[i], j.len[i] < 60 ? 60 : j.len[i]);
+		assert_int_equal(get16(j.f[i] + 14 + 20 + 6), 0);
+		put16(cut_frames.f[i] + 14 + 20 + 6, 0);
+		assert_memory_equal(j.f[i], cut_frames.f[i], j.len[i]);
+	}
+	/* Not IPv4: nothing (the caller cuts it the usual way). */
+	put16(buf + VH + 12, 0x86dd);
+	j.n = 0;
+	assert_int_equal(net_offload_udp_each(buf + VH, n - VH, &off, take_joined, &j), 0);
+	put16(buf + VH + 12, 0x0800);
+	/* Not UDP, or no payload past the headers: nothing. */
+	off.gso_udp = false;
+	assert_int_equal(net_offload_udp_each(buf + VH, n - VH, &off, take_joined, &j), 0);
+	off.gso_udp = true;
+	off.pkt_len = off.hdr_len;
+	assert_int_equal(net_offload_udp_each(buf + VH, n - VH, &off, take_joined, &j), 0);
+	assert_int_equal(j.n, 0);
+}
+
+/* An endpoint that takes UDP super-frames whole, or refuses them (it then gets the datagrams). */
+struct whole_ep {
+	bool take;
+	unsigned supers, frames;
+};
+
+static bool whole_wants(void *ctx, const uint8_t *f, size_t len)
+{
+	(void)ctx;
+	return len >= 42 && memcmp(f, guest_mac, 6) == 0 && get16(f + 12) == 0x0800 && f[23] == 17 &&
+	       get16(f + 36) == 4791;
+}
+
+static void whole_deliver(void *ctx, const uint8_t *f, size_t len)
+{
+	struct whole_ep *e = ctx;
+
+	(void)f, (void)len;
+	e->frames++;
+}
+
+static bool whole_super(void *ctx, const uint8_t *f, size_t len, const struct net_offload *off)
+{
+	struct whole_ep *e = ctx;
+
+	(void)f, (void)len, (void)off;
+	e->supers += e->take;
+	return e->take;
+}
+
+static unsigned monitored;
+
+static void count_monitor(void *ctx, const uint8_t *f, size_t len)
+{
+	(void)ctx, (void)f, (void)len;
+	monitored++;
+}
+
+/*
+ * The switch hands a UDP super-frame whole to the endpoint it is for when that
+ * endpoint takes it: not with a monitor set (it must see each datagram), not
+ * to a group address, and the datagrams when the endpoint refuses it.
+ */
+static void test_udp_super_to_endpoint(void **state)
+{
+	static uint8_t buf[VH + NET_MAX_FRAME];
+	struct net_offload_stats st = { 0 };
+	struct net_offload off;
+	struct whole_ep e = { .take = true };
+	struct net_port tap = { .name = "tap", .deliver = whole_deliver, .ctx = &(struct whole_ep){ 0 } };
+	struct net_port ep = { .name = "roce", .ctx = &e, .wants = whole_wants, .deliver = whole_deliver,
+			       .deliver_udp_super = whole_super };
+	struct net_switch *sw = net_switch_new();
+	size_t n = udp_super(buf, 5 * 1028 + 7, 1028);
+	int t;
+
+	(void)state;
+	assert_non_null(sw);
+	t = net_switch_attach(sw, &tap);
+	assert_true(net_switch_attach(sw, &ep) >= 0);
+	assert_int_equal(net_offload_parse(buf, n, &off, &st), 0);
+	net_switch_input_offload(sw, t, buf + VH, n - VH, &off);
+	assert_int_equal(e.supers, 1);
+	assert_int_equal(e.frames, 0);
+	assert_int_equal(net_switch_stats(sw)->udp_whole, 1);
+	/* Refused: the six datagrams instead. */
+	e.take = false;
+	net_switch_input_offload(sw, t, buf + VH, n - VH, &off);
+	assert_int_equal(e.frames, 6);
+	/* A monitor sees every datagram, so the endpoint gets them one by one. */
+	e = (struct whole_ep){ .take = true };
+	net_switch_set_monitor(sw, count_monitor, NULL);
+	net_switch_input_offload(sw, t, buf + VH, n - VH, &off);
+	assert_int_equal(monitored, 6);
+	assert_int_equal(e.supers, 0);
+	assert_int_equal(e.frames, 6);
+	net_switch_set_monitor(sw, NULL, NULL);
+	/* Not for the endpoint (another MAC): cut, and nobody takes it whole. */
+	buf[VH + 5] ^= 1;
+	e = (struct whole_ep){ .take = true };
+	net_switch_input_offload(sw, t, buf + VH, n - VH, &off);
+	assert_int_equal(e.supers + e.frames, 0);
+	assert_int_equal(net_switch_stats(sw)->udp_whole, 1);
+	net_switch_free(sw);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_inet_csum),
 		cmocka_unit_test(test_udp_super_frames),
 		cmocka_unit_test(test_udp6_super_frame),
+		cmocka_unit_test(test_udp_each),
+		cmocka_unit_test(test_udp_super_to_endpoint),
 		cmocka_unit_test_setup_teardown(test_put_in_super_frames, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_super_frame_overlap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_endpoint_trusts_only_the_kernels_tcp, setup, teardown),

@@ -82,6 +82,11 @@ struct node {
 	/* 802.1Q: frames sent tagged, and the last tag's TCI */
 	unsigned tx_tagged;
 	uint16_t last_tci;
+	/* merge: its SEND packets are kept in merged[] instead of sent (to enter again as one super-frame) */
+	bool merge;
+	unsigned nmerged;
+	uint8_t merged[8][ROCE_PORT_FRAME_MAX];
+	size_t merged_len[8];
 };
 
 struct world {
@@ -96,6 +101,9 @@ struct world {
 };
 
 static struct world *W;
+
+static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
 #define A (&W->n[0])
 #define B (&W->n[1])
 
@@ -196,6 +204,11 @@ static bool tx_hook(void *ctx, const uint8_t *cf, size_t len)
 		}
 	} else {
 		n->tx_not_ect++;
+	}
+	if (n->merge && p.bth->opcode <= ROCE_RC_SEND_ONLY && n->nmerged < 8) {
+		memcpy(n->merged[n->nmerged], f, len);
+		n->merged_len[n->nmerged++] = len;
+		return true;
 	}
 	idx = n->tx_roce++;
 	if (idx < 32 && (n->drop_mask & (1u << idx)) != 0) {
@@ -1033,6 +1046,62 @@ static void test_rx_full(void **state)
 	assert_int_equal(drops(B, ROCE_PORT_DROP_RX_FULL), 3);
 	settle();
 	assert_int_equal(drops(B, ROCE_PORT_DROP_UNKNOWN_QP), ROCE_PORT_RXQ);
+	teardown_world();
+}
+
+/*
+ * A UDP super-frame from the wire (what another server's TAP merged): a SEND's
+ * four packets from A, kept by the hook, enter B as one frame with UDP
+ * segmentation, B cuts it into its ring (super_in) and the SEND completes
+ * byte for byte. The same super-frame cut at the wrong size first: every
+ * datagram is refused by the parser, nothing is received.
+ */
+static void test_udp_super_in(void **state)
+{
+	static uint8_t super[NET_MAX_FRAME];
+	uint32_t len = 3 * MTU + 500;
+	struct net_offload off = { .gso_udp = true, .hdr_len = ROCE_L2L4_LEN };
+	size_t at = ROCE_L2L4_LEN;
+
+	(void)state;
+	setup(true);
+	B->posted = 1;
+	fill(A, 1, len, 3);
+	A->merge = true;
+	assert_int_equal(post(A, 1, ROCE_RC_REQ_SEND, len, 0), 0);
+	for (unsigned i = 0; i < 100 && A->nmerged < 4; i++)
+		roce_port_pump(A->port, 16, W->now);
+	A->merge = false;
+	assert_int_equal(A->nmerged, 4);
+	/* As a TAP merges them: one header, then each datagram's UDP payload; identifications count up by one. */
+	memcpy(super, A->merged[0], ROCE_L2L4_LEN);
+	for (unsigned i = 0; i < 4; i++) {
+		assert_int_equal(get16(A->merged[i] + 18), (uint16_t)(get16(A->merged[0] + 18) + i));
+		memcpy(super + at, A->merged[i] + ROCE_L2L4_LEN, A->merged_len[i] - ROCE_L2L4_LEN);
+		at += A->merged_len[i] - ROCE_L2L4_LEN;
+	}
+	off.gso_size = (uint16_t)(A->merged_len[0] - ROCE_L2L4_LEN);
+	off.pkt_len = (uint32_t)at;
+	put16(super + 16, (uint16_t)(at - 14));
+	put16(super + 38, (uint16_t)(at - 34));
+	/* Cut at the wrong size: datagrams that are no valid packet. */
+	off.gso_size -= 4;
+	net_switch_input_offload(W->sw, W->wire, super, at, &off);
+	settle();
+	assert_int_equal(roce_port_stats(B->port)->super_in, 1);
+	assert_int_equal(drops(B, ROCE_PORT_DROP_PARSE), (at - ROCE_L2L4_LEN + off.gso_size - 1) / off.gso_size);
+	assert_int_equal(B->nrcqe, 0);
+	off.gso_size += 4;
+	net_switch_input_offload(W->sw, W->wire, super, at, &off);
+	run();
+	assert_int_equal(roce_port_stats(B->port)->super_in, 2);
+	assert_int_equal(B->nrcqe, 1);
+	assert_int_equal(B->rcqe[0].status, ROCE_RC_WC_SUCCESS);
+	assert_int_equal(B->rcqe[0].byte_len, len);
+	assert_memory_equal(B->rq_buf[0], A->lbuf[1], len);
+	assert_int_equal(A->ncomp, 1);
+	expect_comp(A, 0, 1, ROCE_RC_REQ_WC_SUCCESS, len);
+	assert_int_equal(net_switch_stats(W->sw)->udp_whole, 2);
 	teardown_world();
 }
 
@@ -1934,6 +2003,7 @@ int main(void)
 		cmocka_unit_test(test_drops),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_rx_full),
+		cmocka_unit_test(test_udp_super_in),
 		cmocka_unit_test(test_guest_node),
 		cmocka_unit_test(test_ud),
 		cmocka_unit_test(test_ud_imm),
