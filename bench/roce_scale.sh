@@ -2,7 +2,8 @@
 # RoCEv2 at scale on one host (issue 28, item 5): N servers with --backend roce on one Linux bridge
 # (jumbo frames, path MTU 4096) inside a network namespace made here, no guests; roce-scale-bench
 # connects every server to every other and keeps 64 KiB RDMA WRITEs in flight on all of them.
-# One CSV line per N: N, WRITEs/s, GB/s, frames/s (all servers), servers' mean CPU %, us per frame.
+# One CSV line per N: N, WRITEs/s, GB/s, frames/s (all servers), servers' mean CPU %, us per frame,
+# the TAP floor per frame measured before and after that N, and the ratio of the two.
 # Usage: roce_scale.sh path/to/rocm-ernic path/to/roce-scale-bench [csv] [seconds] [N...]
 set -u
 BIN=${1:?usage: $0 path/to/rocm-ernic path/to/roce-scale-bench [csv] [seconds] [N...]}
@@ -24,7 +25,21 @@ for i in $(seq 0 15); do
 done
 ip netns exec "$NS" ip link set br0 mtu 9000 up
 mkdir -p "$(dirname "$CSV")"
-echo "servers,writes_per_s,gbps,frames_per_s,server_cpu_pct,server_us_per_frame" >"$CSV"
+# The denominator, measured around each N (A B B A over the sweep): tap-floor-bench, the kernel's
+# own CPU per frame for the system calls two servers make per WRITE, through ernic0, the bridge
+# and ernic1, with nothing built or parsed (bench/tap_floor_bench.c).
+FLOOR=${FLOOR:-$(dirname "$BENCH")/tap-floor-bench}
+echo "servers,writes_per_s,gbps,frames_per_s,server_cpu_pct,server_us_per_frame,tap_floor_us_per_frame,ratio_to_floor" >"$CSV"
+TMPCSV=$(mktemp)
+trap 'ip netns del "$NS" 2>/dev/null; rm -f "$TMPCSV"' EXIT
+floor() { ip netns exec "$NS" "$FLOOR" 1 "$TMPCSV.floor" | sed 's/^/# /'; }
 for n in $COUNTS; do
-	ip netns exec "$NS" "$BENCH" "$BIN" "$n" "$SECS" "$CSV" || exit 1
+	: >"$TMPCSV"; : >"$TMPCSV.floor"
+	floor
+	ip netns exec "$NS" "$BENCH" "$BIN" "$n" "$SECS" "$TMPCSV" || exit 1
+	floor
+	f=$(awk '{ s += $1; k++ } END { if (k) printf "%.3f", s / k }' "$TMPCSV.floor")
+	awk -F, -v f="$f" '{ printf "%s,%s,%.2f\n", $0, f, (f > 0 ? $6 / f : 0) }' "$TMPCSV" | tee -a "$CSV" |
+		awk -F, '{ printf "N=%s: %s us per frame against the TAP floor of %s us: %sx\n", $1, $6, $7, $8 }'
 done
+rm -f "$TMPCSV.floor"

@@ -111,7 +111,8 @@ static void node_up(unsigned i, const char *bin)
 {
 	struct node *x = &nodes[i];
 	char tap[16], mac[24];
-	const char *args[] = { "--backend", "roce", "--tap", tap, "--mac", mac, "-L", "warn", NULL };
+	const char *level = getenv("ROCE_SCALE_LOG"); /* info: the servers' closing statistics too */
+	const char *args[] = { "--backend", "roce", "--tap", tap, "--mac", mac, "-L", level ? level : "warn", NULL };
 	int rc;
 
 	snprintf(tap, sizeof(tap), "ernic%u", i);
