@@ -439,8 +439,13 @@ int main(int argc, char **argv)
 			fprintf(csv, "case,ops_per_s,server_us_per_op,server_cpu_pct,server_user_us_per_op\n");
 	}
 	printf("s3-rdma-bench: %.1f s per case, one keep-alive connection through the TAP %s\n", seconds, tap);
-	for (unsigned i = 0; i < 2 * ncases; i++)
-		run_case(&order[i < ncases ? i : 2 * ncases - 1 - i], csv);
+	for (unsigned i = 0; i < 2 * ncases; i++) {
+		const struct kase *k = &order[i < ncases ? i : 2 * ncases - 1 - i];
+
+		/* S3_RDMA_BENCH_ONLY=get-4k: that case alone (for a profile of it) */
+		if (getenv("S3_RDMA_BENCH_ONLY") == NULL || strcmp(getenv("S3_RDMA_BENCH_ONLY"), k->name) == 0)
+			run_case(k, csv);
+	}
 	/* the denominators: a message round trip to the server, the client's socket path, the copies */
 	bench_region_read(&cl, srv.pid, seconds, csv);
 	loopback_rtt(csv);

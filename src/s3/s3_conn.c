@@ -141,7 +141,7 @@ static void queue_response(struct s3_conn *c, struct s3_response *r, bool keep_a
 
 static void finish_op(struct s3_conn *c, bool keep_alive)
 {
-	struct s3_response r = { 0 };
+	struct s3_response r; /* every field set by s3_op_finish() (response_move), the arrays as far as used */
 
 	s3_op_finish(c->op, &r);
 	c->op = NULL;

@@ -150,7 +150,18 @@ int http_format_response_head(const struct http_response_head *h, char *out, siz
 		if (!safe_field(h->headers[i].name, true) || !safe_field(h->headers[i].value, false))
 			return -EINVAL;
 
-	http_format_date(time(NULL), date);
+	{
+		/* The Date of this second, made once a second (gmtime's cost would be every response's). */
+		static _Thread_local int64_t date_of = -1;
+		static _Thread_local char date_str[30];
+		int64_t now = (int64_t)time(NULL);
+
+		if (now != date_of) {
+			http_format_date(now, date_str);
+			date_of = now;
+		}
+		memcpy(date, date_str, sizeof(date));
+	}
 	ok = put_str(out, cap, &n, "HTTP/1.1 ") && put_u64(out, cap, &n, (unsigned)h->status) &&
 	     put_str(out, cap, &n, " ") && put_str(out, cap, &n, http_reason(h->status)) &&
 	     put_str(out, cap, &n, "\r\nDate: ") && put_str(out, cap, &n, date) &&

@@ -103,6 +103,7 @@ struct s3_store {
 	uint32_t nbuckets;        /* root: how many buckets, itself included */
 	uint32_t nuploads;        /* this bucket's uploads in progress */
 	unsigned ops;             /* requests begun on this bucket and not finished */
+	struct s3_op *spare_op;   /* root: the last request's, kept for the next (a request allocates nothing) */
 };
 
 enum op_kind {

@@ -232,6 +232,7 @@ void s3_store_free(struct s3_store *st)
 		store_release(b);
 	}
 	s3_md5w_free(st->md5w);
+	free(st->spare_op);
 	store_release(st);
 	map_cache_drain();
 }

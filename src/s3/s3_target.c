@@ -485,9 +485,39 @@ static bool utf8_valid(const char *str)
 }
 
 
+/*
+ * A request's state, zeroed but for the response's header table and storage
+ * (12 KiB that nheaders and hdrused say are empty): the root's spare when it
+ * has one, which the last request left.
+ */
+static struct s3_op *op_new(struct s3_store *st)
+{
+	struct s3_op *op = st->root->spare_op;
+	size_t tail = offsetof(struct s3_op, resp) + offsetof(struct s3_response, hdrused);
+
+	st->root->spare_op = NULL;
+	if (op == NULL && (op = malloc(sizeof(*op))) == NULL)
+		return NULL;
+	memset(op, 0, offsetof(struct s3_op, resp) + offsetof(struct s3_response, headers));
+	memset(&op->resp.nheaders, 0, offsetof(struct s3_response, hdrbuf) - offsetof(struct s3_response, nheaders));
+	memset((char *)op + tail, 0, sizeof(*op) - tail);
+	return op;
+}
+
+/* Done with a request's state: kept as the root's spare, or freed. */
+static void op_release(struct s3_op *op)
+{
+	struct s3_store *root = op->st->root;
+
+	if (root->spare_op == NULL)
+		root->spare_op = op;
+	else
+		free(op);
+}
+
 struct s3_op *s3_op_begin(struct s3_store *st, const struct http_request *h)
 {
-	struct s3_op *op = calloc(1, sizeof(*op));
+	struct s3_op *op = op_new(st);
 	struct req rq = { .http = h };
 	struct s3_store *b;
 	const char *p, *slash, *tok;
@@ -508,7 +538,7 @@ struct s3_op *s3_op_begin(struct s3_store *st, const struct http_request *h)
 	}
 	s3_strcpy(op->resource, sizeof(op->resource), h->path);
 	s3_strcpy(op->method, sizeof(op->method), h->method);
-	{
+	if (log_enabled(LOG_LEVEL_DEBUG)) { /* for the -v line alone */
 		struct timespec ts;
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -796,7 +826,7 @@ void s3_op_finish(struct s3_op *op, struct s3_response *resp)
 	drop_body(op);
 	s3_meta_free(op->meta);
 	op->st->ops--;
-	free(op);
+	op_release(op);
 }
 
 void s3_op_abort(struct s3_op *op)
@@ -809,7 +839,7 @@ void s3_op_abort(struct s3_op *op)
 	free(op->xml);
 	s3_meta_free(op->meta);
 	op->st->ops--;
-	free(op);
+	op_release(op);
 }
 
 void s3_store_error_response(struct s3_store *st, int e, const char *resource, struct s3_response *resp)
