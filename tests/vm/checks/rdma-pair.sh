@@ -174,11 +174,13 @@ step() {
 	case $SKIP in *" $st_tool "*) echo "--- $ST left out (ERNIC_PAIR_SKIP)"; return 0 ;; esac
 	sf=$K-$ST
 	log=/tmp/$sf.out
-	# Shortly before the tool's time is up, what its queue pairs are doing (state, PSNs), for a
-	# step that hangs; the tools' output is line-buffered so that a killed one leaves its lines.
+	# Shortly before the tool's time is up, what its queue pairs and rdma_cm ids are doing (state,
+	# PSNs) and where in the kernel the tool waits, for a step that hangs; the tools' output is
+	# line-buffered so that a killed one leaves its lines.
 	# (Its sleep outlives the kill below: it must not hold the check's output open, or the
 	# guest's init waits for it after the last step.)
-	( sleep $((T - 5)); { echo "--- $SIDE: still running after $((T - 5)) s"; rdma resource show qp; } >"$log.late" 2>&1 ) >/dev/null 2>&1 &
+	( sleep $((T - 5)); { echo "--- $SIDE: still running after $((T - 5)) s"; rdma resource show qp; rdma resource show cm_id
+	  for p in $(pgrep -x "${1##*/}"); do echo "--- $1 $p waits in:"; cat /proc/$p/stack; done; } >"$log.late" 2>&1 ) >/dev/null 2>&1 &
 	st_wd=$!
 	if [ "$st_srv" = "$SIDE" ]; then
 		note "$ST: serving"
