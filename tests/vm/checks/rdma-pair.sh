@@ -161,6 +161,13 @@ lost_last_ack() {
 		grep -q "scnt=$N, ccnt=$((N - 1))\$" "$2"
 }
 LOST_LAST_ACK="the server's last WRITE alone failed, retry exceeded: its ACK was lost after the client had gone"
+# rping's client, after its 20 pings were all verified and it had asked to disconnect, can hang
+# in its own teardown: its CM thread may block in rdma_get_cm_event() for a DISCONNECTED event
+# that its rdma_destroy_id() discarded between the thread's poll() and its read (seen with
+# rdma_rxe's client twice in full-suite runs of roce-rxe-vlan-vm, its QP already destroyed,
+# the main thread waiting on a futex: docs/testing.md). The exchange itself is complete; the
+# step passes when the server end ended cleanly, and says so.
+TEARDOWN_HANG="rping's client hung in its own teardown after all 20 pings were verified"
 
 K=0
 # step NAME SERVER_SIDE KIND CMD ARGS...: one tool between the guests; SERVER_SIDE (main or
@@ -218,6 +225,8 @@ step() {
 			pass "$ST" "server end of $DEV, client $THEM_DEV"
 		elif [ "$st_src" = lost-last-ack ] && [ "$st_crc" = 0 ]; then
 			pass "$ST" "server end of $DEV, client $THEM_DEV; $LOST_LAST_ACK"
+		elif [ "$st_src" = 0 ] && [ "$st_crc" = teardown-hang ]; then
+			pass "$ST" "server end of $DEV, client $THEM_DEV; $TEARDOWN_HANG"
 		else
 			fail "$ST" "server ($SIDE) rc $st_src, client ($THEM) rc $st_crc: $(tail -2 "$log" | tr '\n' ';')"
 		fi
@@ -232,6 +241,8 @@ step() {
 			fi
 			st_crc=$?
 			[ "$st_tool" = rping ] && [ $st_crc = 0 ] && [ "$(grep -c 'ping data' "$log")" != 20 ] && st_crc=verify
+			[ "$st_tool" = rping ] && { [ $st_crc = 124 ] || [ $st_crc = 137 ]; } && [ "$(grep -c 'ping data' "$log")" = 20 ] &&
+				! grep -q "mismatch" "$log" && st_crc=teardown-hang
 		else
 			st_crc="not run: $st_ready"
 		fi
@@ -243,6 +254,9 @@ step() {
 		elif [ "$st_src" = lost-last-ack ] && [ "$st_crc" = 0 ]; then
 			figure "$st_tool" "$log" "$DEV" "$THEM_DEV"
 			pass "$ST" "$FIG; $LOST_LAST_ACK"
+		elif [ "$st_src" = 0 ] && [ "$st_crc" = teardown-hang ]; then
+			figure "$st_tool" "$log" "$DEV" "$THEM_DEV"
+			pass "$ST" "$FIG; $TEARDOWN_HANG"
 		else
 			fail "$ST" "client ($SIDE) rc $st_crc, server ($THEM) rc $st_src: $(tail -2 "$log" | tr '\n' ';')"
 		fi
