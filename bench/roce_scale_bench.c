@@ -13,6 +13,12 @@
  * servers' closing counters, is printed beside), and the servers' CPU: the mean share of a CPU and
  * microseconds per frame sent or received.
  *
+ * When a pass over the devices finds no completion, the driver arms the send CQs and sleeps on
+ * the EQs' interrupt eventfds (as ionic_rdma's kernel users and perftest's --use_event do), so
+ * the servers have the machine's cores. Environment: ROCE_SCALE_POLL=yield (or spin) polls
+ * instead, with (without) a sched_yield() between passes; ROCE_SCALE_LOG=info lets the servers
+ * log their closing statistics.
+ *
  * Usage: roce-scale-bench path/to/rocm-ernic N [seconds] [csv-file]
  */
 #include <errno.h>

@@ -22,6 +22,7 @@
  * kernel's socket path costs the client per request, outside the server), and memcpy of the bytes.
  *
  * Usage: s3-rdma-bench path/to/rocm-ernic TAP [seconds-per-case] [csv-file]
+ * S3_RDMA_BENCH_ONLY=NAME (get-4k, put-4k, get-1m, put-1m) runs that case alone, for a profile.
  * The CSV has one row per measurement: case,ops_per_s,server_us_per_op,server_cpu_pct,
  * server_user_us_per_op (the part in user space, from /proc/PID/stat's utime: the rest is the
  * kernel's, most of it the TAP's writes, whose receive path and wake-up of this client run in
