@@ -1054,7 +1054,8 @@ static void test_rx_full(void **state)
  * four packets from A, kept by the hook, enter B as one frame with UDP
  * segmentation, B cuts it into its ring (super_in) and the SEND completes
  * byte for byte. The same super-frame cut at the wrong size first: every
- * datagram is refused by the parser, nothing is received.
+ * datagram is refused by the parser, nothing is received; a datagram longer
+ * than the node's frames is dropped as such.
  */
 static void test_udp_super_in(void **state)
 {
@@ -1102,6 +1103,13 @@ static void test_udp_super_in(void **state)
 	assert_int_equal(A->ncomp, 1);
 	expect_comp(A, 0, 1, ROCE_RC_REQ_WC_SUCCESS, len);
 	assert_int_equal(net_switch_stats(W->sw)->udp_whole, 2);
+	/* One datagram longer than any frame the node takes: cut, then dropped as too long. */
+	memset(super + ROCE_L2L4_LEN, 0x5a, ROCE_PORT_FRAME_MAX);
+	off.gso_size = (uint16_t)ROCE_PORT_FRAME_MAX;
+	off.pkt_len = ROCE_L2L4_LEN + ROCE_PORT_FRAME_MAX;
+	net_switch_input_offload(W->sw, W->wire, super, off.pkt_len, &off);
+	assert_int_equal(drops(B, ROCE_PORT_DROP_RX_LONG), 1);
+	assert_int_equal(roce_port_stats(B->port)->super_in, 3);
 	teardown_world();
 }
 
