@@ -296,6 +296,24 @@ static bool receiving(const struct inet_pcb *pcb)
 	       pcb->state == TCPS_FIN_WAIT_2;
 }
 
+/*
+ * Whether an in-order segment's ACK may wait for inet_flush_acks(): the owner
+ * has promised that call before it next sleeps (ops.defer_acks). A response
+ * the application queues meanwhile carries the ACK, and the pure ACK never
+ * goes: one frame per request and answer instead of two, as a delayed-ACK
+ * receiver does (RFC 1122 4.2.3.2), though the wait is only as long as the
+ * current batch of events.
+ */
+static bool defer_acks(struct inet_host *t)
+{
+	if (t->acks_deferred)
+		return true;
+	if (t->ops.defer_acks == NULL || !t->ops.defer_acks(t->ops.ctx))
+		return false;
+	t->acks_deferred = true;
+	return true;
+}
+
 void inet_pcb_service(struct inet_host *t, struct inet_pcb *pcb)
 {
 	if (pcb->state == TCPS_CLOSED)
@@ -319,8 +337,26 @@ void inet_pcb_service(struct inet_host *t, struct inet_pcb *pcb)
 		inet_output(t, pcb, false);
 		inet_cc_tlp_arm(t, pcb);
 	}
-	if (pcb->ack_now && pcb->state != TCPS_CLOSED && pcb->state != TCPS_SYN_RCVD)
+	if (pcb->state == TCPS_CLOSED || pcb->state == TCPS_SYN_RCVD)
+		return;
+	if (pcb->ack_now || (pcb->ack_later && !defer_acks(t)))
 		inet_send_ack(t, pcb);
+}
+
+void inet_flush_acks(struct inet_host *t)
+{
+	if (t == NULL || !t->acks_deferred)
+		return;
+	t->acks_deferred = false;
+	for (size_t i = 0; i < INET_TCP_PCBS; i++) {
+		struct inet_pcb *pcb = &t->pcbs[i];
+
+		/* Still owed: nothing the application sent since carried it. */
+		if (pcb->ack_later && pcb->state != TCPS_CLOSED && pcb->state != TCPS_SYN_RCVD) {
+			inet_send_ack(t, pcb);
+			t->stats.acks_deferred_alone++;
+		}
+	}
 }
 
 /* ---- ARP table ---------------------------------------------------------------- */

@@ -134,6 +134,13 @@ struct inet_ops {
 	bool (*wants_close)(void *app);
 	/* The connection is gone (closed, reset or timed out): free the application state. */
 	void (*close)(void *app);
+	/*
+	 * Optional: the ACK of in-order data may wait. Return true to promise a
+	 * call of inet_flush_acks() once the current batch of events is handled
+	 * (before the owner sleeps); a response sent before then carries the
+	 * ACK and no pure ACK goes. False, or NULL: every ACK goes at once.
+	 */
+	bool (*defer_acks)(void *ctx);
 };
 
 struct inet_stats {
@@ -157,6 +164,7 @@ struct inet_stats {
 	uint64_t sack_blocks_out;   /* SACK blocks sent */
 	uint64_t opts_ws, opts_sack, opts_ts;  /* connections that agreed on each option */
 	uint64_t super_out, super_segs;        /* super-segments through send_super, and the segments they hold */
+	uint64_t acks_deferred_alone;          /* deferred ACKs that went alone: no answer came in the batch to carry them */
 };
 
 struct inet_host;
@@ -188,6 +196,8 @@ void inet_input_flags(struct inet_host *t, const uint8_t *frame, size_t len, uns
  * new output or freed input space outside of inet_input().
  */
 void inet_poll(struct inet_host *t, uint64_t now_ms);
+/* The ACKs deferred by ops.defer_acks that no segment has carried since go now. */
+void inet_flush_acks(struct inet_host *t);
 
 /*
  * Whether a frame is addressed to this host: unicast to its MAC, an ARP

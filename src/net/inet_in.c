@@ -366,7 +366,7 @@ static void sync_input(struct inet_host *t, struct inet_pcb *pcb, const struct i
 	uint32_t seq = s->seq;
 	const uint8_t *data = s->data;
 	size_t dlen = s->len;
-	bool fin = (s->flags & NET_TCPF_FIN) != 0, ooo = false;
+	bool fin = (s->flags & NET_TCPF_FIN) != 0, ooo = false, gap;
 	uint32_t adv = SEQ_GT(pcb->rcv_adv, pcb->rcv_nxt) ? pcb->rcv_adv - pcb->rcv_nxt : 0;
 	uint32_t seglen = (uint32_t)dlen + (fin ? 1 : 0);
 
@@ -435,6 +435,7 @@ static void sync_input(struct inet_host *t, struct inet_pcb *pcb, const struct i
 
 	if (!ack_input(t, pcb, s, seq, dlen, fin))
 		return;
+	gap = pcb->ooo_n > 0;
 
 	/* Data. */
 	if (dlen > 0 || (ooo && fin)) {
@@ -453,7 +454,15 @@ static void sync_input(struct inet_host *t, struct inet_pcb *pcb, const struct i
 		} else {
 			fin = false;                        /* bytes after the peer's FIN */
 		}
-		pcb->ack_now = true;
+		/*
+		 * A gap opened or being filled is reported at once (RFC 5681 4.2);
+		 * an in-order segment's ACK may wait for the end of the batch, and
+		 * ride on the answer if the application gives one by then.
+		 */
+		if (ooo || gap)
+			pcb->ack_now = true;
+		else
+			pcb->ack_later = true;
 	}
 	/* A FIN that came after a hole, now reached. */
 	if (pcb->ooo_fin && pcb->rcv_nxt == pcb->ooo_fin_seq) {

@@ -201,6 +201,7 @@ static void pcb_emit_gso(struct inet_host *t, struct inet_pcb *pcb, uint32_t seq
 		wnd = adv_window(pcb, (flags & NET_TCPF_SYN) != 0);
 		pcb->last_ack_sent = pcb->rcv_nxt;
 		pcb->ack_now = false;
+		pcb->ack_later = false;
 	}
 	if (optlen == SIZE_MAX) {
 		optlen = 0;

@@ -146,6 +146,7 @@ struct inet_pcb {
 	bool fin_rcvd;
 	bool eof_delivered;
 	bool ack_now;           /* an ACK is owed to the peer */
+	bool ack_later;         /* one is owed for in-order data: it may wait for the end of the batch (ops.defer_acks) */
 	/*
 	 * The receive buffer, rcv_cap bytes once needed: a ring indexed by stream
 	 * offset. It holds the in-order bytes the application did not take
@@ -194,6 +195,7 @@ struct inet_host {
 	/* A super-segment's pieces: [0] the headers in frame, then the payload by reference; super_n of them. */
 	struct iovec super[1 + INET_TCP_SUPER_PIECES];
 	unsigned super_n;
+	bool acks_deferred;     /* ops.defer_acks() granted: inet_flush_acks() will be called */
 };
 
 /* A validated TCP segment (inet_in.c). */

@@ -22,6 +22,7 @@ struct net_host {
 	struct ev_timer *timer;
 	struct inet_ops app;
 	uint8_t *join;          /* a super-segment's pieces joined, for a port that needs it whole (NET_MAX_FRAME) */
+	bool acks_pending;      /* flush_acks() is deferred on the loop */
 };
 
 /* The stack's ctx is the host; the application's open() gets its own. */
@@ -74,6 +75,24 @@ static void send_super(void *ctx, const struct iovec *piece, unsigned n, uint16_
 		len += piece[i].iov_len;
 	}
 	net_switch_input_offload(h->sw, h->port, h->join, len, &off);
+}
+
+static void flush_acks(void *arg)
+{
+	struct net_host *h = arg;
+
+	h->acks_pending = false;
+	inet_flush_acks(h->inet);
+}
+
+/* The ACK of a request waits for the end of the loop's batch: the answer, if it comes by then, carries it. */
+static bool defer_acks(void *ctx)
+{
+	struct net_host *h = ctx;
+
+	if (!h->acks_pending && evloop_defer(h->loop, flush_acks, h) == 0)
+		h->acks_pending = true;
+	return h->acks_pending;
 }
 
 static bool port_wants(void *ctx, const uint8_t *frame, size_t len)
@@ -132,6 +151,7 @@ struct net_host *net_host_new(const struct net_host_config *cfg, struct evloop *
 	ops.send_frame = send_frame;
 	ops.send_super = send_super;
 	ops.open = cfg->app.open ? host_open : NULL;
+	ops.defer_acks = defer_acks;
 	h->inet = inet_new(&ic, &ops);
 	if (h->inet == NULL) {
 		snprintf(err, errlen, "%s: cannot create its TCP/IP stack", cfg->name);
@@ -164,7 +184,7 @@ static void log_stats(const struct net_host *h)
 	LOG_INFO("%s: tcp: %llu connections accepted (window scaling %llu, SACK %llu, timestamps %llu); "
 		 "%llu retransmits (%llu fast recoveries, %llu timeouts, %llu tail probes); SACK blocks %llu in, %llu out; "
 		 "%llu out-of-order segments held, %llu dropped; %llu refused by PAWS; "
-		 "%llu super-segments out carrying %llu segments",
+		 "%llu super-segments out carrying %llu segments; %llu ACKs held to the end of a batch went alone",
 		 h->name, (unsigned long long)st->conns_accepted, (unsigned long long)st->opts_ws,
 		 (unsigned long long)st->opts_sack, (unsigned long long)st->opts_ts,
 		 (unsigned long long)st->retransmits, (unsigned long long)st->fast_retransmits,
@@ -172,7 +192,8 @@ static void log_stats(const struct net_host *h)
 		 (unsigned long long)st->sack_blocks_in,
 		 (unsigned long long)st->sack_blocks_out, (unsigned long long)st->ooo_held,
 		 (unsigned long long)st->drop_out_of_order, (unsigned long long)st->drop_paws,
-		 (unsigned long long)st->super_out, (unsigned long long)st->super_segs);
+		 (unsigned long long)st->super_out, (unsigned long long)st->super_segs,
+		 (unsigned long long)st->acks_deferred_alone);
 }
 
 void net_host_free(struct net_host *h)
@@ -182,6 +203,8 @@ void net_host_free(struct net_host *h)
 	if (h->inet != NULL && h->timer != NULL)
 		log_stats(h);
 	evloop_del_timer(h->loop, h->timer);
+	if (h->acks_pending)
+		evloop_undefer(h->loop, flush_acks, h);
 	if (h->port >= 0)
 		net_switch_detach(h->sw, h->port);
 	inet_free(h->inet);

@@ -145,6 +145,19 @@ int evloop_defer(struct evloop *loop, void (*fn)(void *arg), void *arg)
 	return 0;
 }
 
+static void deferred_nothing(void *arg)
+{
+	(void)arg;
+}
+
+/* Entries stay where they are (a batch may be running them): the call taken back does nothing. */
+void evloop_undefer(struct evloop *loop, void (*fn)(void *arg), void *arg)
+{
+	for (unsigned i = 0; i < loop->ndeferred; i++)
+		if (loop->deferred[i].fn == fn && loop->deferred[i].arg == arg)
+			loop->deferred[i].fn = deferred_nothing;
+}
+
 static void run_deferred(struct evloop *loop)
 {
 	/* A deferred call may defer again; those run in the next round. */
@@ -154,6 +167,12 @@ static void run_deferred(struct evloop *loop)
 		loop->deferred[i].fn(loop->deferred[i].arg);
 	memmove(loop->deferred, loop->deferred + n, (loop->ndeferred - n) * sizeof(loop->deferred[0]));
 	loop->ndeferred -= n;
+}
+
+void evloop_run_deferred(struct evloop *loop)
+{
+	while (loop->ndeferred)
+		run_deferred(loop);
 }
 
 struct evloop *evloop_new(void)

@@ -62,6 +62,10 @@ void evloop_del_timer(struct evloop *loop, struct ev_timer *t);
  * Returns 0, or -ENOSPC when too many are pending.
  */
 int evloop_defer(struct evloop *loop, void (*fn)(void *arg), void *arg);
+/* Takes back every pending evloop_defer() of fn(arg): for an owner freed before the batch ends. */
+void evloop_undefer(struct evloop *loop, void (*fn)(void *arg), void *arg);
+/* Runs the pending deferred calls now, as the end of a batch does (for a driver outside evloop_run(), like a test). */
+void evloop_run_deferred(struct evloop *loop);
 
 /*
  * A poller: fn(arg) on every turn of the loop. It returns EV_POLL_WORK when

@@ -1,6 +1,6 @@
 /*
  * evloop-unit: pollers, their removal from a callback, the busy window, the idle back-off, work
- * in slices and the report of long turns.
+ * in slices, the report of long turns and deferred calls.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -295,6 +295,59 @@ static void test_long_turn(void **state)
 	evloop_free(loop);
 }
 
+/* Deferred calls: in order, once; one taken back (even by a deferred call of the same batch) does nothing. */
+struct deferred_log {
+	struct evloop *loop;
+	char seen[8];
+	unsigned n;
+};
+
+static void note_a(void *arg)
+{
+	struct deferred_log *l = arg;
+
+	l->seen[l->n++] = 'a';
+}
+
+static void note_b(void *arg)
+{
+	struct deferred_log *l = arg;
+
+	l->seen[l->n++] = 'b';
+}
+
+static void take_back_b(void *arg)
+{
+	struct deferred_log *l = arg;
+
+	l->seen[l->n++] = 't';
+	evloop_undefer(l->loop, note_b, l);
+}
+
+static void test_deferred(void **state)
+{
+	struct deferred_log l = { .loop = evloop_new() };
+
+	(void)state;
+	assert_non_null(l.loop);
+	assert_int_equal(evloop_defer(l.loop, note_a, &l), 0);
+	assert_int_equal(evloop_defer(l.loop, note_b, &l), 0);
+	assert_int_equal(evloop_defer(l.loop, note_a, &l), 0);
+	evloop_undefer(l.loop, note_a, &l);
+	evloop_run_deferred(l.loop);
+	assert_int_equal(l.n, 1);
+	assert_int_equal(l.seen[0], 'b');
+	evloop_run_deferred(l.loop);            /* nothing left */
+	assert_int_equal(l.n, 1);
+	assert_int_equal(evloop_defer(l.loop, take_back_b, &l), 0);
+	assert_int_equal(evloop_defer(l.loop, note_b, &l), 0);
+	assert_int_equal(evloop_defer(l.loop, note_a, &l), 0);
+	evloop_run_deferred(l.loop);
+	assert_int_equal(l.n, 3);
+	assert_memory_equal(l.seen, "bta", 3);
+	evloop_free(l.loop);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -303,6 +356,7 @@ int main(void)
 		cmocka_unit_test(test_busy_window),
 		cmocka_unit_test(test_slices),
 		cmocka_unit_test(test_long_turn),
+		cmocka_unit_test(test_deferred),
 	};
 
 	return cmocka_run_group_tests_name("evloop-unit", tests, NULL, NULL);

@@ -144,6 +144,8 @@ struct harness {
 	bool refuse;
 	bool echo;              /* defaults for new applications */
 	size_t budget;
+	bool defer;             /* what defer_acks answers */
+	unsigned defer_calls;
 };
 
 static void app_queue(struct app *a, const uint8_t *d, size_t n)
@@ -368,6 +370,14 @@ static void cb_close(void *app)
 	assert_int_equal(a->close_calls, 1);
 }
 
+static bool cb_defer_acks(void *ctx)
+{
+	struct harness *h = ctx;
+
+	h->defer_calls++;
+	return h->defer;
+}
+
 static struct harness *harness_new(bool super)
 {
 	struct harness *h = calloc(1, sizeof(*h));
@@ -375,7 +385,7 @@ static struct harness *harness_new(bool super)
 	struct inet_ops ops = {
 		.send_frame = cb_send_frame, .send_super = super ? cb_send_super : NULL, .open = cb_open,
 		.input = cb_input, .input_eof = cb_input_eof, .peek = cb_peek, .acked = cb_acked,
-		.wants_close = cb_wants_close, .close = cb_close,
+		.wants_close = cb_wants_close, .close = cb_close, .defer_acks = cb_defer_acks,
 	};
 
 	if (h == NULL)
@@ -1428,6 +1438,72 @@ static void test_duplicate_and_overlap(void **state)
 	assert_int_equal(a->rx_len, 200);
 	assert_memory_equal(a->rx, d, 200);
 	assert_int_equal(inet_stats(h->t)->bytes_in, 200);
+	free(d);
+	peer_free(&p);
+}
+
+/*
+ * The ACK of in-order data waits for the end of the owner's batch when the
+ * owner agrees (ops.defer_acks): an answer sent meanwhile carries it, and no
+ * pure ACK goes; with no answer, inet_flush_acks() sends one for everything
+ * taken. A gap, opened or filled, is reported at once all the same.
+ */
+static void test_deferred_acks(void **state)
+{
+	struct harness *h = *state;
+	uint8_t *d = pattern(700, 23);
+	struct peer p;
+	struct app *a;
+	struct seg s;
+	uint32_t base;
+
+	peer_init(&p, 40330, 0x7fffff00u);
+	p.syn_sack = true;
+	a = peer_connect(h, &p);
+	base = p.snd_nxt;
+	/* Refused: the ACK goes at once, as it always did. */
+	peer_tx(h, &p, F_ACK, d, 100);
+	expect_ack(h, &p, base + 100, 65535);
+	assert_int_equal(h->defer_calls, 1);
+	/* Granted: two segments taken, nothing sent until the flush, then one ACK of both. */
+	h->defer = true;
+	peer_tx(h, &p, F_ACK, d + 100, 100);
+	peer_tx(h, &p, F_ACK, d + 200, 100);
+	expect_nothing(h);
+	assert_int_equal(h->defer_calls, 2);    /* asked once per batch */
+	inet_flush_acks(h->t);
+	expect_ack(h, &p, base + 300, 65535);
+	expect_nothing(h);
+	inet_flush_acks(h->t);                  /* not granted again: nothing more */
+	expect_nothing(h);
+	assert_int_equal(inet_stats(h->t)->acks_deferred_alone, 1);
+	/* An answer before the flush carries the ACK. */
+	a->echo = true;
+	peer_tx(h, &p, F_ACK, d + 300, 100);
+	expect_seg(h, &s);
+	assert_int_equal(s.flags & F_ACK, F_ACK);
+	assert_int_equal(s.ack, base + 400);
+	assert_int_equal(s.len, 100);
+	assert_memory_equal(s.data, d + 300, 100);
+	expect_nothing(h);
+	inet_flush_acks(h->t);
+	expect_nothing(h);
+	a->echo = false;
+	p.rcv_nxt = s.seq + 100;
+	peer_ack(h, &p);
+	expect_nothing(h);
+	/* A gap is reported at once, and so is the segment that fills it. */
+	peer_tx_at_answered(h, &p, base + 500, F_ACK, d + 500, 100, &s);
+	assert_int_equal(s.ack, base + 400);
+	assert_int_equal(s.nsack, 1);
+	peer_tx_at_answered(h, &p, base + 400, F_ACK, d + 400, 100, &s);
+	assert_int_equal(s.ack, base + 600);
+	assert_int_equal(s.nsack, 0);
+	expect_nothing(h);
+	assert_int_equal(a->rx_len, 600);
+	assert_memory_equal(a->rx, d, 600);
+	inet_flush_acks(h->t);
+	assert_int_equal(inet_stats(h->t)->acks_deferred_alone, 1);
 	free(d);
 	peer_free(&p);
 }
@@ -3263,6 +3339,7 @@ int main(void)
 		T(test_slow_reader),
 		T(test_out_of_order_dropped),
 		T(test_duplicate_and_overlap),
+		T(test_deferred_acks),
 		T(test_plain_peer_whole_window),
 		T(test_retransmit_lost_segment),
 		T(test_retransmit_gives_up),
