@@ -53,22 +53,11 @@
 
 /* ---- character classes -------------------------------------------------- */
 
-bool http_is_token_char(unsigned char c)
-{
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-		return true;
-	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
+const uint64_t http_token_bits[4] = { 0x03ff6cfa00000000u, 0x57ffffffc7fffffeu, 0x0000000000000000u, 0x0000000000000000u };
 
 static bool is_ows(unsigned char c)
 {
 	return c == ' ' || c == '\t';
-}
-
-/* field-content octets: HTAB, SP, VCHAR, obs-text */
-bool http_is_field_char(unsigned char c)
-{
-	return c == '\t' || (c >= 0x20 && c != 0x7f);
 }
 
 static int hexval(unsigned char c)
@@ -684,6 +673,39 @@ static size_t parse_head(struct http_parser *p, const uint8_t *in, size_t len, e
 			p->in_request_line = true;
 		}
 
+		if (!p->cr && c != '\r' && c != '\n') {
+			/*
+			 * A run of the line's bytes, up to the next CR or LF, stored in one
+			 * copy: the byte-by-byte checks below, done once for the run (the
+			 * first byte that would fail them fails here, with the same status).
+			 */
+			size_t end = i + 1, run, lim, at = SIZE_MAX;
+			int status = 431;
+
+			while (end < len && in[end] != '\r' && in[end] != '\n')
+				end++;
+			run = end - i;
+			if (p->in_request_line) {
+				size_t used = p->pos - p->line_start;
+
+				at = used >= HTTP_MAX_REQUEST_LINE ? 0 : HTTP_MAX_REQUEST_LINE - used;
+				if (at < run)
+					status = 414;
+			}
+			lim = HTTP_MAX_HEADER_BYTES - p->raw;   /* raw never passes the limit */
+			if (lim < at)
+				at = lim, status = 431;
+			lim = sizeof(p->buf) - p->pos;
+			if (lim < at)
+				at = lim, status = 431;
+			if (at < run)
+				return fail(p, status, i + at + 1, ev);
+			memcpy(p->buf + p->pos, in + i, run);
+			p->pos += run;
+			p->raw += run;
+			i = end - 1;
+			continue;
+		}
 		if (p->cr) {
 			if (c != '\n')
 				return fail(p, 400, i + 1, ev);
@@ -921,8 +943,8 @@ static bool query_find(const struct http_request *r, const char *key, const char
 {
 	const char *q;
 
-	if (!r || !key || !r->query)
-		return false;
+	if (!r || !key || !r->query || r->query[0] == '\0')
+		return false; /* most requests have no query, and are asked for a dozen names */
 	q = r->query;
 	for (;;) {
 		const char *amp = strchr(q, '&');

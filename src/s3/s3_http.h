@@ -115,11 +115,25 @@ bool http_query_has(const struct http_request *r, const char *key);
 /* Percent-decode [in, in+len) into out (NUL-terminated); -EINVAL or -ENOSPC. */
 int http_percent_decode(const char *in, size_t len, char *out, size_t outlen);
 
-/* Standard reason phrase ("OK", "Partial Content", ...); "Unknown" otherwise. */
-/* RFC 9110's token characters and field-value characters (what a header name and value may hold). */
-bool http_is_token_char(unsigned char c);
-bool http_is_field_char(unsigned char c);
+/*
+ * RFC 9110's token characters (5.6.2 tchar: ALPHA, DIGIT and !#$%&'*+-.^_`|~;
+ * one bit per octet in http_token_bits) and field-value characters (HTAB, SP,
+ * VCHAR, obs-text): what a header name and value may hold. Inline: they run
+ * on every byte of every header, in and out.
+ */
+extern const uint64_t http_token_bits[4];
 
+static inline bool http_is_token_char(unsigned char c)
+{
+	return (http_token_bits[c >> 6] >> (c & 63)) & 1;
+}
+
+static inline bool http_is_field_char(unsigned char c)
+{
+	return c == '\t' || (c >= 0x20 && c != 0x7f);
+}
+
+/* Standard reason phrase ("OK", "Partial Content", ...); "Unknown" otherwise. */
 const char *http_reason(int status);
 
 /* RFC 7231 IMF-fixdate of t: "Sun, 06 Nov 1994 08:49:37 GMT" (29 characters + NUL). */

@@ -124,6 +124,34 @@ static bool put_u64(char *out, size_t cap, size_t *n, unsigned long long v)
 	return put_mem(out, cap, n, d + k, sizeof(d) - k);
 }
 
+/* A string literal, its length known to the compiler. */
+#define PUT_LIT(out, cap, n, lit) put_mem(out, cap, n, lit, sizeof(lit) - 1)
+
+/*
+ * A header's name (a token) or value (field-content), checked as it is copied:
+ * 0, -EINVAL for a byte that would let the header end early (or an empty
+ * name), -ENOSPC when it does not fit.
+ */
+static int put_field(char *out, size_t cap, size_t *n, const char *s, bool name)
+{
+	size_t k = *n;
+
+	if (!s || (name && !*s))
+		return -EINVAL;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (name ? !http_is_token_char(c) : !http_is_field_char(c))
+			return -EINVAL;
+		if (k + 1 >= cap)
+			return -ENOSPC;
+		out[k++] = (char)c;
+	}
+	out[k] = '\0';
+	*n = k;
+	return 0;
+}
+
 static bool safe_field(const char *s, bool name)
 {
 	if (!s || (name && !*s))
@@ -140,16 +168,13 @@ int http_format_response_head(const struct http_response_head *h, char *out, siz
 	size_t n = 0;
 	bool ok;
 	unsigned i;
+	int rc = 0;
 
 	if (!out || cap == 0)
 		return -ENOSPC;
 	out[0] = '\0';
 	if (!h || h->status < 100 || h->status > 999 || (h->nheaders && !h->headers))
 		return -EINVAL;
-	for (i = 0; i < h->nheaders; i++) /* no response splitting through an extra header */
-		if (!safe_field(h->headers[i].name, true) || !safe_field(h->headers[i].value, false))
-			return -EINVAL;
-
 	{
 		/* The Date of this second, made once a second (gmtime's cost would be every response's). */
 		static _Thread_local int64_t date_of = -1;
@@ -162,23 +187,35 @@ int http_format_response_head(const struct http_response_head *h, char *out, siz
 		}
 		memcpy(date, date_str, sizeof(date));
 	}
-	ok = put_str(out, cap, &n, "HTTP/1.1 ") && put_u64(out, cap, &n, (unsigned)h->status) &&
-	     put_str(out, cap, &n, " ") && put_str(out, cap, &n, http_reason(h->status)) &&
-	     put_str(out, cap, &n, "\r\nDate: ") && put_str(out, cap, &n, date) &&
-	     put_str(out, cap, &n, "\r\nServer: rocm-ernic\r\n");
+	ok = PUT_LIT(out, cap, &n, "HTTP/1.1 ") && put_u64(out, cap, &n, (unsigned)h->status) &&
+	     PUT_LIT(out, cap, &n, " ") && put_str(out, cap, &n, http_reason(h->status)) &&
+	     PUT_LIT(out, cap, &n, "\r\nDate: ") && put_mem(out, cap, &n, date, 29) &&
+	     PUT_LIT(out, cap, &n, "\r\nServer: rocm-ernic\r\n");
 	/* RFC 7230 3.3.2: no Content-Length in 1xx and 204 responses */
 	if (ok && h->status >= 200 && h->status != 204)
-		ok = put_str(out, cap, &n, "Content-Length: ") &&
-		     put_u64(out, cap, &n, (unsigned long long)h->content_length) && put_str(out, cap, &n, "\r\n");
+		ok = PUT_LIT(out, cap, &n, "Content-Length: ") &&
+		     put_u64(out, cap, &n, (unsigned long long)h->content_length) && PUT_LIT(out, cap, &n, "\r\n");
 	if (ok)
-		ok = put_str(out, cap, &n, h->keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n");
-	for (i = 0; ok && i < h->nheaders; i++)
-		ok = put_str(out, cap, &n, h->headers[i].name) && put_str(out, cap, &n, ": ") &&
-		     put_str(out, cap, &n, h->headers[i].value) && put_str(out, cap, &n, "\r\n");
-	if (ok)
-		ok = put_str(out, cap, &n, "\r\n");
-	if (!ok || n > INT_MAX) {
+		ok = h->keep_alive ? PUT_LIT(out, cap, &n, "Connection: keep-alive\r\n")
+				   : PUT_LIT(out, cap, &n, "Connection: close\r\n");
+	/* No response splitting through an extra header: each is checked as it is copied. */
+	for (i = 0; ok && rc == 0 && i < h->nheaders; i++) {
+		rc = put_field(out, cap, &n, h->headers[i].name, true);
+		if (rc == 0 && !PUT_LIT(out, cap, &n, ": "))
+			rc = -ENOSPC;
+		if (rc == 0)
+			rc = put_field(out, cap, &n, h->headers[i].value, false);
+		if (rc == 0 && !PUT_LIT(out, cap, &n, "\r\n"))
+			rc = -ENOSPC;
+	}
+	if (ok && rc == 0)
+		ok = PUT_LIT(out, cap, &n, "\r\n");
+	if (!ok || rc != 0 || n > INT_MAX) {
 		out[0] = '\0';
+		/* An unsafe header is refused as such, even where the space ran out first. */
+		for (i = 0; i < h->nheaders; i++)
+			if (!safe_field(h->headers[i].name, true) || !safe_field(h->headers[i].value, false))
+				return -EINVAL;
 		return -ENOSPC;
 	}
 	return (int)n;

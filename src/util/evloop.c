@@ -49,6 +49,14 @@ struct evloop {
 	unsigned long_turns;    /* turns longer than EVLOOP_LONG_TURN_MS */
 };
 
+/*
+ * The millisecond the current turn of evloop_run() began on this thread (0:
+ * no turn runs). Every caller of evloop_now_ms() in a turn gets it: a turn's
+ * frames and timers see one time, and the clock is read once per turn, not
+ * once per frame.
+ */
+static _Thread_local uint64_t turn_ms;
+
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -276,10 +284,13 @@ int evloop_run(struct evloop *loop)
 		long timeout = evloop_poll_timeout(busy, loop->npollers > 0 && loop->pollers_more,
 						   loop->npollers > 0 && !loop->pollers_asleep, loop->idle_us);
 		int n = wait_events(loop, evs, 64, timeout);
-		uint64_t woke_ns = mono_ns(), turn_ns;
+		uint64_t woke_ns = mono_ns(), end_ns, turn_ns;
 		bool activity;
 
+		turn_ms = woke_ns / 1000000u;
+
 		if (n < 0) {
+			turn_ms = 0;
 			if (errno == EINTR)
 				continue;
 			return -errno;
@@ -314,13 +325,15 @@ int evloop_run(struct evloop *loop)
 		while (loop->ndeferred && !loop->stop)
 			run_deferred(loop);
 		reap(loop);
+		end_ns = mono_ns();
+		turn_ms = 0;
 		if (activity) {
-			loop->last_activity_ns = mono_ns();
+			loop->last_activity_ns = end_ns;
 			loop->idle_us = evloop_next_idle(loop->idle_us, true);
 		} else if (timeout > 0) {
 			loop->idle_us = evloop_next_idle(loop->idle_us, false);
 		}
-		turn_ns = mono_ns() - woke_ns;
+		turn_ns = end_ns - woke_ns;
 		if (turn_ns > loop->longest_turn_ns)
 			loop->longest_turn_ns = turn_ns;
 		if (turn_ns >= EVLOOP_LONG_TURN_MS * 1000000ull && ++loop->long_turns <= EVLOOP_LONG_TURNS_LOGGED)
@@ -390,6 +403,8 @@ uint64_t evloop_now_ms(void)
 {
 	struct timespec ts;
 
+	if (turn_ms != 0)
+		return turn_ms;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }

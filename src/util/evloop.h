@@ -102,7 +102,11 @@ long evloop_poll_timeout(bool busy, bool more, bool have_pollers, unsigned idle_
 /* The idle interval after a turn that found nothing (doubling) or found work (back to the minimum). */
 unsigned evloop_next_idle(unsigned idle_us, bool activity);
 
-/* Milliseconds of a monotonic clock. */
+/*
+ * Milliseconds of a monotonic clock. Inside a turn of evloop_run() it is the
+ * time the turn began (a turn is short: EVLOOP_LONG_TURN_MS is a warning), so
+ * do not wait for it to move within a callback.
+ */
 uint64_t evloop_now_ms(void);
 
 /*

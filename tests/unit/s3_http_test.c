@@ -229,6 +229,19 @@ static void check_every_split(const void *in, size_t len, const struct outcome *
 
 /* ---- requests -------------------------------------------------------------- */
 
+/* The character classes against their definitions (RFC 9110 5.6.2 tchar, 5.5 field-content), every octet. */
+static void test_char_classes(void **state)
+{
+	(void)state;
+	for (unsigned c = 0; c < 256; c++) {
+		bool alnum = (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+		bool punct = c != 0 && strchr("!#$%&'*+-.^_`|~", (int)c) != NULL;
+
+		assert_int_equal(http_is_token_char((unsigned char)c), alnum || punct);
+		assert_int_equal(http_is_field_char((unsigned char)c), c == '\t' || (c >= 0x20 && c != 0x7f));
+	}
+}
+
 static void test_get_headers(void **state)
 {
 	static const char req[] = "GET /bucket/key.txt?versionId=3 HTTP/1.1\r\n"
@@ -1197,8 +1210,32 @@ static void test_response_head_refuses(void **state)
 			assert_int_equal(mem[i], 0xA5);
 		free(mem);
 	}
+	/* The same with headers, cut anywhere in a name or a value. */
+	{
+		static const struct http_header two[] = { { "ETag", "\"0123\"" }, { "x-amz-rdma-bytes", "4096" } };
+
+		h.headers = two;
+		h.nheaders = 2;
+		full = http_format_response_head(&h, big, sizeof(big));
+		assert_true(full > 0);
+		assert_non_null(strstr(big, "\r\nETag: \"0123\"\r\nx-amz-rdma-bytes: 4096\r\n\r\n"));
+		for (size_t cap = 0; cap <= (size_t)full + 1; cap++) {
+			char *mem = malloc(cap + 32);
+
+			assert_non_null(mem);
+			memset(mem, 0x5A, cap + 32);
+			assert_int_equal(http_format_response_head(&h, mem, cap), cap <= (size_t)full ? -ENOSPC : full);
+			if (cap)
+				assert_true(mem[0] == '\0' || cap > (size_t)full);
+			for (size_t i = cap; i < cap + 32; i++)
+				assert_int_equal(mem[i], 0x5A);
+			free(mem);
+		}
+	}
+	/* An unsafe header is refused as such, whatever the room. */
 	h.headers = crlf;
 	h.nheaders = 1;
+	assert_int_equal(http_format_response_head(&h, big, 8), -EINVAL);
 	assert_int_equal(http_format_response_head(&h, big, sizeof(big)), -EINVAL);
 	h.headers = badname;
 	assert_int_equal(http_format_response_head(&h, big, sizeof(big)), -EINVAL);
@@ -1377,6 +1414,7 @@ static void test_fuzz(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_char_classes),
 		cmocka_unit_test(test_get_headers),
 		cmocka_unit_test(test_get_bytewise),
 		cmocka_unit_test(test_content_length_every_split),
