@@ -1303,6 +1303,59 @@ static uint32_t rnd(void)
 }
 
 /*
+ * Random heads, whole against byte by byte and in 7-byte pieces: the parser
+ * takes a run of a line's bytes at once, and must fail at the very byte, with
+ * the very status, that one byte at a time would. Lines of random length around
+ * the limits (a request line of HTTP_MAX_REQUEST_LINE, a head of
+ * HTTP_MAX_HEADER_BYTES), CR, LF and control bytes in random places.
+ */
+static void test_random_heads_all_ways(void **state)
+{
+	static const char target_chars[] = "abcXYZ-0/?=", field_chars[] = "abcXYZ-:0 \t/?=%";
+	struct buf *b = buf_new();
+	unsigned seen414 = 0, seen431 = 0, seen400 = 0, done = 0;
+
+	(void)state;
+	rng_state = 0x5DEECE66Dull;
+	for (int it = 0; it < 120; it++) {
+		struct outcome *o;
+		unsigned lines = 1 + rnd() % 6;
+
+		b->n = 0;
+		bput(b, "%s", rnd() % 8 ? "GET /b/" : "\r\nPUT /b/");
+		for (unsigned l = 0; l < lines && b->n < sizeof(b->d) - 12000; l++) {
+			size_t n = rnd() % 4 == 0 ? HTTP_MAX_REQUEST_LINE - 16 + rnd() % 32 : rnd() % 60;
+			const char *alphabet = l == 0 ? target_chars : field_chars;
+			size_t na = l == 0 ? sizeof(target_chars) - 1 : sizeof(field_chars) - 1;
+
+			if (l > 0) {
+				bput(b, "X-H%u: ", l);
+				if (rnd() % 3 == 0)
+					n = (HTTP_MAX_HEADER_BYTES - b->n) - 8 + rnd() % 16;
+			}
+			for (size_t i = 0; i < n && b->n < sizeof(b->d) - 64; i++) {
+				unsigned r = rnd() % 20000;
+
+				b->d[b->n++] = r == 0 ? '\r' : r == 1 ? '\n' : r == 2 ? (uint8_t)(rnd() % 32) :
+					       (uint8_t)alphabet[rnd() % na];
+			}
+			bput(b, l == 0 ? " HTTP/1.1%s" : "%s", rnd() % 5 ? "\r\n" : "\n");
+		}
+		bput(b, "\r\n");
+		o = run_all_ways(b->d, b->n);
+		seen414 += o->status == 414;
+		seen431 += o->status == 431;
+		seen400 += o->status == 400;
+		done += o->done;
+		free(o);
+	}
+	print_message("[   INFO   ] %u 414, %u 431, %u 400, %u complete\n", seen414, seen431, seen400, done);
+	/* Every way out was taken. */
+	assert_true(seen414 > 0 && seen431 > 0 && seen400 > 0 && done > 0);
+	free(b);
+}
+
+/*
  * Random bytes and mutated valid requests, cut at random points, into exactly
  * sized heap buffers (so ASan sees any overread). Checks only the contract.
  */
@@ -1440,6 +1493,7 @@ int main(void)
 		cmocka_unit_test(test_response_head_refuses),
 		cmocka_unit_test(test_format_date),
 		cmocka_unit_test(test_reason),
+		cmocka_unit_test(test_random_heads_all_ways),
 		cmocka_unit_test(test_fuzz),
 	};
 
