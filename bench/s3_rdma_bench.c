@@ -19,11 +19,15 @@
  * time per operation (/proc/PID/schedstat, every thread of the server). The denominators, measured
  * in the same run: a vfio-user REGION_READ round trip (the least a message costs the server), a TCP
  * round trip over loopback of the same request and answer sizes in the same process (what the
- * kernel's socket path costs the client per request, outside the server), and memcpy of the bytes.
+ * kernel's socket path costs the client per request, outside the server), memcpy of the bytes, and
+ * the TAP's floor before the server starts and after it ends (bench/http_floor.c: the same GET
+ * 4 KiB request through the same TAP, answered with as many bytes by a responder that parses
+ * nothing; its CPU per request is what the kernel alone costs the side that owns the TAP).
  *
  * Usage: s3-rdma-bench path/to/rocm-ernic TAP [seconds-per-case] [csv-file]
  * S3_RDMA_BENCH_ONLY=NAME (get-4k, put-4k, get-1m, put-1m) runs that case alone, for a profile.
- * The CSV has one row per measurement: case,ops_per_s,server_us_per_op,server_cpu_pct,
+ * The CSV has one row per measurement (floor-get-4k-qd1/qd16: the responder's figures in the
+ * server's columns): case,ops_per_s,server_us_per_op,server_cpu_pct,
  * server_user_us_per_op (the part in user space, from /proc/PID/stat's utime: the rest is the
  * kernel's, most of it the TAP's writes, whose receive path and wake-up of this client run in
  * the server's system calls).
@@ -43,6 +47,7 @@
 
 #include <openssl/evp.h>
 
+#include "http_floor.h"
 #include "ionic_rdma_guest.h"
 #include "vfu_client.h"
 
@@ -150,6 +155,7 @@ static bool send_all(int fd, const void *p, size_t n)
 
 struct resp {
 	int status;
+	size_t head_len;        /* the status line and headers, through the empty line */
 	size_t length;          /* Content-Length */
 	char etag[40];
 };
@@ -185,6 +191,7 @@ static bool read_resp(int fd, struct resp *r)
 	}
 	p = rbuf + roff;
 	hl = (size_t)(end - p) + 4;
+	r->head_len = hl;
 	r->status = atoi(p + 9);
 	r->length = 0;
 	r->etag[0] = '\0';
@@ -296,6 +303,35 @@ struct kase {
 	unsigned qd;            /* requests in flight on the connection (HTTP/1.1 pipelining) */
 };
 
+/*
+ * The kernel's floor under a GET 4 KiB (bench/http_floor.c): the same request through the same TAP
+ * to a responder that answers it with as many bytes as the server does (FLOOR_ANSWER_LEN, checked
+ * against the server's answers) and does nothing else; at qd1 and qd16, before the server starts
+ * and after it ends. The server's CPU per request over this is what its own work costs.
+ */
+#define FLOOR_ANSWER_LEN 383
+static size_t answer_len_seen;
+
+static void floor_run(const char *tap, const char *when, FILE *csv)
+{
+	char head[512];
+	struct http_floor_result r;
+	struct in_addr a;
+
+	rdma_head(head, false, "obj-4k", 4096);
+	inet_pton(AF_INET, EP_ADDR, &a);
+	for (unsigned qd = 1; qd <= 16; qd += 15) {
+		if (http_floor_run(tap, ntohl(a.s_addr), EP_PORT, strlen(head), FLOOR_ANSWER_LEN, qd, seconds, &r))
+			die("the TAP floor did not run", 0);
+		printf("  TAP floor %-6s qd%-3u %9.0f ops/s, responder %5.2f us/op, %5.2f of them in user space "
+		       "(the same request and answer through the TAP, nothing parsed)\n", when, qd, r.ops_per_s,
+		       r.us_per_op, r.user_us_per_op);
+		if (csv)
+			fprintf(csv, "floor-get-4k-qd%u,%.0f,%.3f,%.1f,%.3f\n", qd, r.ops_per_s, r.us_per_op,
+				r.ops_per_s * r.us_per_op / 1e4, r.user_us_per_op);
+	}
+}
+
 static void run_case(const struct kase *k, FILE *csv)
 {
 	const char *key = k->put ? "put-target" : k->size == 4096 ? "obj-4k" : "obj-1m";
@@ -326,6 +362,8 @@ static void run_case(const struct kase *k, FILE *csv)
 
 		if (!read_resp(http_fd, &r) || r.status != 200 || r.length != 0)
 			die("a request by RDMA failed", r.status);
+		if (!k->put && k->size == 4096)
+			answer_len_seen = r.head_len;
 		n++;
 		if ((n & 15) == 0)
 			more = (t = now_s()) - t0 < seconds;
@@ -418,6 +456,12 @@ int main(int argc, char **argv)
 		seconds = atof(argv[3]);
 	if (seconds <= 0)
 		seconds = 2.0;
+	if (csv_path) {
+		csv = fopen(csv_path, "w");
+		if (csv)
+			fprintf(csv, "case,ops_per_s,server_us_per_op,server_cpu_pct,server_user_us_per_op\n");
+	}
+	floor_run(tap, "before", csv);
 	if (vfc_server_start(&srv, "s3-rdma-bench", bin, args))
 		die("cannot start the server", 0);
 	if (vfc_open(&cl, srv.sock, 20000))
@@ -434,11 +478,6 @@ int main(int argc, char **argv)
 		die("cannot reach the endpoint over the TAP", errno);
 	put_plain("obj-4k", 4096, 4096);
 	put_plain("obj-1m", MR_LEN, MR_LEN);
-	if (csv_path) {
-		csv = fopen(csv_path, "w");
-		if (csv)
-			fprintf(csv, "case,ops_per_s,server_us_per_op,server_cpu_pct,server_user_us_per_op\n");
-	}
 	printf("s3-rdma-bench: %.1f s per case, one keep-alive connection through the TAP %s\n", seconds, tap);
 	for (unsigned i = 0; i < 2 * ncases; i++) {
 		const struct kase *k = &order[i < ncases ? i : 2 * ncases - 1 - i];
@@ -472,8 +511,6 @@ int main(int argc, char **argv)
 		free(a);
 		free(b);
 	}
-	if (csv)
-		fclose(csv);
 	close(http_fd);
 	rg_eq_close(&eq);
 	ionic_guest_teardown(&g);
@@ -482,5 +519,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "s3-rdma-bench: the server did not exit cleanly\n");
 		return 1;
 	}
+	floor_run(tap, "after", csv);
+	if (answer_len_seen && answer_len_seen != FLOOR_ANSWER_LEN)
+		printf("  (the server answered a GET 4 KiB with %zu bytes, the floor with %d)\n", answer_len_seen,
+		       FLOOR_ANSWER_LEN);
+	if (csv)
+		fclose(csv);
 	return 0;
 }
