@@ -499,7 +499,7 @@ static int parse_request_line(struct http_parser *p, char *s, size_t n)
 static int parse_header_line(struct http_parser *p, char *s, size_t n)
 {
 	struct http_request *r = &p->req;
-	size_t colon, vs, ve, i;
+	size_t colon, vs, ve;
 
 	if (is_ows((unsigned char)s[0]))
 		return 400; /* obsolete line folding (or space before the first field) */
@@ -510,9 +510,8 @@ static int parse_header_line(struct http_parser *p, char *s, size_t n)
 			return 400;
 	if (colon == 0 || colon == n)
 		return 400;
-	for (i = colon + 1; i < n; i++)
-		if (!http_is_field_char((unsigned char)s[i]))
-			return 400;
+	if (!http_all_field_chars(s + colon + 1, n - colon - 1))
+		return 400;
 	s[colon] = '\0';
 	vs = colon + 1;
 	ve = n;
@@ -679,11 +678,12 @@ static size_t parse_head(struct http_parser *p, const uint8_t *in, size_t len, e
 			 * copy: the byte-by-byte checks below, done once for the run (the
 			 * first byte that would fail them fails here, with the same status).
 			 */
-			size_t end = i + 1, run, lim, at = SIZE_MAX;
+			const uint8_t *lf = memchr(in + i, '\n', len - i), *cr;
+			size_t end = lf ? (size_t)(lf - in) : len, run, lim, at = SIZE_MAX;
 			int status = 431;
 
-			while (end < len && in[end] != '\r' && in[end] != '\n')
-				end++;
+			if ((cr = memchr(in + i, '\r', end - i)) != NULL)
+				end = (size_t)(cr - in);
 			run = end - i;
 			if (p->in_request_line) {
 				size_t used = p->pos - p->line_start;

@@ -133,6 +133,37 @@ static inline bool http_is_field_char(unsigned char c)
 	return c == '\t' || (c >= 0x20 && c != 0x7f);
 }
 
+/* Whether the n bytes at s are all field-content: one pass with no early exit, vector code. */
+static inline bool http_all_field_chars(const char *s, size_t n)
+{
+	unsigned bad = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		bad |= (unsigned)((c < 0x20 && c != '\t') | (c == 0x7f));
+	}
+	return bad == 0;
+}
+
+/*
+ * Whether the n bytes at s are all token characters, the same way: a visible ASCII character
+ * but for the delimiters DQUOTE and "(),/:;<=>?@[\]{}".
+ */
+static inline bool http_all_token_chars(const char *s, size_t n)
+{
+	unsigned bad = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		bad |= (unsigned)((c <= 0x20) | (c >= 0x7f) | (c == '"') | (c == '(') | (c == ')') | (c == ',') |
+				  (c == '/') | (c >= ':' && c <= '@') | (c == '[') | (c == '\\') | (c == ']') |
+				  (c == '{') | (c == '}'));
+	}
+	return bad == 0;
+}
+
 /* Standard reason phrase ("OK", "Partial Content", ...); "Unknown" otherwise. */
 const char *http_reason(int status);
 

@@ -128,28 +128,19 @@ static bool put_u64(char *out, size_t cap, size_t *n, unsigned long long v)
 #define PUT_LIT(out, cap, n, lit) put_mem(out, cap, n, lit, sizeof(lit) - 1)
 
 /*
- * A header's name (a token) or value (field-content), checked as it is copied:
- * 0, -EINVAL for a byte that would let the header end early (or an empty
- * name), -ENOSPC when it does not fit.
+ * A header's name (a token) or value (field-content), checked, then copied: 0, -EINVAL for a
+ * byte that would let the header end early (or an empty name), -ENOSPC when it does not fit.
  */
 static int put_field(char *out, size_t cap, size_t *n, const char *s, bool name)
 {
-	size_t k = *n;
+	size_t len;
 
 	if (!s || (name && !*s))
 		return -EINVAL;
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (name ? !http_is_token_char(c) : !http_is_field_char(c))
-			return -EINVAL;
-		if (k + 1 >= cap)
-			return -ENOSPC;
-		out[k++] = (char)c;
-	}
-	out[k] = '\0';
-	*n = k;
-	return 0;
+	len = strlen(s);
+	if (name ? !http_all_token_chars(s, len) : !http_all_field_chars(s, len))
+		return -EINVAL;
+	return put_mem(out, cap, n, s, len) ? 0 : -ENOSPC;
 }
 
 static bool safe_field(const char *s, bool name)

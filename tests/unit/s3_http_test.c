@@ -239,6 +239,17 @@ static void test_char_classes(void **state)
 
 		assert_int_equal(http_is_token_char((unsigned char)c), alnum || punct);
 		assert_int_equal(http_is_field_char((unsigned char)c), c == '\t' || (c >= 0x20 && c != 0x7f));
+		{
+			/* the whole-string forms, the byte alone and inside a run of good ones */
+			char one = (char)c, run[40];
+
+			memset(run, 'a', sizeof(run));
+			run[23] = (char)c;
+			assert_int_equal(http_all_token_chars(&one, 1), alnum || punct);
+			assert_int_equal(http_all_token_chars(run, sizeof(run)), alnum || punct);
+			assert_int_equal(http_all_field_chars(&one, 1), http_is_field_char((unsigned char)c));
+			assert_int_equal(http_all_field_chars(run, sizeof(run)), http_is_field_char((unsigned char)c));
+		}
 	}
 }
 
