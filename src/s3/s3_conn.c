@@ -12,12 +12,16 @@
 #define MAX_PENDING_OWNED     (1u << 20)
 
 /* A piece of output: bytes we own, or a window into an object's data. */
+#define SEG_INLINE 512      /* a response head up to this size is kept in its segment */
+#define SEG_SPARES 8        /* segments kept for reuse per connection */
+
 struct seg {
 	struct seg *next;
-	uint8_t *own;            /* owned bytes, or NULL */
+	uint8_t *own;            /* owned bytes (malloc'd, or inl), or NULL */
 	struct s3_blob *blob;    /* referenced bytes, or NULL */
 	const uint8_t *p;
 	size_t len;
+	uint8_t inl[SEG_INLINE];
 };
 
 struct s3_conn {
@@ -31,6 +35,8 @@ struct s3_conn {
 	bool waiting;            /* c->op's request is complete, its transfer is not: input and its response wait */
 	bool wait_keep;          /* that request's keep-alive */
 	struct seg *head, *tail;
+	struct seg *spare;       /* released segments, SEG_SPARES at most: a response costs no allocation */
+	unsigned nspare;
 	unsigned responses;      /* responses queued, not fully sent */
 	uint64_t pending;        /* bytes queued */
 	uint64_t owned;          /* of which we own */
@@ -51,6 +57,32 @@ struct s3_conn *s3_conn_new(struct s3_store *st)
 	return c;
 }
 
+/* A segment done with: what it owns freed, what it references let go, the segment kept or freed. */
+static void seg_release(struct s3_conn *c, struct seg *s)
+{
+	if (s->own != s->inl)
+		free(s->own);
+	s3_blob_put(s->blob);
+	if (c->nspare < SEG_SPARES) {
+		s->next = c->spare;
+		c->spare = s;
+		c->nspare++;
+	} else {
+		free(s);
+	}
+}
+
+static struct seg *seg_get(struct s3_conn *c)
+{
+	struct seg *s = c->spare;
+
+	if (s == NULL)
+		return malloc(sizeof(*s));
+	c->spare = s->next;
+	c->nspare--;
+	return s;
+}
+
 void s3_conn_free(struct s3_conn *c)
 {
 	if (c == NULL)
@@ -60,24 +92,29 @@ void s3_conn_free(struct s3_conn *c)
 		struct seg *s = c->head;
 
 		c->head = s->next;
-		free(s->own);
-		s3_blob_put(s->blob);
+		seg_release(c, s);
+	}
+	while (c->spare) {
+		struct seg *s = c->spare;
+
+		c->spare = s->next;
 		free(s);
 	}
 	http_parser_free(c->hp);
 	free(c);
 }
 
-static bool queue(struct s3_conn *c, uint8_t *own, struct s3_blob *blob, const uint8_t *p, size_t len)
+/* Queues [p, p+len); own (freed when sent; may be the segment's inl, see queue_copy) or blob keep it alive. */
+static bool queue_seg(struct s3_conn *c, struct seg *s, uint8_t *own, struct s3_blob *blob, const uint8_t *p,
+		      size_t len)
 {
-	struct seg *s = calloc(1, sizeof(*s));
-
 	if (s == NULL) {
 		free(own);
 		s3_blob_put(blob);
 		c->closing = true;
 		return false;
 	}
+	s->next = NULL;
 	s->own = own;
 	s->blob = blob;
 	s->p = p;
@@ -93,16 +130,28 @@ static bool queue(struct s3_conn *c, uint8_t *own, struct s3_blob *blob, const u
 	return true;
 }
 
+static bool queue(struct s3_conn *c, uint8_t *own, struct s3_blob *blob, const uint8_t *p, size_t len)
+{
+	return queue_seg(c, seg_get(c), own, blob, p, len);
+}
+
 static void queue_copy(struct s3_conn *c, const void *p, size_t len)
 {
-	uint8_t *own = malloc(len ? len : 1);
+	struct seg *s = seg_get(c);
+	uint8_t *own;
 
+	if (s == NULL) {
+		c->closing = true;
+		return;
+	}
+	own = len <= sizeof(s->inl) ? s->inl : malloc(len ? len : 1);
 	if (own == NULL) {
+		free(s);
 		c->closing = true;
 		return;
 	}
 	memcpy(own, p, len);
-	queue(c, own, NULL, own, len);
+	queue_seg(c, s, own, NULL, own, len);
 }
 
 /* Serialise a response: the head, then its body (by reference for object data). */
@@ -285,9 +334,7 @@ size_t s3_conn_output(struct s3_conn *c, const uint8_t **data)
 			c->tail = NULL;
 		if (!s->own && !s->blob && c->responses)
 			c->responses--;
-		free(s->own);
-		s3_blob_put(s->blob);
-		free(s);
+		seg_release(c, s);
 	}
 	if (c->head == NULL) {
 		*data = NULL;
