@@ -8,8 +8,10 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "vfu_client.h"
 
@@ -21,14 +23,18 @@ static inline double bench_now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Process pid's time on a CPU so far (every thread), in ns; 0 when it cannot be read. */
-static inline uint64_t bench_cpu_ns(pid_t pid)
+/*
+ * CPU time so far, in ns, of the process or thread whose /proc directory is dir ("/proc/PID" for
+ * every thread of a process, "/proc/self/task/TID" for one thread): all of it (schedstat), and the
+ * user-space part (stat's utime, in clock ticks). 0 when it cannot be read.
+ */
+static inline uint64_t bench_schedstat_ns(const char *dir)
 {
-	char path[64];
+	char path[96];
 	unsigned long long ns = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	snprintf(path, sizeof(path), "%s/schedstat", dir);
 	f = fopen(path, "r");
 	if (f) {
 		if (fscanf(f, "%llu", &ns) != 1)
@@ -36,6 +42,35 @@ static inline uint64_t bench_cpu_ns(pid_t pid)
 		fclose(f);
 	}
 	return ns;
+}
+
+static inline uint64_t bench_utime_ns(const char *dir)
+{
+	char path[96], buf[1024], *p;
+	unsigned long long ut = 0;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/stat", dir);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');     /* after the command's name, which may hold spaces */
+	if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu", &ut) != 1)
+		return 0;
+	return (uint64_t)ut * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+}
+
+/* Process pid's time on a CPU so far (every thread), in ns; 0 when it cannot be read. */
+static inline uint64_t bench_cpu_ns(pid_t pid)
+{
+	char dir[32];
+
+	snprintf(dir, sizeof(dir), "/proc/%d", (int)pid);
+	return bench_schedstat_ns(dir);
 }
 
 /*

@@ -34,11 +34,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_clock.h"
 #include "util/backend_opts.h" /* s3_endpoint_mac(): the server's MAC, so the client's ARP entry stays right */
 
 #define MSS        1460
 #define ISS        0x10000000u
-#define MAX_ANSWER (64 * 1024 - 40)
+#define MAX_ANSWER (65535 - 40)  /* an IPv4 packet's payload after the IPv4 and TCP headers */
 
 struct floor {
 	int fd;
@@ -166,9 +167,11 @@ static void tcp_in(struct floor *f, const uint8_t *e, size_t n)
 	ihl = (size_t)(ip[0] & 15) * 4;
 	tot = get16(ip + 2);
 	tcp = ip + ihl;
-	if (tot > n - 14 || ihl + 20 > tot || get16(tcp + 2) != f->port)
+	if (ihl < 20 || tot > n - 14 || ihl + 20 > tot || get16(tcp + 2) != f->port)
 		return;
 	thl = (size_t)(tcp[12] >> 4) * 4;
+	if (thl < 20 || ihl + thl > tot)
+		return;
 	dlen = tot - ihl - thl;
 	flags = tcp[13];
 	if (flags & 0x02) { /* SYN: a new connection, the only one */
@@ -239,40 +242,14 @@ static void *responder(void *arg)
 	return NULL;
 }
 
-/* A thread's CPU time so far, in ns: all of it (schedstat), and the user-space part (stat's utime). */
+/* A thread's CPU time so far, in ns: all of it, and the user-space part. */
 static void thread_cpu(int tid, uint64_t *all, uint64_t *user)
 {
-	char path[80], buf[1024], *p;
-	unsigned long long ns = 0, ut = 0;
-	FILE *fp;
-	size_t n;
+	char dir[48];
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
-	if ((fp = fopen(path, "r")) != NULL) {
-		if (fscanf(fp, "%llu", &ns) != 1)
-			ns = 0;
-		fclose(fp);
-	}
-	*all = ns;
-	*user = 0;
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	if ((fp = fopen(path, "r")) == NULL)
-		return;
-	n = fread(buf, 1, sizeof(buf) - 1, fp);
-	fclose(fp);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	/* after the name: state, then fields 4..13, then utime (field 14) */
-	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu", &ut) == 1)
-		*user = (uint64_t)ut * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	snprintf(dir, sizeof(dir), "/proc/self/task/%d", tid);
+	*all = bench_schedstat_ns(dir);
+	*user = bench_utime_ns(dir);
 }
 
 static int client(struct floor *f, unsigned qd, double seconds, struct http_floor_result *out)
@@ -294,7 +271,7 @@ static int client(struct floor *f, unsigned qd, double seconds, struct http_floo
 	}
 	memset(req, 'q', f->request_len);
 	thread_cpu(atomic_load(&f->tid), &all0, &user0);
-	t0 = now_s();
+	t0 = bench_now_s();
 	for (; sent < qd; sent++)
 		if (send(fd, req, f->request_len, MSG_NOSIGNAL) != (ssize_t)f->request_len)
 			goto out;
@@ -305,14 +282,14 @@ static int client(struct floor *f, unsigned qd, double seconds, struct http_floo
 		}
 		n++;
 		if ((n & 15) == 0)
-			more = now_s() - t0 < seconds;
+			more = bench_now_s() - t0 < seconds;
 		if (more) {
 			if (send(fd, req, f->request_len, MSG_NOSIGNAL) != (ssize_t)f->request_len)
 				goto out;
 			sent++;
 		}
 	}
-	t = now_s();
+	t = bench_now_s();
 	thread_cpu(atomic_load(&f->tid), &all1, &user1);
 	out->ops_per_s = (double)n / (t - t0);
 	out->us_per_op = (double)(all1 - all0) / 1e3 / (double)n;

@@ -84,22 +84,10 @@ static uint64_t server_ns(void)
 /* The server's user-space CPU time so far (every thread, /proc/PID/stat's utime), in ns. */
 static uint64_t server_user_ns(void)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long ut = 0;
-	FILE *f;
-	size_t n;
+	char dir[32];
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)srv.pid);
-	f = fopen(path, "r");
-	if (f == NULL)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');     /* after the command's name, which may hold spaces */
-	if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu", &ut) != 1)
-		return 0;
-	return (uint64_t)ut * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+	snprintf(dir, sizeof(dir), "/proc/%d", (int)srv.pid);
+	return bench_utime_ns(dir);
 }
 
 static void die(const char *what, int rc)

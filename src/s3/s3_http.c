@@ -53,8 +53,6 @@
 
 /* ---- character classes -------------------------------------------------- */
 
-const uint64_t http_token_bits[4] = { 0x03ff6cfa00000000u, 0x57ffffffc7fffffeu, 0x0000000000000000u, 0x0000000000000000u };
-
 static bool is_ows(unsigned char c)
 {
 	return c == ' ' || c == '\t';

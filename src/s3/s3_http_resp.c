@@ -128,29 +128,25 @@ static bool put_u64(char *out, size_t cap, size_t *n, unsigned long long v)
 #define PUT_LIT(out, cap, n, lit) put_mem(out, cap, n, lit, sizeof(lit) - 1)
 
 /*
- * A header's name (a token) or value (field-content), checked, then copied: 0, -EINVAL for a
- * byte that would let the header end early (or an empty name), -ENOSPC when it does not fit.
+ * Whether s may stand as a header's name (a token, not empty) or value (field-content): no byte
+ * that would let the header end early. *len: its length.
  */
+static bool safe_field(const char *s, bool name, size_t *len)
+{
+	if (!s || (name && !*s))
+		return false;
+	*len = strlen(s);
+	return name ? http_all_token_chars(s, *len) : http_all_field_chars(s, *len);
+}
+
+/* A header's name or value, checked, then copied: 0, -EINVAL when unsafe, -ENOSPC when it does not fit. */
 static int put_field(char *out, size_t cap, size_t *n, const char *s, bool name)
 {
 	size_t len;
 
-	if (!s || (name && !*s))
-		return -EINVAL;
-	len = strlen(s);
-	if (name ? !http_all_token_chars(s, len) : !http_all_field_chars(s, len))
+	if (!safe_field(s, name, &len))
 		return -EINVAL;
 	return put_mem(out, cap, n, s, len) ? 0 : -ENOSPC;
-}
-
-static bool safe_field(const char *s, bool name)
-{
-	if (!s || (name && !*s))
-		return false;
-	for (; *s; s++)
-		if (name ? !http_is_token_char((unsigned char)*s) : !http_is_field_char((unsigned char)*s))
-			return false;
-	return true;
 }
 
 int http_format_response_head(const struct http_response_head *h, char *out, size_t cap)
@@ -204,9 +200,12 @@ int http_format_response_head(const struct http_response_head *h, char *out, siz
 	if (!ok || rc != 0 || n > INT_MAX) {
 		out[0] = '\0';
 		/* An unsafe header is refused as such, even where the space ran out first. */
-		for (i = 0; i < h->nheaders; i++)
-			if (!safe_field(h->headers[i].name, true) || !safe_field(h->headers[i].value, false))
+		for (i = 0; i < h->nheaders; i++) {
+			size_t len;
+
+			if (!safe_field(h->headers[i].name, true, &len) || !safe_field(h->headers[i].value, false, &len))
 				return -EINVAL;
+		}
 		return -ENOSPC;
 	}
 	return (int)n;
