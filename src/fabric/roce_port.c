@@ -27,6 +27,7 @@ static const char *const drop_names[ROCE_PORT_DROP_NUM] = {
 	[ROCE_PORT_DROP_TX_UNRESOLVED] = "tx_unresolved",
 	[ROCE_PORT_DROP_TX_HOOK] = "tx_hook",
 	[ROCE_PORT_DROP_VLAN] = "vlan",
+	[ROCE_PORT_DROP_ECHO_BAD] = "echo_bad",
 };
 
 const char *roce_port_drop_name(enum roce_port_drop d)
@@ -127,9 +128,10 @@ static void ect_mark(uint8_t *frame, size_t len)
 /*
  * A QP's frame: to the neighbour's MAC when it is known. Otherwise ask (not
  * more often than ROCE_PORT_ARP_RETRY_US) and drop: the requester's retries
- * send it again.
+ * send it again. roce: a RoCEv2 packet (ECN-capable, counted against the
+ * QP's rate); else a frame of the node's own to the same peer (a probe).
  */
-static void qp_send(struct port_qp *qp, const uint8_t *frame, size_t len)
+void rport_qp_send(struct port_qp *qp, const uint8_t *frame, size_t len, bool roce)
 {
 	struct roce_port *port = qp->port;
 	struct neigh *n = qp->remote_mac_known ? NULL : rport_neigh_find(port, qp->remote_ip);
@@ -148,7 +150,8 @@ static void qp_send(struct port_qp *qp, const uint8_t *frame, size_t len)
 		dmac = n->mac;
 	memcpy(((struct net_eth_hdr *)port->tx)->dst, dmac, NET_ETH_ALEN);
 	memcpy(((struct net_eth_hdr *)port->tx)->src, qp->local_mac, NET_ETH_ALEN);
-	ect_mark(port->tx, len);
+	if (roce)
+		ect_mark(port->tx, len);
 	if (qp->vlan) {
 		/* the tag goes between the source MAC and the EtherType */
 		memmove(port->tx + 16, port->tx + 12, len - 12);
@@ -158,7 +161,8 @@ static void qp_send(struct port_qp *qp, const uint8_t *frame, size_t len)
 		port->tx[15] = (uint8_t)qp->tci;
 		len += 4;
 	}
-	roce_rate_sent(&qp->rate, len, port->now_us);
+	if (roce)
+		roce_rate_sent(&qp->rate, len, port->now_us);
 	rport_out(port, port->tx, len);
 }
 
@@ -192,7 +196,7 @@ void rport_cnp_send(struct roce_port *port, struct port_qp *qp, uint64_t now_us)
 	qp->cnp_sent = true;
 	qp->cnp_us = now_us;
 	port->stats.cnp_sent++;
-	qp_send(qp, f, len);
+	rport_qp_send(qp, f, len, true);
 }
 
 /* A congestion signal for qp's sending (a CNP, or a loss its transport saw). */
@@ -203,7 +207,7 @@ void rport_rate_signal(struct roce_port *port, struct port_qp *qp, uint64_t now_
 }
 
 /* The entry of ip in the peers remembered, or -1 (make: the oldest is taken for it, cleared). */
-static int peer_find(struct roce_port *port, uint32_t ip, bool make)
+int rport_peer_find(struct roce_port *port, uint32_t ip, bool make)
 {
 	for (unsigned i = 0; i < ROCE_PORT_PEERS_KEPT; i++)
 		if (port->peer_mem[i].ip == ip && ip != 0)
@@ -222,7 +226,7 @@ static void peer_note(struct roce_port *port, const struct port_qp *qp)
 	bool late = qp->rate.late, read = qp->resp.reads_new > 0;
 	int i;
 
-	if ((!late && !read) || (i = peer_find(port, qp->remote_ip, true)) < 0)
+	if ((!late && !read) || (i = rport_peer_find(port, qp->remote_ip, true)) < 0)
 		return;
 	if (late)
 		port->peer_mem[i].rate = qp->rate.rate;
@@ -241,7 +245,8 @@ void rport_read_check(struct port_qp *qp, uint64_t now_us)
 
 /*
  * Losses the transport counted since the last look: each look that finds one
- * is a signal; a READ asked for again is a late one.
+ * is a signal; a READ asked for again is a late one. A READ asked for again
+ * whose responses were still held says the reader's timer ran out first.
  */
 void rport_loss_check(struct roce_port *port, struct port_qp *qp, uint64_t now_us)
 {
@@ -253,7 +258,11 @@ void rport_loss_check(struct roce_port *port, struct port_qp *qp, uint64_t now_u
 			port->stats.late_cuts++;
 		}
 		roce_reader_lost(&qp->reader, now_us);
+		rport_read_lost(port, qp, true);
 		peer_note(port, qp);
+	} else if (qp->resp.read_waited != qp->seen_read_waited) {
+		qp->seen_read_waited = qp->resp.read_waited;
+		rport_read_lost(port, qp, false); /* its responses were held too long for the reader's timer */
 	} else if (qp->req.timeouts != qp->seen_timeouts) {
 		qp->seen_timeouts = qp->req.timeouts;
 		rport_rate_signal(port, qp, now_us);
@@ -336,7 +345,7 @@ static void t_complete(void *ctx, uint64_t wr_id, enum roce_rc_req_wc status, ui
 
 static void t_send_frame(void *ctx, const uint8_t *frame, size_t len)
 {
-	qp_send(ctx, frame, len);
+	rport_qp_send(ctx, frame, len, true);
 }
 
 static const struct roce_rc_ops resp_tramp = {
@@ -508,7 +517,7 @@ int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_
 	qp->vlan = cfg->vlan;
 	qp->tci = cfg->tci;
 	{
-		int lp = peer_find(port, qp->remote_ip, false);
+		int lp = rport_peer_find(port, qp->remote_ip, false);
 
 		if (lp >= 0 && port->peer_mem[lp].rate != 0) {
 			roce_rate_init_late(&qp->rate, port->peer_mem[lp].rate, now_us);
@@ -535,7 +544,7 @@ int roce_port_qp_create(struct roce_port *port, uint32_t qpn, const struct roce_
 		.retry_cnt = cfg->retry_cnt, .rnr_retry = cfg->rnr_retry, .ackreq_every = cfg->ackreq_every,
 		.max_unacked = cfg->max_unacked, .uc = cfg->uc,
 	};
-	/* The destination MAC is the neighbour's, written by qp_send() into every frame. */
+	/* The destination MAC is the neighbour's, written by rport_qp_send() into every frame. */
 	memcpy(qc.src_mac, qp->local_mac, NET_ETH_ALEN);
 	if (mac_known)
 		memcpy(qc.dst_mac, cfg->remote_mac, NET_ETH_ALEN);
@@ -671,10 +680,8 @@ unsigned roce_port_pump(struct roce_port *port, unsigned budget, uint64_t now_us
 			bool resp = roce_rc_resp_pending(&qp->resp);
 			unsigned n;
 
-			/* READ responses wait while the reader's queue is full by its model; requests may go. */
-			if (resp && roce_rc_resp_next_is_read(&qp->resp) && !roce_reader_open(&qp->reader, now_us)) {
-				if (!qp->reader_wait)
-					port->stats.reader_held++;
+			/* READ responses wait while the reader's queue is full (roce_echo.h, roce_reader.h); requests may go. */
+			if (resp && roce_rc_resp_next_is_read(&qp->resp) && !rport_read_open(port, qp, now_us)) {
 				qp->reader_wait = true;
 				resp = false;
 			} else {
@@ -698,9 +705,11 @@ unsigned roce_port_pump(struct roce_port *port, unsigned budget, uint64_t now_us
 				uint32_t len = roce_rc_resp_head_read_len(&qp->resp);
 
 				n = roce_rc_resp_pump(&qp->resp, 1);
-				if (qp->resp.read_bytes_sent != sent || qp->resp.reads_sent != reads)
+				if (qp->resp.read_bytes_sent != sent || qp->resp.reads_sent != reads) {
 					roce_reader_sent(&qp->reader, (uint32_t)(qp->resp.read_bytes_sent - sent), len,
 							 qp->resp.reads_sent != reads, now_us);
+					rport_read_sent(port, qp, now_us);
+				}
 				if (!was && roce_rc_resp_in_error(&qp->resp) && qp->resp_fatal != NULL)
 					qp->resp_fatal(qp->resp_ctx); /* the memory went while a READ was answered */
 			} else {
@@ -740,7 +749,7 @@ uint64_t roce_port_next_deadline(const struct roce_port *port)
 			d = q;
 		if (qp->paced && (q = roce_rate_next_us(&qp->rate, port->now_us)) < d)
 			d = q;
-		if (qp->reader_wait && (q = roce_reader_next_us(&qp->reader, port->now_us)) < d)
+		if (qp->reader_wait && (q = rport_read_next_us(port, qp, port->now_us)) < d)
 			d = q;
 	}
 	return d;

@@ -50,6 +50,7 @@
 
 #include "fabric/roce_rc.h"
 #include "fabric/roce_rate.h"
+#include "fabric/roce_echo.h"
 #include "fabric/roce_reader.h"
 #include "fabric/roce_rc_req.h"
 #include "fabric/roce_wire.h"
@@ -93,6 +94,7 @@ enum roce_port_drop {
 	ROCE_PORT_DROP_TX_UNRESOLVED,   /* sending: the neighbour's MAC is not known yet (ARP sent) */
 	ROCE_PORT_DROP_TX_HOOK,         /* sending: the test hook dropped it */
 	ROCE_PORT_DROP_VLAN,            /* its 802.1Q tag (or the lack of one) is not its QP's VLAN */
+	ROCE_PORT_DROP_ECHO_BAD,        /* an answer to a probe of ours, malformed (length, fragment, checksum) */
 	ROCE_PORT_DROP_NUM,
 };
 
@@ -114,6 +116,14 @@ struct roce_port_stats {
 	uint64_t paced;                 /* a QP with frames to send found its rate out of tokens */
 	uint64_t reader_held;           /* a QP's READ responses waited for room in the model of the reader's queue (roce_reader.h) */
 	uint64_t reader_starts;         /* QPs whose reader model started at the rate an earlier flow to their peer measured */
+	/* the probes of a reader's queue (roce_echo.h) */
+	uint64_t echo_probes;           /* ICMP echo requests sent (echo_resent of them again for the same frames) */
+	uint64_t echo_resent;
+	uint64_t echo_answers;          /* answers to an outstanding probe */
+	uint64_t echo_strays;           /* answers of ours that matched no outstanding probe (late, or from no peer kept) */
+	uint64_t echo_held;             /* a QP's READ responses waited for room in a peer's window */
+	uint64_t echo_mutes;            /* peers found not answering (the pace model served them) */
+	uint64_t echo_restarts;         /* a READ asked for again toward a peer that answers: its window started over */
 	uint64_t drops[ROCE_PORT_DROP_NUM];
 	uint64_t parse_err[ROCE_ERR_NUM];
 };

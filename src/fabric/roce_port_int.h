@@ -49,15 +49,18 @@ struct port_qp {
 	struct roce_rate rate;
 	bool paced;
 	/*
-	 * The reader of its READ responses (roce_reader.h): they leave only
-	 * while the model of the peer's queue has room (reader_wait: they are
-	 * held for it; the node's deadline then includes it). The responder's
-	 * counters as last looked at.
+	 * The reader of its READ responses: they leave only while the peer's
+	 * queue has room, by the probes' window when the peer answers them
+	 * (roce_echo.h, in peer_mem[peer] when its ip is remote_ip), else by
+	 * the model of its pace (roce_reader.h). reader_wait: they are held for
+	 * it (the node's deadline then includes it). The responder's counters
+	 * as last looked at.
 	 */
 	struct roce_reader reader;
 	bool reader_wait;
+	unsigned peer;
 	uint64_t seen_reads_new;
-	uint64_t seen_timeouts, seen_read_again;
+	uint64_t seen_timeouts, seen_read_again, seen_read_waited;
 	uint64_t cnp_us;        /* the last CNP sent for it (valid when cnp_sent) */
 	bool cnp_sent;
 	void (*resp_fatal)(void *ctx);
@@ -116,6 +119,7 @@ struct roce_port {
 		uint32_t ip;            /* 0: unused */
 		uint64_t rate;
 		uint64_t reader_rate;
+		struct roce_echo echo;  /* the clock of READ responses toward it (roce_echo.h) */
 	} peer_mem[ROCE_PORT_PEERS_KEPT];
 	unsigned peer_next;
 	/* received frames: rxq[rx_head], ... rx_count of them */
@@ -147,6 +151,17 @@ void rport_loss_check(struct roce_port *port, struct port_qp *qp, uint64_t now_u
 void rport_read_check(struct port_qp *qp, uint64_t now_us);
 struct port_qp *rport_qp_find(const struct roce_port *port, uint32_t qpn);
 int rport_lmac_find(const struct roce_port *port, const uint8_t *mac, bool get);
+
+void rport_qp_send(struct port_qp *qp, const uint8_t *frame, size_t len, bool roce);
+int rport_peer_find(struct roce_port *port, uint32_t ip, bool make);
+
+/* roce_port_echo.c: the probes of a READ's reader (roce_echo.h) */
+bool rport_read_open(struct roce_port *port, struct port_qp *qp, uint64_t now_us);
+void rport_read_sent(struct roce_port *port, struct port_qp *qp, uint64_t now_us);
+void rport_read_lost(struct roce_port *port, struct port_qp *qp, bool dropped);
+uint64_t rport_read_next_us(const struct roce_port *port, const struct port_qp *qp, uint64_t now_us);
+bool rport_echo_is_answer(const uint8_t *ip, size_t len);
+void rport_echo_input(struct roce_port *port, const uint8_t *frame, size_t len, uint64_t now_us);
 
 /* roce_port_rx.c */
 bool rport_wants(void *ctx, const uint8_t *frame, size_t len);

@@ -1,6 +1,7 @@
 /*
  * A RoCEv2 node's receiving half (roce_port.h): what the switch hands it
- * (ARP for the node, UDP to 4791 for its MACs, 802.1Q-tagged or not), queued
+ * (ARP for the node, UDP to 4791 for its MACs and the answers to its probes,
+ * roce_port_echo.c, 802.1Q-tagged or not), queued
  * and then, in the pump, matched to a QP by DestQP, address and VLAN, with
  * ECN's CE and a backlog answered by CNPs.
  */
@@ -23,7 +24,7 @@ static bool port_is_local_mac(const struct roce_port *port, const uint8_t *mac)
 
 /*
  * The switch's filter: ARP requests for the node, and ARP or UDP to 4791 sent
- * to its MAC; a guest node only the UDP.
+ * to its MAC; a guest node only the UDP. Both: answers to their probes.
  */
 bool rport_wants(void *ctx, const uint8_t *frame, size_t len)
 {
@@ -51,7 +52,11 @@ bool rport_wants(void *ctx, const uint8_t *frame, size_t len)
 	} else if (be16_get(eh->type) != NET_ETHERTYPE_IPV4) {
 		return false;
 	}
-	if (len < sizeof(*eh) + sizeof(*ih) || ih->proto != NET_IP_PROTO_UDP)
+	if (len < sizeof(*eh) + sizeof(*ih))
+		return false;
+	if (ih->proto == NET_IP_PROTO_ICMP)
+		return rport_echo_is_answer((const uint8_t *)ih, len - sizeof(*eh)); /* a probe's answer */
+	if (ih->proto != NET_IP_PROTO_UDP)
 		return false;
 	ihl = (size_t)net_ip_ihl(ih) * 4;
 	if (ihl < sizeof(*ih) || len < sizeof(*eh) + ihl + sizeof(*uh))
@@ -260,6 +265,9 @@ unsigned rport_rx_drain(struct roce_port *port, unsigned budget, uint64_t now_us
 		 */
 		if (be16_get(eh->type) == NET_ETHERTYPE_ARP)
 			arp_input(port, s->frame, s->len);
+		else if (s->len >= sizeof(*eh) + sizeof(struct net_ip_hdr) &&
+			 ((const struct net_ip_hdr *)(eh + 1))->proto == NET_IP_PROTO_ICMP)
+			rport_echo_input(port, s->frame, s->len, now_us);
 		else
 			roce_input(port, s, now_us);
 		port->rx_head = (port->rx_head + 1) % ROCE_PORT_RXQ;

@@ -607,6 +607,8 @@ static enum roce_rc_in do_duplicate(struct roce_rc_resp *q, const struct roce_pk
 			if (k < o->next) {
 				o->next = k;
 				q->read_again++;
+			} else {
+				q->read_waited++;
 			}
 			return ROCE_RC_IN_DUPLICATE;
 		}

@@ -218,6 +218,7 @@ struct roce_rc_resp {
 	uint64_t frames_sent, build_errors;
 	uint64_t out_full;      /* a response the outbox had no room for (not sent: the requester retries) */
 	uint64_t read_again;    /* READs asked for again after their responses had gone out (lost on the way) */
+	uint64_t read_waited;   /* READs asked for again before their responses went (the requester's timer ran out) */
 	uint64_t out_dropped;   /* answers to later PSNs dropped for a READ asked again (the requester asks anew) */
 	uint64_t reads_new;     /* READ requests accepted (not repeated ones) */
 	uint64_t read_bytes_sent; /* payload of READ responses sent (again ones too) */

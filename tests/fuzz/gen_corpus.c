@@ -21,6 +21,7 @@
 #include <openssl/evp.h>
 
 #include "fabric/roce_wire.h"
+#include "util/inet_csum.h"
 #include "fuzz_guest.h"
 #include "fuzz_roce_rc.h"
 #include "fuzz_roce_wire.h"
@@ -1613,6 +1614,46 @@ static void fw_raw(struct seed *s, uint8_t fix, uint32_t dqpn, uint8_t opcode, u
 	put(s, f, n);
 }
 
+/*
+ * An answer to a probe of the node's (roce_port_echo.c): an ICMP echo reply from the remote host
+ * to the guest with the node's identifier and data, sequence seq; how: 0 right, 1 checksum
+ * spoiled, 2 a fragment, 3 an IPv4 option (header of 24 bytes), 4 cut to the IPv4 header.
+ */
+static void fw_echo(struct seed *s, uint16_t seq, unsigned how)
+{
+	static const uint8_t mark[8] = { 'r', 'o', 'c', 'e', 'p', 'a', 'c', 'e' };
+	uint8_t f[64] = { 0x02, 0x45, 0x52, 0x4e, 0x49, 0x43, 0x02, 0, 0, 0, 0, 0x09, 0x08, 0x00 };
+	uint8_t *ip = f + 14, *ic;
+	size_t ihl = how == 3 ? 24 : 20, tot = ihl + 16;
+	uint64_t sum;
+
+	ip[0] = (uint8_t)(0x40 | ihl / 4);
+	ip[2] = (uint8_t)(tot >> 8);
+	ip[3] = (uint8_t)tot;
+	ip[6] = how == 2 ? 0x20 : 0x40; /* MF, or DF */
+	ip[8] = 64;
+	ip[9] = 1;
+	memcpy(ip + 12, (const uint8_t[]){ 10, 0, 0, 9, 10, 0, 0, 3 }, 8);
+	if (how == 3)
+		memcpy(ip + 20, (const uint8_t[]){ 1, 1, 1, 0 }, 4); /* NOPs and an end of options */
+	sum = inet_csum_add(0, ip, ihl);
+	ip[10] = (uint8_t)(inet_csum_fold(sum) >> 8);
+	ip[11] = (uint8_t)inet_csum_fold(sum);
+	ic = ip + ihl;
+	ic[4] = 0x45;
+	ic[5] = 0x52;
+	ic[6] = (uint8_t)(seq >> 8);
+	ic[7] = (uint8_t)seq;
+	memcpy(ic + 8, mark, sizeof(mark));
+	sum = inet_csum_add(0, ic, 16);
+	ic[2] = (uint8_t)((inet_csum_fold(sum) >> 8) ^ (how == 1 ? 1 : 0));
+	ic[3] = (uint8_t)inet_csum_fold(sum);
+	p8(s, FW_RAW);
+	p8(s, 0);
+	p16(s, how == 4 ? 34 : 60);
+	put(s, f, how == 4 ? 34 : 60);
+}
+
 static void gen_roce_wire(void)
 {
 	const char *t = "fuzz-roce-wire";
@@ -1703,6 +1744,15 @@ static void gen_roce_wire(void)
 	fw_raw(&s, 1, 0x77, ROCE_RC_SEND_ONLY, 0x2000, 16);
 	fw_raw(&s, 0, 20, ROCE_RC_SEND_ONLY, 0x2000, 16);
 	emit(t, "hostile", &s);
+
+	/* READs from the remote host, then answers to the node's probes: right, spoiled, a fragment, with options, cut */
+	s.n = 0;
+	for (int i = 0; i < 4; i++)
+		fw_frame(&s, 1, ROCE_RC_RDMA_READ_REQUEST, 0, 0, 30000, FW_K1, 64, 0); /* 118 responses each at 256 */
+	for (unsigned how = 0; how < 5; how++)
+		fw_echo(&s, (uint16_t)how, how);
+	fw_echo(&s, 0xffff, 0);
+	emit(t, "echo", &s);
 
 	/* UD: to QP 23 with its Q_Key, with immediate, a wrong Q_Key, to QP 1 (GSI), larger than the receive */
 	s.n = 0;

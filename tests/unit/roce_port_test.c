@@ -82,6 +82,15 @@ struct node {
 	/* 802.1Q: frames sent tagged, and the last tag's TCI */
 	unsigned tx_tagged;
 	uint16_t last_tci;
+	/*
+	 * Probes of its READs' reader (ICMP echo requests, roce_echo.h): each checked and kept, with
+	 * the READ response frames it sent before it; held ones go no further (the test answers them).
+	 */
+	unsigned tx_read_resp;
+	unsigned nprobe;
+	uint8_t probe[64][64];
+	unsigned probe_mark[64];
+	bool hold_probes;
 	/* merge: its SEND packets are kept in merged[] instead of sent (to enter again as one super-frame) */
 	bool merge;
 	unsigned nmerged;
@@ -120,6 +129,73 @@ static bool is_roce(const uint8_t *f, size_t len)
 static bool is_arp(const uint8_t *f, size_t len)
 {
 	return len >= sizeof(struct net_eth_hdr) && be16_get(((const struct net_eth_hdr *)f)->type) == NET_ETHERTYPE_ARP;
+}
+
+static bool is_icmp(const uint8_t *f, size_t len)
+{
+	const struct net_ip_hdr *ih = (const struct net_ip_hdr *)(f + sizeof(struct net_eth_hdr));
+
+	return len >= NET_ETH_IP_HLEN && be16_get(((const struct net_eth_hdr *)f)->type) == NET_ETHERTYPE_IPV4 &&
+	       ih->proto == NET_IP_PROTO_ICMP;
+}
+
+/*
+ * A node's probe, as its peer's host would see it: an ICMP echo request (RFC 792) from the node's
+ * MAC and address to the peer's, checksums right, with data for the answer to echo. Kept.
+ */
+static void check_probe(struct node *n, const uint8_t *f, size_t len)
+{
+	const struct net_eth_hdr *eh = (const struct net_eth_hdr *)f;
+	const struct net_ip_hdr *ih = (const struct net_ip_hdr *)(eh + 1);
+	const struct net_icmp_echo *ic = (const struct net_icmp_echo *)(ih + 1);
+	size_t tot = be16_get(ih->tot_len);
+
+	assert_memory_equal(eh->src, n == A ? MAC_A : MAC_B, 6);
+	assert_memory_equal(eh->dst, n == A ? MAC_B : MAC_A, 6);
+	assert_int_equal(ih->ver_ihl, 0x45);
+	assert_true(tot >= sizeof(*ih) + sizeof(*ic) + 8 && sizeof(*eh) + tot <= len && len <= 64);
+	assert_int_equal(inet_csum_fold(inet_csum_add(0, ih, sizeof(*ih))), 0);
+	assert_int_equal(be32_get(ih->src), n->ip);
+	assert_int_equal(be32_get(ih->dst), n == A ? IP_B : IP_A);
+	assert_int_equal(ic->type, NET_ICMP_ECHO_REQUEST);
+	assert_int_equal(ic->code, 0);
+	assert_int_equal(inet_csum_fold(inet_csum_add(0, ic, tot - sizeof(*ih))), 0);
+	assert_int_equal(be16_get(ic->seq), n->nprobe); /* numbered from 0, one by one */
+	assert_true(n->nprobe < 64);
+	memset(n->probe[n->nprobe], 0, sizeof(n->probe[0]));
+	memcpy(n->probe[n->nprobe], f, len);
+	n->probe_mark[n->nprobe++] = n->tx_read_resp;
+}
+
+/*
+ * What the peer's host answers to node n's probe i (RFC 792: the addresses swapped, type 0, the
+ * rest echoed), from the wire port; id_xor changes its identifier (a ping of the guest's own),
+ * bad_csum spoils its checksum.
+ */
+static void answer_probe(struct node *n, unsigned i, uint16_t id_xor, bool bad_csum)
+{
+	uint8_t f[64];
+	struct net_eth_hdr *eh = (struct net_eth_hdr *)f;
+	struct net_ip_hdr *ih = (struct net_ip_hdr *)(eh + 1);
+	struct net_icmp_echo *ic = (struct net_icmp_echo *)(ih + 1);
+	size_t tot;
+	be32 a;
+
+	assert_true(i < n->nprobe);
+	memcpy(f, n->probe[i], sizeof(f));
+	tot = be16_get(ih->tot_len);
+	memcpy(eh->dst, n == A ? MAC_A : MAC_B, 6);
+	memcpy(eh->src, MAC_W, 6);
+	a = ih->src;
+	ih->src = ih->dst;
+	ih->dst = a;
+	ih->csum = be16_set(0);
+	ih->csum = be16_set(inet_csum_fold(inet_csum_add(0, ih, sizeof(*ih))));
+	ic->type = NET_ICMP_ECHO_REPLY;
+	ic->id = be16_set(be16_get(ic->id) ^ id_xor);
+	ic->csum = be16_set(0);
+	ic->csum = be16_set((uint16_t)(inet_csum_fold(inet_csum_add(0, ic, tot - sizeof(*ih))) ^ (bad_csum ? 1 : 0)));
+	net_switch_input(W->sw, W->wire, f, sizeof(*eh) + tot < 60 ? 60 : sizeof(*eh) + tot);
 }
 
 /* ---- the wire port ---- */
@@ -178,8 +254,14 @@ static bool tx_hook(void *ctx, const uint8_t *cf, size_t len)
 		}
 		return false;
 	}
+	if (is_icmp(f, len)) {
+		check_probe(n, f, len);
+		return n->hold_probes;
+	}
 	assert_true(is_roce(f, len));
 	assert_int_equal(roce_parse(f, len, MTU, &p), ROCE_OK);
+	n->tx_read_resp += p.bth->opcode >= ROCE_RC_RDMA_READ_RESPONSE_FIRST &&
+			   p.bth->opcode <= ROCE_RC_RDMA_READ_RESPONSE_ONLY;
 	/* addressing: the node's own MAC and IPv4, the peer's as destination, the QP's source port */
 	assert_memory_equal(p.eth->src, n == A ? MAC_A : MAC_B, 6);
 	assert_memory_equal(p.eth->dst, n == A ? MAC_B : MAC_A, 6);
@@ -772,6 +854,99 @@ static void test_reader_pace(void **state)
 	assert_int_equal(roce_port_qp_reader(B->port, QPN_B)->rate, pace);
 	assert_int_equal(roce_port_stats(B->port)->reader_starts, 1);
 	assert_null(roce_port_qp_reader(B->port, 12345));
+	teardown_world();
+}
+
+/* NWR READs of LBUF by A from B, all completed and their bytes checked; the offsets move with round. */
+static void read_round(unsigned round)
+{
+	A->ncomp = 0;
+	for (unsigned i = 0; i < NWR; i++)
+		assert_int_equal(post(A, i, ROCE_RC_REQ_READ, LBUF, ((i + round) * 1500) % (MR_LEN - LBUF)), 0);
+	run();
+	assert_int_equal(A->ncomp, NWR);
+	for (unsigned i = 0; i < NWR; i++) {
+		expect_comp(A, i, i, ROCE_RC_REQ_WC_SUCCESS, LBUF);
+		assert_memory_equal(A->lbuf[i], B->mr + ((i + round) * 1500) % (MR_LEN - LBUF), LBUF);
+	}
+}
+
+/*
+ * B answers A's READs and probes A's host (roce_echo.h), whose answers the test gives when it
+ * chooses: unanswered, B goes by its model of the reader; once A's host answers, at most
+ * ROCE_ECHO_WINDOW responses leave past the last frame answered for, and an answer lets the rest
+ * go. Answers that match nothing, spoiled ones and a ping of the guest's own are told apart.
+ */
+static void test_echo_clock(void **state)
+{
+	const struct roce_port_stats *sb;
+	unsigned frames = NWR * (LBUF / MTU), unwanted;
+
+	(void)state;
+	setup(true);
+	sb = roce_port_stats(B->port);
+	B->hold_probes = true;
+	read_round(0);
+	/* a probe every 64 responses, none answered: the model of the reader paced them */
+	assert_int_equal(B->tx_read_resp, frames);
+	assert_int_equal(B->nprobe, frames / ROCE_ECHO_EVERY);
+	for (unsigned i = 0; i < B->nprobe; i++)
+		assert_int_equal(B->probe_mark[i], (i + 1) * ROCE_ECHO_EVERY);
+	assert_int_equal(sb->echo_probes, B->nprobe);
+	assert_int_equal(sb->echo_answers, 0);
+	assert_true(sb->reader_held > 0);
+	assert_int_equal(A->nprobe, 0); /* A answered no READ */
+	/* A's host answers the last probe: every response so far has left its queue */
+	answer_probe(B, B->nprobe - 1, 0, false);
+	settle();
+	assert_int_equal(sb->echo_answers, 1);
+	/* the first probe's answer comes late: it matches nothing now */
+	answer_probe(B, 0, 0, false);
+	settle();
+	assert_int_equal(sb->echo_strays, 1);
+	/* a spoiled one is dropped and counted; a ping of the guest's own (another identifier) is not ours */
+	answer_probe(B, 1, 0, true);
+	settle();
+	assert_int_equal(drops(B, ROCE_PORT_DROP_ECHO_BAD), 1);
+	unwanted = net_switch_stats(W->sw)->dropped_unwanted;
+	answer_probe(B, 1, 0x0101, false);
+	settle();
+	assert_int_equal(net_switch_stats(W->sw)->dropped_unwanted, unwanted + 1);
+	assert_int_equal(sb->echo_strays, 1);
+	assert_int_equal(drops(B, ROCE_PORT_DROP_ECHO_BAD), 1);
+	/* two rounds fill the window exactly (2 x 256 = ROCE_ECHO_WINDOW): they go through */
+	read_round(1);
+	read_round(2);
+	assert_int_equal(B->tx_read_resp, frames + ROCE_ECHO_WINDOW);
+	assert_int_equal(sb->echo_held, 0);
+	/* one READ more: held, for less than A's retry timer */
+	A->ncomp = 0;
+	assert_int_equal(post(A, 0, ROCE_RC_REQ_READ, LBUF, 0), 0);
+	run_until(W->now + 1000);
+	assert_int_equal(A->ncomp, 0);
+	assert_int_equal(B->tx_read_resp, frames + ROCE_ECHO_WINDOW);
+	assert_int_equal(sb->echo_held, 1);
+	/* the answer for everything sent: the READ's responses go */
+	assert_int_equal(B->probe_mark[B->nprobe - 1], frames + ROCE_ECHO_WINDOW);
+	answer_probe(B, B->nprobe - 1, 0, false);
+	run();
+	assert_int_equal(A->ncomp, 1);
+	expect_comp(A, 0, 0, ROCE_RC_REQ_WC_SUCCESS, LBUF);
+	assert_memory_equal(A->lbuf[0], B->mr, LBUF);
+	assert_int_equal(B->tx_read_resp, frames + ROCE_ECHO_WINDOW + LBUF / MTU);
+	/*
+	 * A's host falls silent: B holds at the window; A's retry timer runs out before B's wait
+	 * for an answer (4 ms here, against 5 ms at least) and it asks for its READ again, which
+	 * starts B's window over (not halved: nothing was lost). Every READ completes.
+	 */
+	read_round(3);
+	read_round(4);
+	read_round(5);
+	assert_true(sb->echo_held > 1);
+	assert_true(sb->echo_restarts > 0);
+	assert_int_equal(roce_port_qp_responder(B->port, QPN_B)->read_again, 0);
+	assert_int_equal(sb->echo_answers, 2);
+	assert_int_equal(sb->echo_mutes, 0);
 	teardown_world();
 }
 
@@ -1526,8 +1701,8 @@ static bool m_tx_hook(void *ctx, const uint8_t *f, size_t len)
 	struct roce_pkt p;
 
 	n->tx_frames++;
-	if (is_arp(f, len))
-		return false;
+	if (is_arp(f, len) || is_icmp(f, len))
+		return false; /* a probe of a reader (roce_echo.h): no peer here answers it */
 	assert_true(is_roce(f, len));
 	assert_int_equal(roce_parse(f, len, MTU, &p), ROCE_OK);
 	assert_memory_equal(p.eth->dst, n == A ? MAC_B : MAC_A, 6);
@@ -2007,6 +2182,7 @@ int main(void)
 		cmocka_unit_test(test_lossy_read),
 		cmocka_unit_test(test_late_peer),
 		cmocka_unit_test(test_reader_pace),
+		cmocka_unit_test(test_echo_clock),
 		cmocka_unit_test(test_unresolved),
 		cmocka_unit_test(test_drops),
 		cmocka_unit_test(test_hostile),
