@@ -53,7 +53,8 @@ static void adjust(struct roce_echo *e, uint64_t rtt, uint64_t mark, uint64_t no
 			now_rtt = e->recent[i];
 	if (mark < e->adjust_mark || !e->limited)
 		return; /* once per round trip, and only for a window that was used */
-	queued = w * (now_rtt - e->base_us) / now_rtt; /* w <= 2^12, the round trips < 2^40 us */
+	/* (a recent round trip from before the least was taken afresh may be below it: no queue) */
+	queued = now_rtt > e->base_us ? w * (now_rtt - e->base_us) / now_rtt : 0; /* w <= 2^12, rtt < 2^40 us */
 	if (queued < ROCE_ECHO_QUEUE_LOW && w < ROCE_ECHO_WINDOW_MAX) {
 		w += step > ROCE_ECHO_EVERY ? step : ROCE_ECHO_EVERY;
 		e->grown++;
@@ -75,8 +76,16 @@ static void forget_probes(struct roce_echo *e)
 	e->count = 0;
 }
 
+void roce_echo_off(struct roce_echo *e)
+{
+	forget_probes(e);
+	e->state = ROCE_ECHO_OFF;
+}
+
 void roce_echo_check(struct roce_echo *e, uint64_t now_us)
 {
+	if (e->state == ROCE_ECHO_OFF)
+		return;
 	if (e->state == ROCE_ECHO_MUTE) {
 		if (now_us - e->mute_us >= ROCE_ECHO_RETRY_US) {
 			e->state = ROCE_ECHO_UNKNOWN;
@@ -132,7 +141,7 @@ bool roce_echo_due(const struct roce_echo *e, uint64_t now_us)
 {
 	bool full = e->sent - e->acked >= window(e);
 
-	if (e->state == ROCE_ECHO_MUTE || e->sent == e->acked)
+	if (e->state == ROCE_ECHO_MUTE || e->state == ROCE_ECHO_OFF || e->sent == e->acked)
 		return false;
 	if (e->sent - e->probed >= every(e))
 		return true;
@@ -183,7 +192,7 @@ bool roce_echo_answer(struct roce_echo *e, uint16_t seq, uint64_t now_us)
 		e->head = (i + 1) % ROCE_ECHO_PROBES;
 		e->count -= k + 1;
 		e->quiet_us = now_us;
-		if (e->state == ROCE_ECHO_MUTE)
+		if (e->state == ROCE_ECHO_MUTE || e->state == ROCE_ECHO_OFF)
 			return true; /* a late answer after the verdict: the acked count is kept, the state not */
 		e->state = ROCE_ECHO_LIVE;
 		e->answers++;

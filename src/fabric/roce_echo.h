@@ -44,6 +44,12 @@
  *    ROCE_ECHO_RETRY_US have passed (a host that drops echo requests costs a
  *    second of probes a minute).
  *
+ * A peer that sends a CNP is a NIC with congestion control of its own (a
+ * rocm-ernic server sends them when its TAP's queue grows): its CNPs and
+ * the pace model serve it, and it is not probed again (OFF). Its answers
+ * would come from its guest, whose round trip under emulation says little
+ * of the queue its server drains.
+ *
  * Only the responses of READs are counted and held: WRITEs and SENDs are
  * bounded by the requester's window of unacknowledged packets, which the
  * reader's ACKs clock.
@@ -74,6 +80,7 @@ enum roce_echo_state {
 	ROCE_ECHO_UNKNOWN = 0,
 	ROCE_ECHO_LIVE,
 	ROCE_ECHO_MUTE,
+	ROCE_ECHO_OFF,          /* the peer sends CNPs: it tells of its queue itself, and is not probed */
 };
 
 struct roce_echo {
@@ -105,6 +112,8 @@ void roce_echo_init(struct roce_echo *e);
 void roce_echo_sent(struct roce_echo *e, unsigned frames);
 /* Silence and retry, at now_us: call before the others' decisions. */
 void roce_echo_check(struct roce_echo *e, uint64_t now_us);
+/* The peer sent a CNP: no more probes, the window no longer governs. */
+void roce_echo_off(struct roce_echo *e);
 /* True: the window governs (the peer answers). */
 bool roce_echo_live(const struct roce_echo *e);
 /* True when a READ response may leave (LIVE and the window has room; a full one is noted). */

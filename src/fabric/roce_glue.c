@@ -615,11 +615,12 @@ void roce_glue_log_stats(const struct roce_glue *g)
 		 (unsigned long long)tot.resp_out_full);
 	LOG_INFO("roce: readers' queues: %llu probes sent (%llu again for the same frames), %llu answered, "
 		 "%llu answers matched none, %llu times READ responses waited for a reader's window, "
-		 "%llu windows started over for a READ asked for again, %llu peers not answering",
+		 "%llu windows started over for a READ asked for again, %llu peers not answering, "
+		 "%llu peers not probed for they send CNPs",
 		 (unsigned long long)ps->echo_probes, (unsigned long long)ps->echo_resent,
 		 (unsigned long long)ps->echo_answers, (unsigned long long)ps->echo_strays,
 		 (unsigned long long)ps->echo_held, (unsigned long long)ps->echo_restarts,
-		 (unsigned long long)ps->echo_mutes);
+		 (unsigned long long)ps->echo_mutes, (unsigned long long)ps->echo_off);
 	if (g->cfg.ip != 0) {
 		char pinned[16];
 

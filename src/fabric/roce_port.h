@@ -123,6 +123,7 @@ struct roce_port_stats {
 	uint64_t echo_strays;           /* answers of ours that matched no outstanding probe (late, or from no peer kept) */
 	uint64_t echo_held;             /* a QP's READ responses waited for room in a peer's window */
 	uint64_t echo_mutes;            /* peers found not answering (the pace model served them) */
+	uint64_t echo_off;              /* peers that sent a CNP, not probed from then on */
 	uint64_t echo_restarts;         /* a READ asked for again toward a peer that answers: its window started over */
 	uint64_t drops[ROCE_PORT_DROP_NUM];
 	uint64_t parse_err[ROCE_ERR_NUM];

@@ -123,6 +123,17 @@ void rport_read_sent(struct roce_port *port, struct port_qp *qp, uint64_t now_us
 	probe_if_due(port, qp, e, now_us);
 }
 
+/* qp's peer sent a CNP: it tells of its queue itself (roce_echo_off()). */
+void rport_echo_cnp(struct roce_port *port, struct port_qp *qp)
+{
+	struct roce_echo *e = qp_echo(port, qp, true);
+
+	if (e != NULL && e->state != ROCE_ECHO_OFF) {
+		roce_echo_off(e);
+		port->stats.echo_off++;
+	}
+}
+
 /* qp's READ was asked for again (roce_echo_lost()). */
 void rport_read_lost(struct roce_port *port, struct port_qp *qp, bool dropped)
 {

@@ -159,6 +159,7 @@ int rport_peer_find(struct roce_port *port, uint32_t ip, bool make);
 bool rport_read_open(struct roce_port *port, struct port_qp *qp, uint64_t now_us);
 void rport_read_sent(struct roce_port *port, struct port_qp *qp, uint64_t now_us);
 void rport_read_lost(struct roce_port *port, struct port_qp *qp, bool dropped);
+void rport_echo_cnp(struct roce_port *port, struct port_qp *qp);
 uint64_t rport_read_next_us(const struct roce_port *port, const struct port_qp *qp, uint64_t now_us);
 bool rport_echo_is_answer(const uint8_t *ip, size_t len);
 void rport_echo_input(struct roce_port *port, const uint8_t *frame, size_t len, uint64_t now_us);

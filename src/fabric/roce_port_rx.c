@@ -226,6 +226,7 @@ static void roce_input(struct roce_port *port, const struct rx_slot *sl, uint64_
 		/* The peer is falling behind what this QP sends. */
 		port->stats.cnp_received++;
 		rport_rate_signal(port, qp, now_us);
+		rport_echo_cnp(port, qp); /* a peer that sends CNPs is not probed */
 		return;
 	}
 	if ((pkt.ip->tos & ROCE_ECN_MASK) == ROCE_ECN_CE) {

@@ -417,6 +417,25 @@ static void test_window_rules(void **state)
 	assert_true(roce_echo_open(&e));
 }
 
+/* A peer that sends CNPs: no probes from then on, an answer does not bring the window back. */
+static void test_off(void **state)
+{
+	struct roce_echo e;
+	uint16_t seq = 0;
+
+	(void)state;
+	make_live(&e, 100);
+	send_frames(&e, ROCE_ECHO_EVERY, 200, &seq);
+	roce_echo_off(&e);
+	assert_false(roce_echo_live(&e));
+	assert_false(roce_echo_open(&e));
+	assert_int_equal(send_frames(&e, 10 * ROCE_ECHO_WINDOW, 300, &seq), 0);
+	assert_false(roce_echo_answer(&e, seq, 400));
+	roce_echo_check(&e, 400 + ROCE_ECHO_RETRY_US + ROCE_ECHO_SILENT_US);
+	assert_int_equal(e.state, ROCE_ECHO_OFF);
+	assert_int_equal(roce_echo_next_us(&e, 500), UINT64_MAX);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -429,6 +448,7 @@ int main(void)
 		cmocka_unit_test(test_slow_reader_queue),
 		cmocka_unit_test(test_fast_reader_slow_answers),
 		cmocka_unit_test(test_window_rules),
+		cmocka_unit_test(test_off),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

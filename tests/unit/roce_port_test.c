@@ -880,7 +880,7 @@ static void read_round(unsigned round)
 static void test_echo_clock(void **state)
 {
 	const struct roce_port_stats *sb;
-	unsigned frames = NWR * (LBUF / MTU), unwanted;
+	unsigned frames = NWR * (LBUF / MTU), unwanted, probes;
 
 	(void)state;
 	setup(true);
@@ -947,6 +947,19 @@ static void test_echo_clock(void **state)
 	assert_int_equal(roce_port_qp_responder(B->port, QPN_B)->read_again, 0);
 	assert_int_equal(sb->echo_answers, 2);
 	assert_int_equal(sb->echo_mutes, 0);
+	/*
+	 * A sends CNPs (B's frames marked CE on the way): a peer that tells of its queue itself is
+	 * not probed any more, and its READs still complete.
+	 */
+	B->ce_mark = true;
+	read_round(6);
+	B->ce_mark = false;
+	assert_true(sb->cnp_received > 0);
+	assert_int_equal(sb->echo_off, 1);
+	probes = B->nprobe;
+	read_round(7);
+	read_round(8);
+	assert_int_equal(B->nprobe, probes);
 	teardown_world();
 }
 
