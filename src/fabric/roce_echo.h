@@ -10,7 +10,7 @@
  * ROCE_ECHO_EVERY responses toward a peer it sends an ICMP echo request to
  * the peer's address (RFC 792), and the host's answer says that every frame
  * sent before the request has left that queue. Responses leave while fewer
- * than ROCE_ECHO_WINDOW of them are not yet known to have left it, which
+ * than a window of them are not yet known to have left it, which
  * bounds the queue whatever the reader's pace or its stalls, where a model
  * of its pace (roce_reader.h) has to leave a margin for them.
  *
@@ -130,7 +130,7 @@ bool roce_echo_answer(struct roce_echo *e, uint16_t seq, uint64_t now_us);
  * A READ was asked for again: its reader timed out waiting, so whatever held the window is past
  * (answers lost, or a host that stalled); the count starts over from what was sent, still LIVE.
  * dropped: responses of it had gone and were lost, so the peer's queue is shorter than the
- * window: the window halves (to 2 * ROCE_ECHO_EVERY at least).
+ * window: the window halves (to ROCE_ECHO_WINDOW_MIN at least).
  */
 void roce_echo_lost(struct roce_echo *e, bool dropped);
 /* When the caller must look again while READ responses wait for the window (UINT64_MAX: no need). */
