@@ -47,6 +47,13 @@
 #include <strings.h>
 #include <time.h>
 
+/* Each octet's classes (s3_http.h), from the one definition of each, at compile time. */
+#define HTTP_CLASS_OF(c) ((HTTP_TOKEN_CHAR(c) ? HTTP_CLASS_TOKEN : 0u) | (HTTP_FIELD_CHAR(c) ? HTTP_CLASS_FIELD : 0u))
+#define HTTP_CLASS4(c) HTTP_CLASS_OF(c), HTTP_CLASS_OF((c) + 1), HTTP_CLASS_OF((c) + 2), HTTP_CLASS_OF((c) + 3)
+#define HTTP_CLASS16(c) HTTP_CLASS4(c), HTTP_CLASS4((c) + 4), HTTP_CLASS4((c) + 8), HTTP_CLASS4((c) + 12)
+#define HTTP_CLASS64(c) HTTP_CLASS16(c), HTTP_CLASS16((c) + 16), HTTP_CLASS16((c) + 32), HTTP_CLASS16((c) + 48)
+const uint8_t http_char_class[256] = { HTTP_CLASS64(0), HTTP_CLASS64(64), HTTP_CLASS64(128), HTTP_CLASS64(192) };
+
 #define CHUNK_LINE_MAX    256
 #define CHUNK_DIGITS_MAX  15
 #define LEADING_EMPTY_MAX 64

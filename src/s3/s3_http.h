@@ -118,37 +118,50 @@ int http_percent_decode(const char *in, size_t len, char *out, size_t outlen);
 /*
  * RFC 9110's token characters (5.6.2 tchar: a visible ASCII character but for the delimiters
  * DQUOTE and "(),/:;<=>?@[\]{}") and field-value characters (5.5: HTAB, SP, VCHAR, obs-text):
- * what a header name and value may hold. Inline, and for whole strings in one pass with no early
- * exit (byte compares the compiler turns into vector code): they run on every byte of every
- * header, in and out.
+ * what a header name and value may hold. They run on every byte of every header, in and out, so
+ * each octet's class is looked up in a table of 256 made at compile time from the one definition
+ * of each class below (bit 0: token, bit 1: field), and a whole string is checked in one pass of
+ * loads and ANDs with no early exit; a chain of compares per byte had been 8% of the server's
+ * user time for an S3 GET of 4 KiB.
  */
+#define HTTP_TOKEN_CHAR(c)                                                                                   \
+	((c) > 0x20 && (c) < 0x7f && (c) != '"' && (c) != '(' && (c) != ')' && (c) != ',' && (c) != '/' &&   \
+	 !((c) >= ':' && (c) <= '@') && (c) != '[' && (c) != '\\' && (c) != ']' && (c) != '{' && (c) != '}')
+#define HTTP_FIELD_CHAR(c) ((c) == '\t' || ((c) >= 0x20 && (c) != 0x7f))
+
+#define HTTP_CLASS_TOKEN 1u
+#define HTTP_CLASS_FIELD 2u
+
+extern const uint8_t http_char_class[256];
+
 static inline bool http_is_token_char(unsigned char c)
 {
-	return c > 0x20 && c < 0x7f && c != '"' && c != '(' && c != ')' && c != ',' && c != '/' &&
-	       !(c >= ':' && c <= '@') && c != '[' && c != '\\' && c != ']' && c != '{' && c != '}';
+	return (http_char_class[c] & HTTP_CLASS_TOKEN) != 0;
 }
 
 static inline bool http_is_field_char(unsigned char c)
 {
-	return c == '\t' || (c >= 0x20 && c != 0x7f);
+	return (http_char_class[c] & HTTP_CLASS_FIELD) != 0;
+}
+
+/* Every byte of [s, s + n) in the classes of mask (true for n == 0). */
+static inline bool http_all_class(const char *s, size_t n, unsigned mask)
+{
+	unsigned acc = mask;
+
+	for (size_t i = 0; i < n; i++)
+		acc &= http_char_class[(unsigned char)s[i]];
+	return acc == mask;
 }
 
 static inline bool http_all_token_chars(const char *s, size_t n)
 {
-	bool ok = true;
-
-	for (size_t i = 0; i < n; i++)
-		ok &= http_is_token_char((unsigned char)s[i]);
-	return ok;
+	return http_all_class(s, n, HTTP_CLASS_TOKEN);
 }
 
 static inline bool http_all_field_chars(const char *s, size_t n)
 {
-	bool ok = true;
-
-	for (size_t i = 0; i < n; i++)
-		ok &= http_is_field_char((unsigned char)s[i]);
-	return ok;
+	return http_all_class(s, n, HTTP_CLASS_FIELD);
 }
 
 /* Standard reason phrase ("OK", "Partial Content", ...); "Unknown" otherwise. */
