@@ -192,9 +192,7 @@ bool roce_echo_answer(struct roce_echo *e, uint16_t seq, uint64_t now_us)
 		e->head = (i + 1) % ROCE_ECHO_PROBES;
 		e->count -= k + 1;
 		e->quiet_us = now_us;
-		if (e->state == ROCE_ECHO_MUTE || e->state == ROCE_ECHO_OFF)
-			return true; /* a late answer after the verdict: the acked count is kept, the state not */
-		e->state = ROCE_ECHO_LIVE;
+		e->state = ROCE_ECHO_LIVE; /* (MUTE and OFF forgot their probes: no answer finds one) */
 		e->answers++;
 		adjust(e, rtt, mark, now_us);
 		return true;

@@ -182,7 +182,9 @@ void rport_echo_input(struct roce_port *port, const uint8_t *frame, size_t len, 
 	size_t ihl, tot;
 	int i;
 
-	len -= sizeof(struct net_eth_hdr); /* the filter saw at least an IPv4 header and the echo */
+	if (len < sizeof(struct net_eth_hdr) + sizeof(*ih))
+		return; /* never: the ring's dispatcher checked it */
+	len -= sizeof(struct net_eth_hdr);
 	ihl = (size_t)net_ip_ihl(ih) * 4;
 	tot = be16_get(ih->tot_len);
 	if (!rport_echo_is_answer((const uint8_t *)ih, len) || tot > len || tot < ihl + sizeof(*ic) ||
