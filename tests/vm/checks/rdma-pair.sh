@@ -37,8 +37,8 @@
 # own. A client that failed ends the server's wait early. Every wait is bounded, so a missing
 # guest fails the steps instead of hanging them.
 #
-# Settings (--env / --peer-env): ERNIC_PAIR_MODE (tools, or bench: below), ERNIC_PAIR_ROUNDS
-# (bench rounds, 2), ERNIC_PAIR_ITERS (perftest iterations, 300; 1 MiB runs a quarter of them),
+# Settings (--env / --peer-env): ERNIC_PAIR_MODE (tools, or bench or reads: below), ERNIC_PAIR_ROUNDS
+# (rounds: bench 2, reads 3), ERNIC_PAIR_ITERS (perftest iterations, 300; 1 MiB runs a quarter of them),
 # ERNIC_PAIR_QP_TIMEOUT (perftest's -u, the local ACK timeout exponent: 19, about 2 s; at
 # perftest's default of 14, 67 ms, a loaded TCG host makes the requester retransmit spuriously,
 # and rdma_rxe once failed ib_send_bw at both ends that way with remote invalid request),
@@ -169,6 +169,9 @@ LOST_LAST_ACK="the server's last WRITE alone failed, retry exceeded: its ACK was
 # step passes when the server end ended cleanly, and says so.
 TEARDOWN_HANG="rping's client hung in its own teardown after all 20 pings were verified"
 
+# tapdrops: the frames the kernel dropped at the bridge's TAPs so far (the host's counts, asked for).
+tapdrops() { host_request tapdrops 2>/dev/null | awk '{ s += $2 } END { print s + 0 }'; }
+
 K=0
 # step NAME SERVER_SIDE KIND CMD ARGS...: one tool between the guests; SERVER_SIDE (main or
 # peer) runs CMD ARGS as the server end (KIND cm: with -s -a ITS_ADDRESS, for rping), the other
@@ -294,6 +297,30 @@ if [ "$MODE" = bench ]; then
 	finish
 fi
 
+# ERNIC_PAIR_MODE=reads (bench/roce-reads.sh): ib_read_bw at 1 MiB and 16 MiB both ways, the two
+# directions alternating from round to round (main-to-peer first, then peer-to-main first, ...),
+# on the device ERNIC_PAIR_DEV gives each side (rocm-ernic against rdma_rxe, or two of either);
+# each READ's figure as a PAIR-FIGURE line, then done. No TAP may drop a frame (as above).
+if [ "$MODE" = reads ]; then
+	[ "$SIDE" = main ] && TD0=$(tapdrops)
+	r=1
+	while [ $r -le "${ERNIC_PAIR_ROUNDS:-3}" ]; do
+		order="peer main"
+		[ $((r % 2)) = 0 ] && order="main peer"
+		for srv in $order; do
+			step "r$r-read-bw-1m" $srv tcp ib_read_bw -d "$IB" -x "$GID" -s 1048576 -n "$((N / 10 + 2))" -u "$QPT" -F
+			step "r$r-read-bw-16m" $srv tcp ib_read_bw -d "$IB" -x "$GID" -s 16777216 -n 5 -u "$QPT" -F
+		done
+		r=$((r + 1))
+	done
+	if [ "$SIDE" = main ]; then
+		TD1=$(tapdrops)
+		echo "frames dropped at the TAPs during the READs: $((TD1 - TD0)) ($(host_request tapdrops | tr '\n' ' '))"
+		[ "$TD1" = "$TD0" ] && pass reads-tap-drops "none" || fail reads-tap-drops "$((TD1 - TD0)) frames dropped"
+	fi
+	finish
+fi
+
 # The peer serves first (the main guest is the client), then the other way round.
 for srv in peer main; do
 	step rc-pingpong $srv tcp ibv_rc_pingpong -d "$IB" -g "$GID" -n 200 -s 4096 -c
@@ -316,7 +343,6 @@ done
 # responses leave the responder as fast as it can read memory, unless its rate says otherwise).
 # The main guest asks the host for the frames the kernel dropped at the bridge's TAPs before and
 # after them and reports them; with ERNIC_PAIR_NO_TAP_DROPS=1 not one may be lost (large-tap-drops).
-tapdrops() { host_request tapdrops 2>/dev/null | awk '{ s += $2 } END { print s + 0 }'; }
 [ "$SIDE" = main ] && TD0=$(tapdrops)
 for t in read write send; do
 	for srv in peer main; do
