@@ -130,8 +130,10 @@ static void ect_mark(uint8_t *frame, size_t len)
  * more often than ROCE_PORT_ARP_RETRY_US) and drop: the requester's retries
  * send it again. roce: a RoCEv2 packet (ECN-capable, counted against the
  * QP's rate); else a frame of the node's own to the same peer (a probe).
+ * The frame is changed where it lies (MACs, ECN, and with ROCE_FRAME_HEADROOM
+ * bytes before it, the QP's 802.1Q tag): no copy on the way to the switch.
  */
-void rport_qp_send(struct port_qp *qp, const uint8_t *frame, size_t len, bool roce)
+void rport_qp_send(struct port_qp *qp, uint8_t *frame, size_t len, bool roce)
 {
 	struct roce_port *port = qp->port;
 	struct neigh *n = qp->remote_mac_known ? NULL : rport_neigh_find(port, qp->remote_ip);
@@ -145,25 +147,25 @@ void rport_qp_send(struct port_qp *qp, const uint8_t *frame, size_t len, bool ro
 	}
 	if (len > ROCE_PORT_FRAME_MAX || len < sizeof(struct net_eth_hdr))
 		return; /* never: the QPs build at most ROCE_PORT_FRAME_MAX bytes */
-	memcpy(port->tx, frame, len);
 	if (n != NULL)
 		dmac = n->mac;
-	memcpy(((struct net_eth_hdr *)port->tx)->dst, dmac, NET_ETH_ALEN);
-	memcpy(((struct net_eth_hdr *)port->tx)->src, qp->local_mac, NET_ETH_ALEN);
+	memcpy(((struct net_eth_hdr *)frame)->dst, dmac, NET_ETH_ALEN);
+	memcpy(((struct net_eth_hdr *)frame)->src, qp->local_mac, NET_ETH_ALEN);
 	if (roce)
-		ect_mark(port->tx, len);
+		ect_mark(frame, len);
 	if (qp->vlan) {
-		/* the tag goes between the source MAC and the EtherType */
-		memmove(port->tx + 16, port->tx + 12, len - 12);
-		port->tx[12] = 0x81;
-		port->tx[13] = 0x00;
-		port->tx[14] = (uint8_t)(qp->tci >> 8);
-		port->tx[15] = (uint8_t)qp->tci;
+		/* the tag goes between the source MAC and the EtherType: the MACs move into the headroom */
+		memmove(frame - 4, frame, 12);
+		frame -= 4;
+		frame[12] = 0x81;
+		frame[13] = 0x00;
+		frame[14] = (uint8_t)(qp->tci >> 8);
+		frame[15] = (uint8_t)qp->tci;
 		len += 4;
 	}
 	if (roce)
 		roce_rate_sent(&qp->rate, len, port->now_us);
-	rport_out(port, port->tx, len);
+	rport_out(port, frame, len);
 }
 
 /*
@@ -173,7 +175,8 @@ void rport_qp_send(struct port_qp *qp, const uint8_t *frame, size_t len, bool ro
  */
 void rport_cnp_send(struct roce_port *port, struct port_qp *qp, uint64_t now_us)
 {
-	uint8_t f[ROCE_L2L4_LEN + sizeof(struct roce_bth) + ROCE_CNP_RSVD_LEN + ROCE_ICRC_LEN];
+	uint8_t buf[ROCE_FRAME_HEADROOM + ROCE_L2L4_LEN + sizeof(struct roce_bth) + ROCE_CNP_RSVD_LEN + ROCE_ICRC_LEN];
+	uint8_t *f = buf + ROCE_FRAME_HEADROOM;
 	struct roce_frame_desc d;
 	size_t len;
 
@@ -191,7 +194,7 @@ void rport_cnp_send(struct roce_port *port, struct port_qp *qp, uint64_t now_us)
 	d.pkey = qp->pkey;
 	d.becn = true;
 	d.dqpn = qp->remote_qpn;
-	if (roce_build(&d, f, sizeof(f), &len) != ROCE_OK)
+	if (roce_build(&d, f, sizeof(buf) - ROCE_FRAME_HEADROOM, &len) != ROCE_OK)
 		return;
 	qp->cnp_sent = true;
 	qp->cnp_us = now_us;
@@ -343,7 +346,7 @@ static void t_complete(void *ctx, uint64_t wr_id, enum roce_rc_req_wc status, ui
 	qp->req_ops->complete(qp->req_ctx, wr_id, status, byte_len, atomic_orig);
 }
 
-static void t_send_frame(void *ctx, const uint8_t *frame, size_t len)
+static void t_send_frame(void *ctx, uint8_t *frame, size_t len)
 {
 	rport_qp_send(ctx, frame, len, true);
 }

@@ -51,12 +51,14 @@ static const struct roce_echo *qp_echo_c(const struct roce_port *port, const str
 /* An echo request of ours, from qp's address to its peer's, sequence seq. */
 static void probe_send(struct roce_port *port, struct port_qp *qp, uint16_t seq)
 {
-	uint8_t f[NET_ETH_MIN_FRAME > ECHO_FRAME_LEN ? NET_ETH_MIN_FRAME : ECHO_FRAME_LEN];
+	uint8_t buf[ROCE_FRAME_HEADROOM + (NET_ETH_MIN_FRAME > ECHO_FRAME_LEN ? NET_ETH_MIN_FRAME : ECHO_FRAME_LEN)];
+	uint8_t *f = buf + ROCE_FRAME_HEADROOM;
+	size_t flen = sizeof(buf) - ROCE_FRAME_HEADROOM;
 	struct net_eth_hdr *eh = (struct net_eth_hdr *)f;
 	struct net_ip_hdr *ih = (struct net_ip_hdr *)(eh + 1);
 	struct net_icmp_echo *ic = (struct net_icmp_echo *)(ih + 1);
 
-	memset(f, 0, sizeof(f));
+	memset(f, 0, flen);
 	eh->type = be16_set(NET_ETHERTYPE_IPV4); /* the MACs and any tag: rport_qp_send() */
 	ih->ver_ihl = 0x45;
 	ih->tot_len = be16_set(sizeof(*ih) + sizeof(*ic) + sizeof(echo_magic));
@@ -73,7 +75,7 @@ static void probe_send(struct roce_port *port, struct port_qp *qp, uint16_t seq)
 	memcpy(ic + 1, echo_magic, sizeof(echo_magic));
 	ic->csum = be16_set(inet_csum_fold(inet_csum_add(0, ic, sizeof(*ic) + sizeof(echo_magic))));
 	port->stats.echo_probes++;
-	rport_qp_send(qp, f, sizeof(f), false);
+	rport_qp_send(qp, f, flen, false);
 }
 
 /* A probe when one is due. */

@@ -152,7 +152,8 @@ void rport_read_check(struct port_qp *qp, uint64_t now_us);
 struct port_qp *rport_qp_find(const struct roce_port *port, uint32_t qpn);
 int rport_lmac_find(const struct roce_port *port, const uint8_t *mac, bool get);
 
-void rport_qp_send(struct port_qp *qp, const uint8_t *frame, size_t len, bool roce);
+/* frame: ROCE_FRAME_HEADROOM writable bytes before it (roce_port.c) */
+void rport_qp_send(struct port_qp *qp, uint8_t *frame, size_t len, bool roce);
 int rport_peer_find(struct roce_port *port, uint32_t ip, bool make);
 
 /* roce_port_echo.c: the probes of a READ's reader (roce_echo.h) */

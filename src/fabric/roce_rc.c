@@ -92,10 +92,10 @@ int roce_rc_resp_init(struct roce_rc_resp *q, const struct roce_rc_resp_cfg *cfg
  * those of the latest request, swapped: the responder has no address vector
  * of its own.
  */
-static void resp_send_msn(struct roce_rc_resp *q, uint8_t opcode, uint32_t psn, uint8_t syndrome, uint32_t msn,
-			  uint64_t orig, const void *payload, uint32_t len)
+/* Into frame (ROCE_RC_FRAME_MAX bytes, ROCE_FRAME_HEADROOM before them); payload may lie in place. */
+static void resp_build_send(struct roce_rc_resp *q, uint8_t *frame, uint8_t opcode, uint32_t psn, uint8_t syndrome,
+			    uint32_t msn, uint64_t orig, const void *payload, uint32_t len)
 {
-	uint8_t frame[ROCE_RC_FRAME_MAX];
 	struct roce_frame_desc d;
 	size_t flen;
 
@@ -119,13 +119,21 @@ static void resp_send_msn(struct roce_rc_resp *q, uint8_t opcode, uint32_t psn, 
 	d.payload = payload;
 	d.payload_len = len;
 	d.pad = (uint8_t)((4 - len % 4) % 4);
-	if (roce_build(&d, frame, sizeof(frame), &flen) != ROCE_OK) {
+	if (roce_build(&d, frame, ROCE_RC_FRAME_MAX, &flen) != ROCE_OK) {
 		/* Only a bug of ours gets here (every field is in range); count it, send nothing. */
 		q->build_errors++;
 		return;
 	}
 	q->frames_sent++;
 	q->ops->send_frame(q->ctx, frame, flen);
+}
+
+static void resp_send_msn(struct roce_rc_resp *q, uint8_t opcode, uint32_t psn, uint8_t syndrome, uint32_t msn,
+			  uint64_t orig, const void *payload, uint32_t len)
+{
+	uint8_t buf[ROCE_FRAME_HEADROOM + ROCE_RC_FRAME_MAX];
+
+	resp_build_send(q, buf + ROCE_FRAME_HEADROOM, opcode, psn, syndrome, msn, orig, payload, len);
 }
 
 static void resp_send(struct roce_rc_resp *q, uint8_t opcode, uint32_t psn, uint8_t syndrome, uint64_t orig,
@@ -756,7 +764,8 @@ enum roce_rc_in roce_rc_resp_input(struct roce_rc_resp *q, const struct roce_pkt
 
 unsigned roce_rc_resp_pump(struct roce_rc_resp *q, unsigned budget)
 {
-	uint8_t data[4096];
+	uint8_t buf[ROCE_FRAME_HEADROOM + ROCE_RC_FRAME_MAX];
+	uint8_t *frame = buf + ROCE_FRAME_HEADROOM;
 	unsigned sent = 0;
 
 	while (sent < budget && q->out_count > 0) {
@@ -773,7 +782,7 @@ unsigned roce_rc_resp_pump(struct roce_rc_resp *q, unsigned budget)
 			uint32_t off = o->next * q->pmtu;       /* < len <= 2^31, no wrap */
 			uint32_t chunk = o->len - off < q->pmtu ? o->len - off : q->pmtu;
 			uint32_t psn = roce_psn_add(o->psn, o->next);
-			uint8_t opcode;
+			uint8_t opcode, *data;
 
 			if (o->len == 0)
 				chunk = 0;
@@ -785,6 +794,8 @@ unsigned roce_rc_resp_pump(struct roce_rc_resp *q, unsigned budget)
 				opcode = ROCE_RC_RDMA_READ_RESPONSE_LAST;
 			else
 				opcode = ROCE_RC_RDMA_READ_RESPONSE_MIDDLE;
+			/* the bytes read straight into their place in the frame (chunk <= pmtu <= 4096) */
+			data = frame + roce_payload_offset(opcode);
 			if (chunk > 0 && q->ops->mem_read(q->ctx, o->rkey, o->va + off, data, chunk) != 0) {
 				/* The memory went while the responses were leaving: NAK this one, the QP to error. */
 				resp_send_msn(q, ROCE_RC_ACKNOWLEDGE, psn, roce_syn_nak(ROCE_NAK_REM_ACCESS_ERR),
@@ -792,7 +803,7 @@ unsigned roce_rc_resp_pump(struct roce_rc_resp *q, unsigned budget)
 				roce_rc_resp_set_error(q);
 				break;
 			}
-			resp_send_msn(q, opcode, psn, syn_ack(), o->msn, 0, chunk ? data : NULL, chunk);
+			resp_build_send(q, frame, opcode, psn, syn_ack(), o->msn, 0, chunk ? data : NULL, chunk);
 			q->read_bytes_sent += chunk;
 			if (++o->next == o->n) {
 				q->reads_sent++;

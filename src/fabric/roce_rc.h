@@ -112,8 +112,9 @@ struct roce_rc_ops {
 		      uint64_t *orig);
 	/* SEND_*_WITH_INVALIDATE: invalidate rkey; nonzero when it cannot be. */
 	int (*invalidate)(void *ctx, uint32_t rkey);
-	/* One whole Ethernet frame (no FCS) to the requester; the module does not retry it. */
-	void (*send_frame)(void *ctx, const uint8_t *frame, size_t len);
+	/* One whole Ethernet frame (no FCS) to the requester; the module does not retry it. The
+	 * frame is the callee's to change for the call, ROCE_FRAME_HEADROOM bytes before it too. */
+	void (*send_frame)(void *ctx, uint8_t *frame, size_t len);
 };
 
 struct roce_rc_resp_cfg {

@@ -558,8 +558,8 @@ static uint8_t seg_opcode(enum roce_rc_req_op op, uint32_t k, uint32_t n)
  */
 static bool send_packet(struct roce_rc_req *q, struct roce_rc_req_wqe *w, uint32_t k)
 {
-	uint8_t frame[ROCE_RC_REQ_FRAME_MAX];
-	uint8_t data[4096];
+	uint8_t buf[ROCE_FRAME_HEADROOM + ROCE_RC_REQ_FRAME_MAX];
+	uint8_t *frame = buf + ROCE_FRAME_HEADROOM, *data;
 	const struct roce_rc_req_wr *wr = &w->wr;
 	const bool last = k == w->npsn - 1;
 	struct roce_frame_desc d;
@@ -616,6 +616,8 @@ static bool send_packet(struct roce_rc_req *q, struct roce_rc_req_wqe *w, uint32
 		d.se = last && wr->solicited &&
 		       (wr->op == ROCE_RC_REQ_SEND || wr->op == ROCE_RC_REQ_SEND_IMM || wr->op == ROCE_RC_REQ_SEND_INV ||
 			wr->op == ROCE_RC_REQ_WRITE_IMM);
+		/* the bytes read straight into their place in the frame (chunk <= pmtu <= 4096) */
+		data = frame + roce_payload_offset(d.opcode);
 		if (chunk > 0 && q->ops->local_read(q->ctx, wr->wr_id, off, data, chunk) != 0) {
 			w->status = ROCE_RC_REQ_WC_LOC_PROT_ERR;
 			enter_error(q);
@@ -627,7 +629,7 @@ static bool send_packet(struct roce_rc_req *q, struct roce_rc_req_wqe *w, uint32
 		break;
 	}
 	}
-	if (roce_build(&d, frame, sizeof(frame), &flen) != ROCE_OK) {
+	if (roce_build(&d, frame, ROCE_RC_REQ_FRAME_MAX, &flen) != ROCE_OK) {
 		/* Only a bug of ours gets here (every field is in range); count it, send nothing. */
 		q->build_errors++;
 		return true;

@@ -131,8 +131,9 @@ struct roce_rc_req_ops {
 	 * atomic_orig the remote value before an atomic. */
 	void (*complete)(void *ctx, uint64_t wr_id, enum roce_rc_req_wc status, uint32_t byte_len,
 			 uint64_t atomic_orig);
-	/* One whole Ethernet frame (no FCS) to the responder; loss is recovered by the retries. */
-	void (*send_frame)(void *ctx, const uint8_t *frame, size_t len);
+	/* One whole Ethernet frame (no FCS) to the responder; loss is recovered by the retries. The
+	 * frame is the callee's to change for the call, ROCE_FRAME_HEADROOM bytes before it too. */
+	void (*send_frame)(void *ctx, uint8_t *frame, size_t len);
 };
 
 struct roce_rc_req_cfg {

@@ -194,6 +194,13 @@ uint32_t roce_icrc_get(const uint8_t *p)
 
 /* ---- builder ------------------------------------------------------------------------ */
 
+size_t roce_payload_offset(uint8_t opcode)
+{
+	const struct roce_opcode_info *op = roce_opcode_info(opcode);
+
+	return op == NULL ? 0 : ROCE_L2L4_LEN + sizeof(struct roce_bth) + roce_hdrs_len(op->hdrs);
+}
+
 enum roce_err roce_build(const struct roce_frame_desc *d, uint8_t *buf, size_t cap, size_t *len)
 {
 	const struct roce_opcode_info *op = roce_opcode_info(d->opcode);
@@ -310,7 +317,7 @@ enum roce_err roce_build(const struct roce_frame_desc *d, uint8_t *buf, size_t c
 		memset(p + off, 0, ROCE_CNP_RSVD_LEN);
 		off += ROCE_CNP_RSVD_LEN;
 	}
-	if (d->payload_len > 0)
+	if (d->payload_len > 0 && d->payload != p + off)
 		memcpy(p + off, d->payload, d->payload_len);
 	off += d->payload_len;
 	memset(p + off, 0, d->pad);

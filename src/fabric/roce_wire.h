@@ -347,10 +347,28 @@ struct roce_frame_desc {
 	uint64_t atomic_orig;
 	uint32_t imm;
 	uint32_t ieth_rkey;
-	/* payload (pad bytes are written as zeros) */
+	/*
+	 * payload (pad bytes are written as zeros): anywhere outside the frame,
+	 * or already in place at roce_payload_offset(opcode) in the buffer
+	 * roce_build() writes, which then copies nothing
+	 */
 	const void *payload;
 	uint32_t payload_len;
 };
+
+/*
+ * Where a packet of this opcode carries its payload: the length of its
+ * Ethernet, IPv4, UDP, BTH and extension headers; 0 for an opcode outside
+ * the table. A sender may put the payload there first (one copy less).
+ */
+size_t roce_payload_offset(uint8_t opcode);
+
+/*
+ * Bytes a sender keeps writable in front of a frame it hands over, so that
+ * the node can insert an 802.1Q tag where the frame lies (the MAC addresses
+ * move four bytes forward) instead of copying it.
+ */
+#define ROCE_FRAME_HEADROOM 4
 
 /*
  * Write the frame d describes into buf[0..cap) and its length into *len:

@@ -180,7 +180,7 @@ static int f_invalidate(void *ctx, uint32_t rkey)
 	return roce_fake_mem_invalidate(&f->mem, rkey);
 }
 
-static void f_send_frame(void *ctx, const uint8_t *frame, size_t len)
+static void f_send_frame(void *ctx, uint8_t *frame, size_t len)
 {
 	struct fake *f = ctx;
 	struct roce_pkt p;

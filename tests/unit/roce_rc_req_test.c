@@ -162,7 +162,7 @@ static void offer(bool to_resp, const uint8_t *frame, size_t len, const struct r
 	}
 }
 
-static void req_send_frame(void *ctx, const uint8_t *frame, size_t len)
+static void req_send_frame(void *ctx, uint8_t *frame, size_t len)
 {
 	struct roce_pkt p;
 	unsigned i = L->nfr[1] % QLEN;
@@ -205,7 +205,7 @@ static void req_send_frame(void *ctx, const uint8_t *frame, size_t len)
 	offer(true, frame, len, &p);
 }
 
-static void resp_send_frame(void *ctx, const uint8_t *frame, size_t len)
+static void resp_send_frame(void *ctx, uint8_t *frame, size_t len)
 {
 	struct roce_pkt p;
 
@@ -1496,7 +1496,7 @@ static void x_respond(uint32_t psn, uint8_t syn)
 	r->syn = syn;
 }
 
-static void x_send_frame(void *ctx, const uint8_t *frame, size_t len)
+static void x_send_frame(void *ctx, uint8_t *frame, size_t len)
 {
 	struct roce_pkt p;
 	struct xq_req *r;

@@ -268,6 +268,47 @@ static void test_round_trip_every_opcode(void **state)
 	assert_int_equal(n, 38 * 7);
 }
 
+/*
+ * A payload put first where roce_payload_offset() says: the same frame, byte
+ * for byte, as one copied in from elsewhere; and the offset is where the
+ * parser finds the payload, for every opcode that carries one.
+ */
+static void test_payload_in_place(void **state)
+{
+	static uint8_t a[4200], b[4200];
+	struct roce_pkt p;
+	unsigned n = 0;
+
+	(void)state;
+	setup_payload();
+	for (unsigned o = 0; o < 256; o++) {
+		const struct roce_opcode_info *op = roce_opcode_info((uint8_t)o);
+		struct roce_frame_desc d;
+		size_t off, la, lb;
+
+		if (op == NULL) {
+			assert_int_equal(roce_payload_offset((uint8_t)o), 0); /* no such opcode */
+			continue;
+		}
+		if (!op->payload)
+			continue;
+		d = desc_for((uint8_t)o, MTU - 3); /* a pad for ONLY and LAST */
+		la = build(&d, a, sizeof(a));
+		off = roce_payload_offset((uint8_t)o);
+		assert_int_equal(off, ROCE_L2L4_LEN + sizeof(struct roce_bth) + roce_hdrs_len(op->hdrs));
+		assert_int_equal(roce_parse(a, la, MTU, &p), ROCE_OK);
+		assert_ptr_equal(p.payload, a + off);
+		memset(b, 0xa5, sizeof(b));
+		memcpy(b + off, d.payload, d.payload_len);
+		d.payload = b + off;
+		lb = build(&d, b, sizeof(b));
+		assert_int_equal(lb, la);
+		assert_memory_equal(a, b, la);
+		n++;
+	}
+	assert_true(n >= 20);
+}
+
 static void test_aeth_syndromes(void **state)
 {
 	static const enum roce_nak naks[] = { ROCE_NAK_PSN_SEQ_ERR, ROCE_NAK_INVALID_REQ, ROCE_NAK_REM_ACCESS_ERR,
@@ -715,6 +756,7 @@ int main(void)
 		cmocka_unit_test(test_opcode_table),
 		cmocka_unit_test(test_strerror),
 		cmocka_unit_test(test_round_trip_every_opcode),
+		cmocka_unit_test(test_payload_in_place),
 		cmocka_unit_test(test_aeth_syndromes),
 		cmocka_unit_test(test_truncated_every_byte),
 		cmocka_unit_test(test_refusals),
