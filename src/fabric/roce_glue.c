@@ -340,7 +340,7 @@ static void w_ud_send(void *ctx, const struct ionic_rdma_wire_path *p, const str
  */
 static int port_make(struct roce_glue *g, const uint8_t mac[6])
 {
-	struct roce_port_cfg pc = { .name = "roce", .guest = true };
+	struct roce_port_cfg pc = { .name = "roce", .guest = true, .clock_us = now_us };
 
 	memcpy(pc.mac, mac, sizeof(pc.mac));
 	g->port = roce_port_new(&pc, g->sw);
@@ -585,10 +585,11 @@ void roce_glue_log_stats(const struct roce_glue *g)
 			gq_count(g, g->qp[i].qpn, &tot);
 	ps = roce_port_stats(g->port);
 	snprintf(line, sizeof(line), "roce: %llu frames in, %llu out (802.1Q tagged: %llu in, %llu out); UD %llu in, %llu out; "
-		 "%llu super-frames cut into the ring; dropped:",
+		 "%llu super-frames cut (%llu datagrams handled where they lay, the rest through the ring); dropped:",
 		 (unsigned long long)ps->frames_in, (unsigned long long)ps->frames_out,
 		 (unsigned long long)ps->vlan_in, (unsigned long long)ps->vlan_out,
-		 (unsigned long long)ps->ud_in, (unsigned long long)ps->ud_out, (unsigned long long)ps->super_in);
+		 (unsigned long long)ps->ud_in, (unsigned long long)ps->ud_out, (unsigned long long)ps->super_in,
+		 (unsigned long long)ps->rx_in_place);
 	put_counts(line, sizeof(line), ps->drops, ROCE_PORT_DROP_NUM, drop_name);
 	put_counts(line, sizeof(line), ps->parse_err, ROCE_ERR_NUM, parse_name);
 	LOG_INFO("%s", line);

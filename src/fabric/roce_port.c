@@ -777,6 +777,7 @@ struct roce_port *roce_port_new(const struct roce_port_cfg *cfg, struct net_swit
 	port->ip = cfg->ip;
 	memcpy(port->mac, cfg->mac, NET_ETH_ALEN);
 	port->guest = cfg->guest;
+	port->clock_us = cfg->clock_us;
 	port->sw = sw;
 	np.name = port->name;
 	np.no_learn = cfg->guest;

@@ -101,6 +101,7 @@ enum roce_port_drop {
 struct roce_port_stats {
 	uint64_t frames_in;             /* taken from the switch */
 	uint64_t super_in;              /* UDP super-frames taken whole and cut into the ring (their datagrams are in frames_in) */
+	uint64_t rx_in_place;           /* of their datagrams, handled where they lay (cfg.clock_us), not queued */
 	uint64_t frames_out;            /* given to the switch (ARP included) */
 	uint64_t vlan_in, vlan_out;     /* of them, with an 802.1Q tag */
 	uint64_t to_requester, to_responder;
@@ -145,6 +146,14 @@ struct roce_port_cfg {
 	 * (roce_port_qp_cfg.local_ip); ip may be 0.
 	 */
 	bool guest;
+	/*
+	 * The owner's clock (us, as the times it passes in), or NULL. With a
+	 * clock the node handles the datagrams of a UDP super-frame as the
+	 * switch hands them over, where they lie, instead of copying them into
+	 * its ring for the next pump: they arrive between pumps, and their
+	 * timers need the time then.
+	 */
+	uint64_t (*clock_us)(void);
 };
 
 /*

@@ -87,7 +87,8 @@ struct roce_port {
 	bool guest;
 	struct net_switch *sw;
 	int sw_port;
-	uint64_t now_us;        /* the latest time the owner passed in */
+	uint64_t now_us;        /* the latest time the owner passed in (or its clock gave) */
+	uint64_t (*clock_us)(void); /* roce_port_cfg.clock_us */
 	/*
 	 * The QPs, each allocated on its own: qp_hash finds one by QPN (linear
 	 * probing, at most half full, no tombstones: a removal shifts its
@@ -125,6 +126,7 @@ struct roce_port {
 	/* received frames: rxq[rx_head], ... rx_count of them */
 	struct rx_slot rxq[ROCE_PORT_RXQ];
 	unsigned rx_head, rx_count;
+	bool rx_inline;                 /* a super-frame's datagram is being handled where it lies */
 	/* every frame out is finished here (the destination MAC written) */
 	uint8_t tx[ROCE_PORT_FRAME_MAX + 4]; /* room for an 802.1Q tag */
 	bool (*tx_hook)(void *ctx, const uint8_t *frame, size_t len);

@@ -3,7 +3,8 @@
  * (ARP for the node, UDP to 4791 for its MACs and the answers to its probes,
  * roce_port_echo.c, 802.1Q-tagged or not), queued
  * and then, in the pump, matched to a QP by DestQP, address and VLAN, with
- * ECN's CE and a backlog answered by CNPs.
+ * ECN's CE and a backlog answered by CNPs. The datagrams of a UDP super-frame
+ * from another server are handled as they are cut, when the ring is empty.
  */
 #include "fabric/roce_port_int.h"
 
@@ -113,36 +114,6 @@ void rport_deliver(void *ctx, const uint8_t *frame, size_t len)
 	rx_queued(port, s, len);
 }
 
-/* One datagram of a super-frame: its headers and payload joined in a slot, one copy. */
-static void udp_datagram(void *ctx, const uint8_t *hdr, size_t hlen, const uint8_t *payload, size_t plen)
-{
-	struct roce_port *port = ctx;
-	struct rx_slot *s;
-
-	if ((s = rx_slot(port, hlen + plen)) == NULL)
-		return;
-	s->tagged = false;
-	s->tci = 0;
-	memcpy(s->frame, hdr, hlen);
-	memcpy(s->frame + hlen, payload, plen);
-	rx_queued(port, s, hlen + plen);
-}
-
-/*
- * A UDP super-frame from another server (its RoCEv2 packets merged by its
- * TAP): cut straight into the ring, each datagram copied once and given no
- * UDP checksum (the ICRC covers what matters; the switch's cut would have
- * summed every payload and copied it once more).
- */
-bool rport_deliver_udp_super(void *ctx, const uint8_t *frame, size_t len, const struct net_offload *off)
-{
-	struct roce_port *port = ctx;
-	unsigned n = net_offload_udp_each(frame, len, off, udp_datagram, port);
-
-	port->stats.super_in += n > 0;
-	return n > 0;
-}
-
 static void arp_input(struct roce_port *port, const uint8_t *frame, size_t len)
 {
 	struct net_arp_info a;
@@ -171,42 +142,27 @@ static void arp_input(struct roce_port *port, const uint8_t *frame, size_t len)
 }
 
 /*
- * A frame to 4791: DestQP, then roce_parse() at that QP's path MTU, then the
- * addresses. backlog: it came in while the node was behind (a CNP is owed).
+ * A packet roce_parse() accepted (for qp, when its DestQP named one), with
+ * the tag it came with; backlog: it came in while the node was behind (a CNP
+ * is owed): to its QP by address and VLAN, or to the UD owner.
  */
-static void roce_input(struct roce_port *port, const struct rx_slot *sl, uint64_t now_us)
+static void roce_accept(struct roce_port *port, struct port_qp *qp, struct roce_pkt *pkt, bool backlog, bool tagged,
+			uint16_t tci, uint64_t now_us)
 {
-	const uint8_t *frame = sl->frame;
-	size_t len = sl->len;
-	bool backlog = sl->backlog;
-	const struct roce_bth *bth = (const struct roce_bth *)(frame + ROCE_L2L4_LEN);
-	struct port_qp *qp = NULL;
-	struct roce_pkt pkt;
-	enum roce_err err;
-
-	if (len >= ROCE_MIN_FRAME)
-		qp = rport_qp_find(port, roce_bth_dqpn(bth));
-	/* Without a QP, parse at the largest MTU: a malformed frame is counted as such, not as a stray. */
-	err = roce_parse(frame, len, qp != NULL ? qp->pmtu : 4096, &pkt);
-	if (err != ROCE_OK) {
-		port->stats.parse_err[err < ROCE_ERR_NUM ? err : 0]++;
-		rport_drop(port, ROCE_PORT_DROP_PARSE);
-		return;
-	}
-	pkt.vlan = sl->tagged;
-	pkt.vlan_tci = sl->tci;
-	if (be32_get(pkt.ip->dst) != (qp != NULL ? qp->local_ip : port->ip) && !(qp == NULL && port->guest)) {
+	pkt->vlan = tagged;
+	pkt->vlan_tci = tci;
+	if (be32_get(pkt->ip->dst) != (qp != NULL ? qp->local_ip : port->ip) && !(qp == NULL && port->guest)) {
 		rport_drop(port, ROCE_PORT_DROP_IP_DST);
 		return;
 	}
 	/* Connected transports (RC, UC) go to their QP, which takes only its own kind; UD to the owner. */
-	if ((pkt.bth->opcode & ROCE_TRANSPORT_MASK) == ROCE_TRANSPORT_UD) {
+	if ((pkt->bth->opcode & ROCE_TRANSPORT_MASK) == ROCE_TRANSPORT_UD) {
 		if (port->ud_recv == NULL) {
 			rport_drop(port, ROCE_PORT_DROP_UD);
 			return;
 		}
 		port->stats.ud_in++;
-		if (!port->ud_recv(port->ud_ctx, &pkt))
+		if (!port->ud_recv(port->ud_ctx, pkt))
 			rport_drop(port, ROCE_PORT_DROP_UD_REFUSED);
 		return;
 	}
@@ -214,31 +170,31 @@ static void roce_input(struct roce_port *port, const struct rx_slot *sl, uint64_
 		rport_drop(port, ROCE_PORT_DROP_UNKNOWN_QP);
 		return;
 	}
-	if (be32_get(pkt.ip->src) != qp->remote_ip) {
+	if (be32_get(pkt->ip->src) != qp->remote_ip) {
 		rport_drop(port, ROCE_PORT_DROP_IP_SRC);
 		return;
 	}
-	if (sl->tagged != qp->vlan || (qp->vlan && (sl->tci & 0x0fff) != (qp->tci & 0x0fff))) {
+	if (tagged != qp->vlan || (qp->vlan && (tci & 0x0fff) != (qp->tci & 0x0fff))) {
 		rport_drop(port, ROCE_PORT_DROP_VLAN);
 		return;
 	}
-	if (pkt.bth->opcode == ROCE_CNP) {
+	if (pkt->bth->opcode == ROCE_CNP) {
 		/* The peer is falling behind what this QP sends. */
 		port->stats.cnp_received++;
 		rport_rate_signal(port, qp, now_us);
 		rport_echo_cnp(port, qp); /* a peer that sends CNPs is not probed */
 		return;
 	}
-	if ((pkt.ip->tos & ROCE_ECN_MASK) == ROCE_ECN_CE) {
+	if ((pkt->ip->tos & ROCE_ECN_MASK) == ROCE_ECN_CE) {
 		/* A switch on the way marked it: the peer is to slow down, as for a backlog here. */
 		port->stats.ce_received++;
 		rport_cnp_send(port, qp, now_us);
 	} else if (backlog) {
 		rport_cnp_send(port, qp, now_us);
 	}
-	if (pkt.op->request) {
+	if (pkt->op->request) {
 		port->stats.to_responder++;
-		if (roce_rc_resp_input(&qp->resp, &pkt) == ROCE_RC_IN_FATAL_NAK && qp->resp_fatal != NULL)
+		if (roce_rc_resp_input(&qp->resp, pkt) == ROCE_RC_IN_FATAL_NAK && qp->resp_fatal != NULL)
 			qp->resp_fatal(qp->resp_ctx);
 		rport_read_check(qp, now_us); /* a new READ: a verdict on the pace of the last */
 		rport_loss_check(port, qp, now_us); /* a READ asked for again */
@@ -246,10 +202,95 @@ static void roce_input(struct roce_port *port, const struct rx_slot *sl, uint64_
 		enum roce_rc_req_in v;
 
 		port->stats.to_requester++;
-		v = roce_rc_req_input(&qp->req, &pkt, now_us);
+		v = roce_rc_req_input(&qp->req, pkt, now_us);
 		if (v == ROCE_RC_REQ_IN_SEQ_NAK || v == ROCE_RC_REQ_IN_IMPLIED_NAK)
 			rport_rate_signal(port, qp, now_us); /* the peer missed packets of ours */
 	}
+}
+
+/* A parse error: counted by kind, the frame dropped. */
+static void parse_failed(struct roce_port *port, enum roce_err err)
+{
+	port->stats.parse_err[err < ROCE_ERR_NUM ? err : 0]++;
+	rport_drop(port, ROCE_PORT_DROP_PARSE);
+}
+
+/*
+ * A frame to 4791 from the ring: DestQP, then roce_parse() at that QP's path
+ * MTU (without a QP at the largest: a malformed frame is counted as such, not
+ * as a stray), then roce_accept().
+ */
+static void roce_input(struct roce_port *port, const struct rx_slot *sl, uint64_t now_us)
+{
+	struct port_qp *qp = NULL;
+	struct roce_pkt pkt;
+	enum roce_err err;
+
+	if (sl->len >= ROCE_MIN_FRAME)
+		qp = rport_qp_find(port, roce_bth_dqpn((const struct roce_bth *)(sl->frame + ROCE_L2L4_LEN)));
+	err = roce_parse(sl->frame, sl->len, qp != NULL ? qp->pmtu : 4096, &pkt);
+	if (err != ROCE_OK) {
+		parse_failed(port, err);
+		return;
+	}
+	roce_accept(port, qp, &pkt, sl->backlog, sl->tagged, sl->tci, now_us);
+}
+
+/*
+ * One datagram of a super-frame. Handled where it lies, its headers and its
+ * payload in their two pieces, when nothing waits in the ring before it (and
+ * not inside the handling of another: a frame that arrives then, say from a
+ * host on the segment answering at once, queues); else joined in a slot, one
+ * copy, behind the rest.
+ */
+static void udp_datagram(void *ctx, const uint8_t *hdr, size_t hlen, const uint8_t *payload, size_t plen)
+{
+	struct roce_port *port = ctx;
+	struct rx_slot *s;
+
+	if (port->clock_us != NULL && port->rx_count == 0 && !port->rx_inline && hlen == ROCE_L2L4_LEN &&
+	    plen <= ROCE_PORT_FRAME_MAX - ROCE_L2L4_LEN) {
+		struct port_qp *qp = NULL;
+		struct roce_pkt pkt;
+		enum roce_err err;
+
+		port->stats.frames_in++;
+		port->stats.rx_in_place++;
+		if (plen >= sizeof(struct roce_bth))
+			qp = rport_qp_find(port, roce_bth_dqpn((const struct roce_bth *)payload));
+		err = roce_parse_split(hdr, payload, plen, qp != NULL ? qp->pmtu : 4096, &pkt);
+		if (err != ROCE_OK) {
+			parse_failed(port, err);
+			return;
+		}
+		port->now_us = port->clock_us();
+		port->rx_inline = true;
+		roce_accept(port, qp, &pkt, net_switch_behind(port->sw), false, 0, port->now_us);
+		port->rx_inline = false;
+		return;
+	}
+	if ((s = rx_slot(port, hlen + plen)) == NULL)
+		return;
+	s->tagged = false;
+	s->tci = 0;
+	memcpy(s->frame, hdr, hlen);
+	memcpy(s->frame + hlen, payload, plen);
+	rx_queued(port, s, hlen + plen);
+}
+
+/*
+ * A UDP super-frame from another server (its RoCEv2 packets merged by its
+ * TAP): cut straight into the ring, each datagram copied once and given no
+ * UDP checksum (the ICRC covers what matters; the switch's cut would have
+ * summed every payload and copied it once more).
+ */
+bool rport_deliver_udp_super(void *ctx, const uint8_t *frame, size_t len, const struct net_offload *off)
+{
+	struct roce_port *port = ctx;
+	unsigned n = net_offload_udp_each(frame, len, off, udp_datagram, port);
+
+	port->stats.super_in += n > 0;
+	return n > 0;
 }
 
 unsigned rport_rx_drain(struct roce_port *port, unsigned budget, uint64_t now_us)

@@ -153,7 +153,12 @@ const char *roce_strerror(enum roce_err err)
  * crc32_gzip_refl computes with carry-less multiplication: the ICRC of every
  * frame sent and received was a quarter of a server's time with a table CRC.
  */
-uint32_t roce_icrc(const uint8_t *ip, size_t len)
+/*
+ * The ICRC of a packet in two pieces: ipudp, its IPv4 header (no options) and
+ * UDP header, and l4, the BTH onwards, l4len bytes up to the ICRC itself
+ * (at least a BTH).
+ */
+static uint32_t icrc_split(const uint8_t *ipudp, const uint8_t *l4, size_t l4len)
 {
 	static const uint8_t ones[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 	uint8_t m[ROCE_ICRC_MASKED_LEN];
@@ -162,9 +167,8 @@ uint32_t roce_icrc(const uint8_t *ip, size_t len)
 	struct roce_bth *bth = (struct roce_bth *)(udp + 1);
 	uint32_t crc;
 
-	if (len < sizeof(m))
-		return 0;
-	memcpy(m, ip, sizeof(m));
+	memcpy(m, ipudp, sizeof(*iph) + sizeof(*udp));
+	memcpy(bth, l4, sizeof(*bth));
 	iph->tos = 0xff;
 	iph->ttl = 0xff;
 	iph->csum = be16_set(0xffff);
@@ -173,8 +177,17 @@ uint32_t roce_icrc(const uint8_t *ip, size_t len)
 
 	crc = crc32_gzip_refl(0, ones, sizeof(ones));
 	crc = crc32_gzip_refl(crc, m, sizeof(m));
-	crc = crc32_gzip_refl(crc, ip + sizeof(m), len - sizeof(m));
+	crc = crc32_gzip_refl(crc, l4 + sizeof(*bth), l4len - sizeof(*bth));
 	return crc;
+}
+
+uint32_t roce_icrc(const uint8_t *ip, size_t len)
+{
+	const size_t ipudp = sizeof(struct net_ip_hdr) + sizeof(struct net_udp_hdr);
+
+	if (len < ROCE_ICRC_MASKED_LEN)
+		return 0;
+	return icrc_split(ip, ip + ipudp, len - ipudp);
 }
 
 void roce_icrc_put(uint8_t *p, uint32_t icrc)
@@ -338,28 +351,27 @@ static const void *roce_take(const uint8_t *base, size_t *off, size_t n)
 	return p;
 }
 
-enum roce_err roce_parse(const uint8_t *frame, size_t len, uint32_t pmtu, struct roce_pkt *pkt)
+/*
+ * Ethernet, IPv4 and UDP of a packet len bytes long whose first
+ * ROCE_L2L4_LEN bytes (or all, when it is shorter) are at frame: the checks
+ * that need only those headers and the length.
+ */
+static enum roce_err parse_l2l4(const uint8_t *frame, size_t len)
 {
 	const struct net_eth_hdr *eth = (const struct net_eth_hdr *)frame;
 	const struct net_ip_hdr *ip;
 	const struct net_udp_hdr *udp;
-	const struct roce_bth *bth;
-	const struct roce_opcode_info *op;
-	const uint8_t *l3;
-	size_t l3len, off, hdrs, region, pad;
+	size_t l3len;
 	uint16_t frag;
 
-	if (pmtu == 0 || pmtu > 4096)
-		return ROCE_ERR_ARG;
 	if (len < sizeof(*eth))
 		return ROCE_ERR_ETH_SHORT;
 	if (be16_get(eth->type) != NET_ETHERTYPE_IPV4)
 		return ROCE_ERR_ETHERTYPE;
 
 	/* IPv4: the header alone first, then the packet it describes. */
-	l3 = frame + sizeof(*eth);
 	l3len = len - sizeof(*eth);
-	ip = (const struct net_ip_hdr *)l3;
+	ip = (const struct net_ip_hdr *)(frame + sizeof(*eth));
 	if (l3len < sizeof(*ip))
 		return ROCE_ERR_IP_SHORT;
 	if (net_ip_ver(ip) != 4)
@@ -385,12 +397,24 @@ enum roce_err roce_parse(const uint8_t *frame, size_t len, uint32_t pmtu, struct
 		return ROCE_ERR_UDP_LENGTH;
 	if (be16_get(udp->dport) != ROCE_UDP_DPORT)
 		return ROCE_ERR_UDP_PORT;
+	return ROCE_OK;
+}
+
+/*
+ * The BTH onwards: l4[0..len) after headers parse_l2l4() accepted at hdr
+ * (ROCE_L2L4_LEN bytes); offsets count from l4.
+ */
+static enum roce_err parse_l4(const uint8_t *hdr, const uint8_t *l4, size_t len, uint32_t pmtu,
+			      struct roce_pkt *pkt)
+{
+	const struct roce_bth *bth;
+	const struct roce_opcode_info *op;
+	size_t off = 0, hdrs, region, pad;
 
 	/* BTH: room for it and the ICRC, then what it says. */
-	off = ROCE_L2L4_LEN;
-	if (len - off < sizeof(*bth) + ROCE_ICRC_LEN)
+	if (len < sizeof(*bth) + ROCE_ICRC_LEN)
 		return ROCE_ERR_BTH_SHORT;
-	bth = roce_take(frame, &off, sizeof(*bth));
+	bth = roce_take(l4, &off, sizeof(*bth));
 	if (roce_bth_tver(bth) != ROCE_BTH_TVER)
 		return ROCE_ERR_BTH_VERSION;
 	op = roce_opcode_info(bth->opcode);
@@ -401,25 +425,25 @@ enum roce_err roce_parse(const uint8_t *frame, size_t len, uint32_t pmtu, struct
 		return ROCE_ERR_HDR_SHORT;
 
 	memset(pkt, 0, sizeof(*pkt));
-	pkt->eth = eth;
-	pkt->ip = ip;
-	pkt->udp = udp;
+	pkt->eth = (const struct net_eth_hdr *)hdr;
+	pkt->ip = (const struct net_ip_hdr *)(pkt->eth + 1);
+	pkt->udp = (const struct net_udp_hdr *)(pkt->ip + 1);
 	pkt->bth = bth;
 	pkt->op = op;
 	if (op->hdrs & ROCE_H(ROCE_HDR_DETH))
-		pkt->deth = roce_take(frame, &off, sizeof(*pkt->deth));
+		pkt->deth = roce_take(l4, &off, sizeof(*pkt->deth));
 	if (op->hdrs & ROCE_H(ROCE_HDR_RETH))
-		pkt->reth = roce_take(frame, &off, sizeof(*pkt->reth));
+		pkt->reth = roce_take(l4, &off, sizeof(*pkt->reth));
 	if (op->hdrs & ROCE_H(ROCE_HDR_ATOMICETH))
-		pkt->atomic = roce_take(frame, &off, sizeof(*pkt->atomic));
+		pkt->atomic = roce_take(l4, &off, sizeof(*pkt->atomic));
 	if (op->hdrs & ROCE_H(ROCE_HDR_AETH))
-		pkt->aeth = roce_take(frame, &off, sizeof(*pkt->aeth));
+		pkt->aeth = roce_take(l4, &off, sizeof(*pkt->aeth));
 	if (op->hdrs & ROCE_H(ROCE_HDR_ATOMICACKETH))
-		pkt->atomic_ack = roce_take(frame, &off, sizeof(*pkt->atomic_ack));
+		pkt->atomic_ack = roce_take(l4, &off, sizeof(*pkt->atomic_ack));
 	if (op->hdrs & ROCE_H(ROCE_HDR_IMMDT))
-		pkt->imm = roce_take(frame, &off, sizeof(*pkt->imm));
+		pkt->imm = roce_take(l4, &off, sizeof(*pkt->imm));
 	if (op->hdrs & ROCE_H(ROCE_HDR_IETH))
-		pkt->ieth = roce_take(frame, &off, sizeof(*pkt->ieth));
+		pkt->ieth = roce_take(l4, &off, sizeof(*pkt->ieth));
 	if (op->hdrs & ROCE_H(ROCE_HDR_CNP))
 		off += ROCE_CNP_RSVD_LEN; /* reserved: not looked at */
 
@@ -434,11 +458,34 @@ enum roce_err roce_parse(const uint8_t *frame, size_t len, uint32_t pmtu, struct
 		return ROCE_ERR_PAYLOAD_MTU;
 	if ((op->seg == ROCE_SEG_FIRST || op->seg == ROCE_SEG_MIDDLE) && region - pad != pmtu)
 		return ROCE_ERR_PAYLOAD_NOT_FULL;
-	pkt->payload = frame + off;
+	pkt->payload = l4 + off;
 	pkt->payload_len = (uint32_t)(region - pad);
 
-	pkt->icrc = roce_icrc_get(frame + len - ROCE_ICRC_LEN);
-	if (roce_icrc(l3, l3len - ROCE_ICRC_LEN) != pkt->icrc)
+	pkt->icrc = roce_icrc_get(l4 + len - ROCE_ICRC_LEN);
+	if (icrc_split(hdr + sizeof(struct net_eth_hdr), l4, len - ROCE_ICRC_LEN) != pkt->icrc)
 		return ROCE_ERR_ICRC;
 	return ROCE_OK;
+}
+
+enum roce_err roce_parse(const uint8_t *frame, size_t len, uint32_t pmtu, struct roce_pkt *pkt)
+{
+	enum roce_err err;
+
+	if (pmtu == 0 || pmtu > 4096)
+		return ROCE_ERR_ARG;
+	if ((err = parse_l2l4(frame, len)) != ROCE_OK)
+		return err;
+	return parse_l4(frame, frame + ROCE_L2L4_LEN, len - ROCE_L2L4_LEN, pmtu, pkt);
+}
+
+enum roce_err roce_parse_split(const uint8_t *hdr, const uint8_t *l4, size_t l4len, uint32_t pmtu,
+			       struct roce_pkt *pkt)
+{
+	enum roce_err err;
+
+	if (pmtu == 0 || pmtu > 4096 || l4len > SIZE_MAX - ROCE_L2L4_LEN)
+		return ROCE_ERR_ARG;
+	if ((err = parse_l2l4(hdr, ROCE_L2L4_LEN + l4len)) != ROCE_OK)
+		return err;
+	return parse_l4(hdr, l4, l4len, pmtu, pkt);
 }

@@ -416,4 +416,13 @@ struct roce_pkt {
  */
 enum roce_err roce_parse(const uint8_t *frame, size_t len, uint32_t pmtu, struct roce_pkt *pkt);
 
+/*
+ * The same checks for a frame in two pieces, as a UDP super-frame is cut:
+ * hdr, its Ethernet, IPv4 and UDP headers (ROCE_L2L4_LEN bytes, read whole),
+ * and l4[0..l4len), the UDP payload (BTH onwards, the ICRC last). The views
+ * in *pkt point into both. Never reads outside the two.
+ */
+enum roce_err roce_parse_split(const uint8_t *hdr, const uint8_t *l4, size_t l4len, uint32_t pmtu,
+			       struct roce_pkt *pkt);
+
 #endif

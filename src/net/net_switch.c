@@ -168,10 +168,16 @@ static bool udp_whole(struct net_switch *sw, int id, const uint8_t *frame, size_
 
 		if (!sw->used[i] || i == id || p->wants == NULL || !p->wants(p->ctx, frame, len))
 			continue;
-		if (p->deliver_udp_super == NULL || !p->deliver_udp_super(p->ctx, frame, len, off))
+		if (p->deliver_udp_super == NULL)
 			return false;
+		/*
+		 * Learned first, as any frame is before its delivery: the endpoint may answer while it
+		 * handles the datagrams (a RoCEv2 node's ACK), and that answer must find the sender.
+		 */
 		if (id < 0 || id >= NET_SWITCH_MAX_PORTS || !sw->ports[id].no_learn)
 			learn(sw, frame + 6, id);
+		if (!p->deliver_udp_super(p->ctx, frame, len, off))
+			return false;
 		sw->stats.frames++;
 		sw->stats.to_endpoints++;
 		sw->stats.udp_whole++;

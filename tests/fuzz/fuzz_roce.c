@@ -109,6 +109,7 @@ static void check_accepted(const uint8_t *frame, size_t len, uint32_t mtu, const
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct roce_pkt pkt;
+	enum roce_err err;
 	uint32_t mtu;
 	uint8_t *frame;
 
@@ -130,8 +131,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				      roce_icrc(frame + sizeof(struct net_eth_hdr),
 						size - 1 - sizeof(struct net_eth_hdr) - ROCE_ICRC_LEN));
 	}
-	if (roce_parse(frame, size - 1, mtu, &pkt) == ROCE_OK)
+	err = roce_parse(frame, size - 1, mtu, &pkt);
+	if (err == ROCE_OK)
 		check_accepted(frame, size - 1, mtu, &pkt);
+	/*
+	 * The same frame in two exact-size pieces, as a super-frame's datagram is
+	 * handled: the same verdict, and the views at the same places.
+	 */
+	if (size - 1 >= ROCE_L2L4_LEN) {
+		size_t l4len = size - 1 - ROCE_L2L4_LEN;
+		uint8_t *hdr = malloc(ROCE_L2L4_LEN), *l4 = malloc(l4len ? l4len : 1);
+		struct roce_pkt sp;
+		enum roce_err serr;
+
+		if (hdr == NULL || l4 == NULL)
+			abort();
+		memcpy(hdr, frame, ROCE_L2L4_LEN);
+		memcpy(l4, frame + ROCE_L2L4_LEN, l4len);
+		serr = roce_parse_split(hdr, l4, l4len, mtu, &sp);
+		if (serr != err)
+			abort();
+		if (err == ROCE_OK &&
+		    (sp.op != pkt.op || sp.payload_len != pkt.payload_len || sp.icrc != pkt.icrc ||
+		     (const uint8_t *)sp.ip != hdr + ((const uint8_t *)pkt.ip - frame) ||
+		     sp.payload != l4 + (pkt.payload - frame - ROCE_L2L4_LEN) ||
+		     (sp.reth != NULL) != (pkt.reth != NULL) || (sp.aeth != NULL) != (pkt.aeth != NULL)))
+			abort();
+		free(hdr);
+		free(l4);
+	}
 	/* the ICRC routine alone, over whatever length it is given */
 	if (size > 1)
 		(void)roce_icrc(frame, size - 1);

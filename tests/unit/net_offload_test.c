@@ -1331,6 +1331,62 @@ static void test_udp_super_to_endpoint(void **state)
 	net_switch_free(sw);
 }
 
+/* An endpoint that answers the sender of a super-frame while it takes it (as a RoCEv2 node ACKs). */
+struct answering_ep {
+	struct net_switch *sw;
+	int id;
+};
+
+static bool answer_super(void *ctx, const uint8_t *f, size_t len, const struct net_offload *off)
+{
+	struct answering_ep *a = ctx;
+	uint8_t ack[60] = { 0 };
+
+	(void)len, (void)off;
+	memcpy(ack, f + 6, 6); /* to the super-frame's sender */
+	memcpy(ack + 6, guest_mac, 6);
+	put16(ack + 12, 0x0800);
+	net_switch_input(a->sw, a->id, ack, sizeof(ack));
+	return true;
+}
+
+/*
+ * The sender of a super-frame is learned before the endpoint takes it: the
+ * answer the endpoint sends from inside that call goes to the sender's port
+ * alone, even the first time the switch hears of the sender, and not flooded
+ * to the other ports (the guest's Ethernet would see it).
+ */
+static void test_udp_super_sender_learned(void **state)
+{
+	static uint8_t buf[VH + NET_MAX_FRAME];
+	struct net_offload_stats st = { 0 };
+	struct net_offload off;
+	struct whole_ep tap_seen = { 0 }, other_seen = { 0 };
+	struct net_port tap = { .name = "tap", .deliver = whole_deliver, .ctx = &tap_seen };
+	struct net_port other = { .name = "guest", .deliver = whole_deliver, .ctx = &other_seen };
+	struct answering_ep a;
+	struct net_port ep = { .name = "roce", .ctx = &a, .wants = whole_wants, .deliver = whole_deliver,
+			       .deliver_udp_super = answer_super };
+	struct net_switch *sw = net_switch_new();
+	size_t n = udp_super(buf, 5 * 1028 + 7, 1028);
+	int t;
+
+	(void)state;
+	assert_non_null(sw);
+	a.sw = sw;
+	t = net_switch_attach(sw, &tap);
+	assert_true(net_switch_attach(sw, &other) >= 0);
+	a.id = net_switch_attach(sw, &ep);
+	assert_true(a.id >= 0);
+	assert_int_equal(net_offload_parse(buf, n, &off, &st), 0);
+	net_switch_input_offload(sw, t, buf + VH, n - VH, &off);
+	assert_int_equal(net_switch_stats(sw)->udp_whole, 1);
+	assert_int_equal(tap_seen.frames, 1);
+	assert_int_equal(other_seen.frames, 0);
+	assert_int_equal(net_switch_stats(sw)->flooded, 0);
+	net_switch_free(sw);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1339,6 +1395,7 @@ int main(void)
 		cmocka_unit_test(test_udp6_super_frame),
 		cmocka_unit_test(test_udp_each),
 		cmocka_unit_test(test_udp_super_to_endpoint),
+		cmocka_unit_test(test_udp_super_sender_learned),
 		cmocka_unit_test_setup_teardown(test_put_in_super_frames, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_super_frame_overlap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_endpoint_trusts_only_the_kernels_tcp, setup, teardown),

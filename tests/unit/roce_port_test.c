@@ -470,11 +470,18 @@ static struct roce_port_qp_cfg qp_cfg(struct node *n)
 	return c;
 }
 
+/* The nodes' clock: the world's simulated time. */
+static uint64_t world_clock(void)
+{
+	return W->now;
+}
+
 /* The switch, the wire port and both nodes; QPs only when qps. */
 static void setup(bool qps)
 {
 	struct net_port wp = { .name = "wire", .deliver = wire_deliver };
-	struct roce_port_cfg ca = { .name = "A", .ip = IP_A }, cb = { .name = "B", .ip = IP_B };
+	struct roce_port_cfg ca = { .name = "A", .ip = IP_A, .clock_us = world_clock },
+			     cb = { .name = "B", .ip = IP_B, .clock_us = world_clock };
 
 	memset(W, 0, sizeof(*W));
 	W->sw = net_switch_new();
@@ -1240,8 +1247,9 @@ static void test_rx_full(void **state)
 /*
  * A UDP super-frame from the wire (what another server's TAP merged): a SEND's
  * four packets from A, kept by the hook, enter B as one frame with UDP
- * segmentation, B cuts it into its ring (super_in) and the SEND completes
- * byte for byte. The same super-frame cut at the wrong size first: every
+ * segmentation, B takes it whole (super_in) and, its ring empty, handles
+ * each datagram as it is cut (rx_in_place), and the SEND completes byte for
+ * byte. The same super-frame cut at the wrong size first: every
  * datagram is refused by the parser, nothing is received; a datagram longer
  * than the node's frames is dropped as such.
  */
@@ -1250,7 +1258,7 @@ static void test_udp_super_in(void **state)
 	static uint8_t super[NET_MAX_FRAME];
 	uint32_t len = 3 * MTU + 500;
 	struct net_offload off = { .gso_udp = true, .hdr_len = ROCE_L2L4_LEN };
-	size_t at = ROCE_L2L4_LEN;
+	size_t at = ROCE_L2L4_LEN, wrong;
 
 	(void)state;
 	setup(true);
@@ -1276,12 +1284,16 @@ static void test_udp_super_in(void **state)
 	/* Cut at the wrong size: datagrams that are no valid packet. */
 	off.gso_size -= 4;
 	net_switch_input_offload(W->sw, W->wire, super, at, &off);
+	/* handled as cut (the ring was empty), before any pump */
+	wrong = (at - ROCE_L2L4_LEN + off.gso_size - 1) / off.gso_size;
+	assert_int_equal(drops(B, ROCE_PORT_DROP_PARSE), wrong);
+	assert_int_equal(roce_port_stats(B->port)->rx_in_place, wrong);
 	settle();
 	assert_int_equal(roce_port_stats(B->port)->super_in, 1);
-	assert_int_equal(drops(B, ROCE_PORT_DROP_PARSE), (at - ROCE_L2L4_LEN + off.gso_size - 1) / off.gso_size);
 	assert_int_equal(B->nrcqe, 0);
 	off.gso_size += 4;
 	net_switch_input_offload(W->sw, W->wire, super, at, &off);
+	assert_int_equal(roce_port_stats(B->port)->rx_in_place, wrong + 4);
 	run();
 	assert_int_equal(roce_port_stats(B->port)->super_in, 2);
 	assert_int_equal(B->nrcqe, 1);
@@ -1298,6 +1310,56 @@ static void test_udp_super_in(void **state)
 	net_switch_input_offload(W->sw, W->wire, super, off.pkt_len, &off);
 	assert_int_equal(drops(B, ROCE_PORT_DROP_RX_LONG), 1);
 	assert_int_equal(roce_port_stats(B->port)->super_in, 3);
+	teardown_world();
+}
+
+/*
+ * The same super-frame while B's ring still holds a frame (the SEND's first
+ * packet, entered alone and not yet pumped): its datagrams queue behind that
+ * frame instead of being handled as cut, and the SEND completes byte for byte
+ * (the first packet's second copy is a duplicate).
+ */
+static void test_udp_super_queued(void **state)
+{
+	static uint8_t super[NET_MAX_FRAME];
+	uint32_t len = 3 * MTU + 500;
+	struct net_offload off = { .gso_udp = true, .hdr_len = ROCE_L2L4_LEN };
+	size_t at = ROCE_L2L4_LEN;
+	uint64_t in0;
+
+	(void)state;
+	setup(true);
+	B->posted = 1;
+	fill(A, 1, len, 5);
+	A->merge = true;
+	assert_int_equal(post(A, 1, ROCE_RC_REQ_SEND, len, 0), 0);
+	for (unsigned i = 0; i < 100 && A->nmerged < 4; i++)
+		roce_port_pump(A->port, 16, W->now);
+	A->merge = false;
+	assert_int_equal(A->nmerged, 4);
+	memcpy(super, A->merged[0], ROCE_L2L4_LEN);
+	for (unsigned i = 0; i < 4; i++) {
+		memcpy(super + at, A->merged[i] + ROCE_L2L4_LEN, A->merged_len[i] - ROCE_L2L4_LEN);
+		at += A->merged_len[i] - ROCE_L2L4_LEN;
+	}
+	off.gso_size = (uint16_t)(A->merged_len[0] - ROCE_L2L4_LEN);
+	off.pkt_len = (uint32_t)at;
+	put16(super + 16, (uint16_t)(at - 14));
+	put16(super + 38, (uint16_t)(at - 34));
+	in0 = roce_port_stats(B->port)->frames_in;
+	net_switch_input(W->sw, W->wire, A->merged[0], A->merged_len[0]);
+	assert_int_equal(roce_port_stats(B->port)->frames_in, in0 + 1);
+	net_switch_input_offload(W->sw, W->wire, super, at, &off);
+	assert_int_equal(roce_port_stats(B->port)->super_in, 1);
+	assert_int_equal(roce_port_stats(B->port)->frames_in, in0 + 5);
+	assert_int_equal(roce_port_stats(B->port)->rx_in_place, 0);
+	run();
+	assert_int_equal(roce_port_stats(B->port)->rx_in_place, 0);
+	assert_int_equal(B->nrcqe, 1);
+	assert_int_equal(B->rcqe[0].status, ROCE_RC_WC_SUCCESS);
+	assert_int_equal(B->rcqe[0].byte_len, len);
+	assert_memory_equal(B->rq_buf[0], A->lbuf[1], len);
+	expect_comp(A, 0, 1, ROCE_RC_REQ_WC_SUCCESS, len);
 	teardown_world();
 }
 
@@ -2201,6 +2263,7 @@ int main(void)
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_rx_full),
 		cmocka_unit_test(test_udp_super_in),
+		cmocka_unit_test(test_udp_super_queued),
 		cmocka_unit_test(test_guest_node),
 		cmocka_unit_test(test_ud),
 		cmocka_unit_test(test_ud_imm),

@@ -315,8 +315,15 @@ if [ "$MODE" = reads ]; then
 	done
 	if [ "$SIDE" = main ]; then
 		TD1=$(tapdrops)
-		echo "frames dropped at the TAPs during the READs: $((TD1 - TD0)) ($(host_request tapdrops | tr '\n' ' '))"
-		[ "$TD1" = "$TD0" ] && pass reads-tap-drops "none" || fail reads-tap-drops "$((TD1 - TD0)) frames dropped"
+		TL=$(host_request tapdrops 2>/dev/null | tr '\n' ' ')
+		echo "frames dropped at the TAPs during the READs: $((TD1 - TD0)) ($TL)"
+		if [ -z "${TL// /}" ]; then
+			note "reads-tap-drops: the host lists no TAP of ours (no namespace of the lane's): not checked"
+		elif [ "$TD1" = "$TD0" ]; then
+			pass reads-tap-drops "none"
+		else
+			fail reads-tap-drops "$((TD1 - TD0)) frames dropped"
+		fi
 	fi
 	finish
 fi
