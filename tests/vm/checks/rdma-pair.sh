@@ -317,7 +317,7 @@ if [ "$MODE" = reads ]; then
 		TD1=$(tapdrops)
 		TL=$(host_request tapdrops 2>/dev/null | tr '\n' ' ')
 		echo "frames dropped at the TAPs during the READs: $((TD1 - TD0)) ($TL)"
-		if [ -z "${TL// /}" ]; then
+		if [ -z "$(echo "$TL" | tr -d ' ')" ]; then
 			note "reads-tap-drops: the host lists no TAP of ours (no namespace of the lane's): not checked"
 		elif [ "$TD1" = "$TD0" ]; then
 			pass reads-tap-drops "none"
