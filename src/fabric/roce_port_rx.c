@@ -280,14 +280,25 @@ static void udp_datagram(void *ctx, const uint8_t *hdr, size_t hlen, const uint8
 
 /*
  * A UDP super-frame from another server (its RoCEv2 packets merged by its
- * TAP): cut straight into the ring, each datagram copied once and given no
- * UDP checksum (the ICRC covers what matters; the switch's cut would have
- * summed every payload and copied it once more).
+ * TAP): cut here, each datagram given no UDP checksum (the ICRC covers what
+ * matters; the switch's cut would have summed every payload and copied it
+ * once more). With the owner's clock, what waits in the ring is handled
+ * first (the same wakeup of the TAP often brought a WRITE's first packet
+ * alone, ahead of the rest merged), so that the datagrams find it empty and
+ * are handled where they lie; else each is copied into the ring.
  */
 bool rport_deliver_udp_super(void *ctx, const uint8_t *frame, size_t len, const struct net_offload *off)
 {
 	struct roce_port *port = ctx;
-	unsigned n = net_offload_udp_each(frame, len, off, udp_datagram, port);
+	unsigned n;
+
+	if (port->clock_us != NULL && port->rx_count > 0 && !port->rx_inline) {
+		port->now_us = port->clock_us();
+		port->rx_inline = true;
+		rport_rx_drain(port, ROCE_PORT_RXQ, port->now_us);
+		port->rx_inline = false;
+	}
+	n = net_offload_udp_each(frame, len, off, udp_datagram, port);
 
 	port->stats.super_in += n > 0;
 	return n > 0;
