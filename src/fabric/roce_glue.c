@@ -40,6 +40,7 @@ struct roce_glue {
 	struct net_switch *sw;
 	struct ionic_dev *dev;
 	struct roce_port *port;         /* made at the first QP, with its MAC */
+	uint64_t (*clock_us)(void);     /* the node's clock between runs (roce_glue_set_clock) */
 	struct ev_poller *poller;
 	bool in_pump;
 	/*
@@ -340,7 +341,7 @@ static void w_ud_send(void *ctx, const struct ionic_rdma_wire_path *p, const str
  */
 static int port_make(struct roce_glue *g, const uint8_t mac[6])
 {
-	struct roce_port_cfg pc = { .name = "roce", .guest = true, .clock_us = now_us };
+	struct roce_port_cfg pc = { .name = "roce", .guest = true, .clock_us = g->clock_us };
 
 	memcpy(pc.mac, mac, sizeof(pc.mac));
 	g->port = roce_port_new(&pc, g->sw);
@@ -434,8 +435,8 @@ static void w_qp_detach(void *ctx, uint32_t qpn)
 
 	if (q == NULL)
 		return;
-	if (g->in_pump) {
-		/* the port is in the middle of this QP's callback */
+	if (g->in_pump || (g->port != NULL && roce_port_busy(g->port))) {
+		/* the port is in the middle of this QP's callback (a pump, or a super-frame's datagram) */
 		if (!q->detach_pending)
 			g->detach_pending++;
 		q->detach_pending = true;
@@ -500,6 +501,7 @@ struct roce_glue *roce_glue_new(const struct roce_config *cfg, struct evloop *lo
 	}
 	g->cfg = *cfg;
 	g->loop = loop;
+	g->clock_us = now_us;
 	g->sw = sw;
 	if (loop != NULL) {
 		g->poller = evloop_add_poller(loop, glue_work, g);
@@ -629,6 +631,11 @@ void roce_glue_log_stats(const struct roce_glue *g)
 		LOG_INFO("roce: %llu QPs and datagrams refused for an address other than ip=%s",
 			 (unsigned long long)g->ip_refused, pinned);
 	}
+}
+
+void roce_glue_set_clock(struct roce_glue *g, uint64_t (*clock_us)(void))
+{
+	g->clock_us = clock_us;
 }
 
 const struct roce_port *roce_glue_port(const struct roce_glue *g)

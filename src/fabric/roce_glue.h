@@ -57,6 +57,13 @@ void roce_glue_log_stats(const struct roce_glue *g);
  */
 unsigned roce_glue_run(struct roce_glue *g, uint64_t now);
 
+/*
+ * The clock the node reads when it handles a super-frame's datagrams between
+ * runs (roce_port_cfg.clock_us): CLOCK_MONOTONIC in microseconds unless an
+ * owner on a fake clock sets its own (before the device is attached).
+ */
+void roce_glue_set_clock(struct roce_glue *g, uint64_t (*clock_us)(void));
+
 /* The node, for counters and tests (NULL before a device was attached). */
 struct roce_port;
 const struct roce_port *roce_glue_port(const struct roce_glue *g);

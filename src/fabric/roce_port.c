@@ -849,6 +849,11 @@ void roce_port_set_tx_hook(struct roce_port *port, bool (*drop_fn)(void *ctx, co
 	port->tx_hook_ctx = ctx;
 }
 
+bool roce_port_busy(const struct roce_port *port)
+{
+	return port->busy > 0;
+}
+
 const struct roce_port_stats *roce_port_stats(const struct roce_port *port)
 {
 	return &port->stats;

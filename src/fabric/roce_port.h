@@ -188,8 +188,9 @@ struct roce_port_qp_cfg {
 	/*
 	 * Optional: the responder moved the QP to error (it sent an invalid
 	 * request or remote access NAK). Called with resp_ctx from inside
-	 * roce_port_pump(), after the responder returned; it must not destroy
-	 * the QP from inside the call.
+	 * roce_port_pump() (or a super-frame's handling: roce_port_busy()),
+	 * after the responder returned; it must not destroy the QP from inside
+	 * the call (roce_port_qp_destroy() refuses with -EBUSY there).
 	 */
 	void (*resp_fatal)(void *ctx);
 	const struct roce_rc_ops *resp_ops;
@@ -264,8 +265,18 @@ bool roce_port_neigh_lookup(const struct roce_port *port, uint32_t ip, uint8_t m
  * packet that parses and is addressed to the node's MAC is handed to it as
  * it is (the handler judges the destination QP, its Q_Key and address).
  * The handler returns false for a datagram it refused, which is counted as
- * dropped (ROCE_PORT_DROP_UD_REFUSED). Called from inside roce_port_pump().
+ * dropped (ROCE_PORT_DROP_UD_REFUSED). Called from inside roce_port_pump(),
+ * or with a clock (roce_port_cfg.clock_us) from inside the switch's delivery
+ * of a UDP super-frame.
  */
+/*
+ * Whether the node is inside roce_port_pump(), roce_port_tick() or the
+ * handling of a super-frame's datagrams: the owner's callbacks may be running
+ * and roce_port_qp_destroy() refuses (-EBUSY); an owner letting a QP go from
+ * a callback destroys it once this is false (after its next pump).
+ */
+bool roce_port_busy(const struct roce_port *port);
+
 void roce_port_set_ud_handler(struct roce_port *port, bool (*recv)(void *ctx, const struct roce_pkt *pkt), void *ctx);
 
 /* One UD SEND ONLY (with immediate when has_imm) datagram. */

@@ -265,7 +265,9 @@ static void udp_datagram(void *ctx, const uint8_t *hdr, size_t hlen, const uint8
 		}
 		port->now_us = port->clock_us();
 		port->rx_inline = true;
+		port->busy++; /* as in the pump: a QP the owner lets go of in a callback stays until after */
 		roce_accept(port, qp, &pkt, net_switch_behind(port->sw), false, 0, port->now_us);
+		port->busy--;
 		port->rx_inline = false;
 		return;
 	}
@@ -295,7 +297,9 @@ bool rport_deliver_udp_super(void *ctx, const uint8_t *frame, size_t len, const 
 	if (port->clock_us != NULL && port->rx_count > 0 && !port->rx_inline) {
 		port->now_us = port->clock_us();
 		port->rx_inline = true;
+		port->busy++;
 		rport_rx_drain(port, ROCE_PORT_RXQ, port->now_us);
+		port->busy--;
 		port->rx_inline = false;
 	}
 	n = net_offload_udp_each(frame, len, off, udp_datagram, port);

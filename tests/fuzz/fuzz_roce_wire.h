@@ -11,7 +11,7 @@
 #include "fabric/roce_wire.h"
 
 /* Operations (the first byte of each, % FW_NOPS). */
-enum { FW_RAW = 0, FW_FRAME, FW_SEND, FW_RECV, FW_CLOCK, FW_ERROR, FW_NOPS };
+enum { FW_RAW = 0, FW_FRAME, FW_SEND, FW_RECV, FW_CLOCK, FW_ERROR, FW_SUPER, FW_NOPS };
 
 /* FW_FRAME's opcode selector: every RC and UD opcode of the parser's table. */
 #define FW_NOPCODES 25

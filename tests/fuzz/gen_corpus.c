@@ -35,6 +35,7 @@
 struct seed {
 	uint8_t d[16384];
 	size_t n;
+	bool in_super;          /* fuzz-roce-wire: fw_frame() writes a SUPER's argument lists */
 };
 
 static const char *outdir;
@@ -1565,7 +1566,8 @@ static void fw_frame(struct seed *s, uint8_t qp, uint8_t opcode, uint8_t flags, 
 		sel++;
 	if (sel == FW_NOPCODES)
 		abort(); /* a seed with an opcode the target cannot select */
-	p8(s, FW_FRAME);
+	if (!s->in_super)
+		p8(s, FW_FRAME); /* inside a SUPER, the argument list alone */
 	p8(s, qp);
 	p8(s, sel);
 	p8(s, flags);
@@ -1585,6 +1587,16 @@ static void fw_send(struct seed *s, uint8_t qp, uint8_t op, uint16_t len, uint8_
 	p8(s, key);
 	p16(s, off);
 }
+
+/* SUPER: the next n (2..9) fw_frame() calls give its packets; fw_super_end() after them. */
+static void fw_super(struct seed *s, uint8_t n)
+{
+	p8(s, FW_SUPER);
+	p8(s, (uint8_t)(n - 2));
+	s->in_super = true;
+}
+
+static void fw_super_end(struct seed *s) { s->in_super = false; }
 
 static void fw_recv(struct seed *s, uint8_t qp, uint16_t len) { p8(s, FW_RECV); p8(s, qp); p16(s, len); }
 static void fw_clock(struct seed *s, uint16_t ms) { p8(s, FW_CLOCK); p16(s, ms); }
@@ -1680,6 +1692,30 @@ static void gen_roce_wire(void)
 	fw_frame(&s, 0, ROCE_RC_RDMA_WRITE_ONLY, 0, 0, 32, FW_K2, 64, 0);
 	fw_frame(&s, 1, ROCE_RC_RDMA_WRITE_ONLY, 0, 0, 32, FW_K1, 64, 0);
 	emit(t, "write", &s);
+
+	/*
+	 * UDP super-frames, as another server's TAP merges: a WRITE's FIRST alone (its RETH makes it
+	 * larger), then MIDDLE, MIDDLE and LAST of the path MTU as one (PSNs ePSN + 0, 1, 2 of the
+	 * moment they are built); a SEND's FIRST, MIDDLE and LAST as one; two SENDs of different
+	 * sizes merged, so the cut falls inside the second
+	 */
+	s.n = 0;
+	fw_frame(&s, 0, ROCE_RC_RDMA_WRITE_FIRST, 0, 0, 4096, FW_K1, 64, 0);
+	fw_super(&s, 3);
+	fw_frame(&s, 0, ROCE_RC_RDMA_WRITE_MIDDLE, 0, 0, 0, FW_K1, 0, 0);
+	fw_frame(&s, 0, ROCE_RC_RDMA_WRITE_MIDDLE, 0, 1, 0, FW_K1, 0, 0);
+	fw_frame(&s, 0, ROCE_RC_RDMA_WRITE_LAST, FW_ACKREQ | FW_FULL, 2, 1024, FW_K1, 0, 0);
+	fw_super_end(&s);
+	fw_super(&s, 3);
+	fw_frame(&s, 0, ROCE_RC_SEND_FIRST, 0, 0, 0, FW_K1, 0, 0);
+	fw_frame(&s, 0, ROCE_RC_SEND_MIDDLE, 0, 1, 0, FW_K1, 0, 0);
+	fw_frame(&s, 0, ROCE_RC_SEND_LAST, FW_ACKREQ, 2, 500, FW_K1, 0, 0);
+	fw_super_end(&s);
+	fw_super(&s, 2);
+	fw_frame(&s, 2, ROCE_RC_SEND_ONLY, 0, 0, 60, FW_K1, 0, 0);
+	fw_frame(&s, 2, ROCE_RC_SEND_ONLY, FW_ACKREQ, 1, 200, FW_K1, 0, 0);
+	fw_super_end(&s);
+	emit(t, "super", &s);
 
 	/* WRITE at the edges of M1 (32 KiB): ending at its last byte, 4 past it, starting 32 before it */
 	s.n = 0;

@@ -1369,6 +1369,54 @@ static void test_udp_super_behind_ring(void **state)
 	teardown_world();
 }
 
+/* B's resp_fatal: the owner lets the QP go from inside the call, as the device does. */
+static int fatal_destroy_rc;
+static bool fatal_busy;
+
+static void fatal_destroy(void *ctx)
+{
+	struct node *n = ctx;
+
+	fatal_busy = roce_port_busy(n->port);
+	fatal_destroy_rc = roce_port_qp_destroy(n->port, n->qpn);
+}
+
+/*
+ * A WRITE with a bad R_Key in a super-frame, handled where it lies: the
+ * responder NAKs it and the QP goes to error; the owner, told so from inside
+ * that handling, finds the node busy and its destroy refused (-EBUSY: the
+ * node still holds the QP), and destroys it once the handling is over.
+ */
+static void test_udp_super_fatal(void **state)
+{
+	static uint8_t f[ROCE_PORT_FRAME_MAX], pl[16];
+	struct net_offload off = { .gso_udp = true, .hdr_len = ROCE_L2L4_LEN };
+	struct roce_port_qp_cfg c;
+	size_t len;
+
+	(void)state;
+	setup(true);
+	assert_int_equal(roce_port_qp_destroy(B->port, QPN_B), 0);
+	c = qp_cfg(B);
+	c.resp_fatal = fatal_destroy;
+	assert_int_equal(roce_port_qp_create(B->port, QPN_B, &c, W->now), 0);
+	fatal_destroy_rc = 1;
+	len = write_frame(f, sizeof(f), 100, RKEY + 1, 0, pl, sizeof(pl));
+	off.gso_size = (uint16_t)(len - ROCE_L2L4_LEN);
+	off.pkt_len = (uint32_t)len;
+	assert_false(roce_port_busy(B->port));
+	net_switch_input_offload(W->sw, W->wire, f, len, &off);
+	assert_int_equal(roce_port_stats(B->port)->rx_in_place, 1);
+	assert_true(fatal_busy);
+	assert_int_equal(fatal_destroy_rc, -EBUSY);
+	assert_false(roce_port_busy(B->port));
+	assert_true(roce_port_qp_responder(B->port, QPN_B)->error);
+	assert_int_equal(roce_port_qp_destroy(B->port, QPN_B), 0);
+	for (unsigned k = 0; k < MR_LEN; k++)
+		assert_int_equal(B->mr[k], (uint8_t)(k * 31 + 7 + 1)); /* the bad key wrote nothing */
+	teardown_world();
+}
+
 /* ---- a guest node: A stands for the guest behind the wire port (MAC_A, IP_A) ---- */
 
 static unsigned tap_frames;
@@ -2270,6 +2318,7 @@ int main(void)
 		cmocka_unit_test(test_rx_full),
 		cmocka_unit_test(test_udp_super_in),
 		cmocka_unit_test(test_udp_super_behind_ring),
+		cmocka_unit_test(test_udp_super_fatal),
 		cmocka_unit_test(test_guest_node),
 		cmocka_unit_test(test_ud),
 		cmocka_unit_test(test_ud_imm),
