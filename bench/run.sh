@@ -25,3 +25,7 @@ echo "== RoCEv2 at scale: N servers on one bridge, all to all, no guests (bench/
 bench/roce_scale.sh build-bench/rocm-ernic build-bench/roce-scale-bench bench/results/roce-scale.csv
 echo "== RoCEv2 between two guests: rocm-ernic pair vs rdma_rxe pair in one boot (bench/results/roce-pair.csv)"
 bench/roce-pair.sh build-bench/rocm-ernic
+echo "== ib_read_bw both ways, rounds alternating: against rdma_rxe, rdma_rxe against itself, two rocm-ernic guests (bench/results/roce-reads-*.csv)"
+bench/roce-reads.sh build-bench/rocm-ernic
+ERNIC_READS_MAIN=rxe bench/roce-reads.sh build-bench/rocm-ernic
+ERNIC_READS_PEER=ionic bench/roce-reads.sh build-bench/rocm-ernic
