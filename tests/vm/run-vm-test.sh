@@ -54,6 +54,9 @@
 #   own, from one more server (same binary, ARGS plus --tap ernic1, a TAP on the bridge; log
 #   server-peer.log; checks server-start-peer, server-peer-alive-after-runR, server-stop-peer),
 #   and shared memory for it. Give that server a MAC other than the first one's (--mac).
+#   --host-load N: N processes that keep a host CPU busy (shell loops, nothing installed) run from
+#   before the guests boot until the runs end: a loaded host, for tests whose point is that
+#   nothing needs recovering there (late timers and slow guests are normal then).
 #   --peer-vxlan (with --peer-guest): the peer guest, its TAP and its server (if any) stand for a
 #   second host: a namespace of their own (ernic-vmb-PID) with a bridge of its own, joined to the
 #   first namespace's bridge only by a VXLAN tunnel (VNI 4242, UDP 4789) over a veth pair, the
@@ -96,6 +99,7 @@ usage() {
 	exit 2
 }
 
+HOST_LOAD=0 LOAD_PIDS=()
 BINARY="" CHECK="" BOOTS=1 RUNS=1 NO_DEVICE=0 SHELL_MODE=0 BUILD_ONLY=0 KEEP=0 NETNS_TAP=0 NETNS_ONLY=0 TOUR=0 QEMU_EXTRA=""
 PEER_GUEST=0 PEER_CHECK="" PEER_ENV=() GUEST_NIC=0 PEER_LOSS="" PEER_SERVER_ARGS="" PEER_SRV="" PEER_VXLAN=0
 SERVER_ARGS_LIST=() SERVER_LOG_RE="" PEER_SERVER_LOG_RE=""
@@ -132,6 +136,7 @@ while [ $# -gt 0 ]; do
 	--peer-loss) PEER_LOSS=${2:?}; shift 2 ;;
 	--peer-server-args) PEER_SERVER_ARGS=${2:?}; shift 2 ;;
 	--peer-vxlan) PEER_VXLAN=1; shift ;;
+	--host-load) HOST_LOAD=${2:?}; shift 2 ;;
 	-h | --help) usage ;;
 	*) echo "unknown argument '$1'" >&2; usage ;;
 	esac
@@ -255,6 +260,11 @@ cleanup() {
 	[ -n "$PEER_PID" ] && stop_pid "$PEER_PID" 1
 	[ -n "$HTTP_PID" ] && stop_pid "$HTTP_PID" 1
 	[ -n "$WATCH_PID" ] && stop_pid "$WATCH_PID" 1
+	for i in "${!LOAD_PIDS[@]}"; do
+		kill -KILL "${LOAD_PIDS[i]}" 2>/dev/null
+		wait "${LOAD_PIDS[i]}" 2>/dev/null
+	done
+	LOAD_PIDS=()
 	[ -n "$PEER_NETNS" ] && [ "$PEER_NETNS" != "$NETNS" ] && ip netns del "$PEER_NETNS" 2>/dev/null
 	[ -n "$NETNS" ] && ip netns del "$NETNS" 2>/dev/null
 	QEMU_PID="" PEER_PID="" HTTP_PID="" WATCH_PID="" NETNS="" PEER_NETNS="" PEER_QEMU_PID=""
@@ -880,6 +890,15 @@ peer_results() {
 		pass "$name.qemu"
 	fi
 }
+
+# ---------------------------------------------------------------------------------------------
+# The host's load (--host-load): busy loops beside the guests, stopped by cleanup.
+case $HOST_LOAD in '' | *[!0-9]*) echo "run-vm-test.sh: --host-load takes a number, not '$HOST_LOAD'" >&2; exit 2 ;; esac
+for ((i = 0; i < HOST_LOAD; i++)); do
+	( while :; do :; done ) 8>&- &
+	LOAD_PIDS+=($!)
+done
+[ "$HOST_LOAD" -gt 0 ] && echo "# host load: $HOST_LOAD busy loops beside the guests"
 
 # ---------------------------------------------------------------------------------------------
 # The runs.
