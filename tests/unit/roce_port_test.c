@@ -1245,6 +1245,37 @@ static void test_rx_full(void **state)
 }
 
 /*
+ * A SEND of len bytes from A (pattern seed), its four packets kept instead of
+ * sent, and packets from .. 3 merged into super as a TAP merges them: one
+ * header, then each datagram's UDP payload (identifications count up by one);
+ * *off describes it. Returns the super-frame's length.
+ */
+static size_t merged_send(uint8_t *super, struct net_offload *off, uint32_t len, unsigned seed, unsigned from)
+{
+	size_t at = ROCE_L2L4_LEN;
+
+	B->posted = 1;
+	fill(A, 1, len, seed);
+	A->merge = true;
+	assert_int_equal(post(A, 1, ROCE_RC_REQ_SEND, len, 0), 0);
+	for (unsigned i = 0; i < 100 && A->nmerged < 4; i++)
+		roce_port_pump(A->port, 16, W->now);
+	A->merge = false;
+	assert_int_equal(A->nmerged, 4);
+	memcpy(super, A->merged[from], ROCE_L2L4_LEN);
+	for (unsigned i = from; i < 4; i++) {
+		assert_int_equal(get16(A->merged[i] + 18), (uint16_t)(get16(A->merged[0] + 18) + i));
+		memcpy(super + at, A->merged[i] + ROCE_L2L4_LEN, A->merged_len[i] - ROCE_L2L4_LEN);
+		at += A->merged_len[i] - ROCE_L2L4_LEN;
+	}
+	*off = (struct net_offload){ .gso_udp = true, .hdr_len = ROCE_L2L4_LEN,
+				     .gso_size = (uint16_t)(A->merged_len[from] - ROCE_L2L4_LEN), .pkt_len = (uint32_t)at };
+	put16(super + 16, (uint16_t)(at - 14));
+	put16(super + 38, (uint16_t)(at - 34));
+	return at;
+}
+
+/*
  * A UDP super-frame from the wire (what another server's TAP merged): a SEND's
  * four packets from A, kept by the hook, enter B as one frame with UDP
  * segmentation, B takes it whole (super_in) and, its ring empty, handles
@@ -1257,30 +1288,12 @@ static void test_udp_super_in(void **state)
 {
 	static uint8_t super[NET_MAX_FRAME];
 	uint32_t len = 3 * MTU + 500;
-	struct net_offload off = { .gso_udp = true, .hdr_len = ROCE_L2L4_LEN };
-	size_t at = ROCE_L2L4_LEN, wrong;
+	struct net_offload off;
+	size_t at, wrong;
 
 	(void)state;
 	setup(true);
-	B->posted = 1;
-	fill(A, 1, len, 3);
-	A->merge = true;
-	assert_int_equal(post(A, 1, ROCE_RC_REQ_SEND, len, 0), 0);
-	for (unsigned i = 0; i < 100 && A->nmerged < 4; i++)
-		roce_port_pump(A->port, 16, W->now);
-	A->merge = false;
-	assert_int_equal(A->nmerged, 4);
-	/* As a TAP merges them: one header, then each datagram's UDP payload; identifications count up by one. */
-	memcpy(super, A->merged[0], ROCE_L2L4_LEN);
-	for (unsigned i = 0; i < 4; i++) {
-		assert_int_equal(get16(A->merged[i] + 18), (uint16_t)(get16(A->merged[0] + 18) + i));
-		memcpy(super + at, A->merged[i] + ROCE_L2L4_LEN, A->merged_len[i] - ROCE_L2L4_LEN);
-		at += A->merged_len[i] - ROCE_L2L4_LEN;
-	}
-	off.gso_size = (uint16_t)(A->merged_len[0] - ROCE_L2L4_LEN);
-	off.pkt_len = (uint32_t)at;
-	put16(super + 16, (uint16_t)(at - 14));
-	put16(super + 38, (uint16_t)(at - 34));
+	at = merged_send(super, &off, len, 3, 0);
 	/* Cut at the wrong size: datagrams that are no valid packet. */
 	off.gso_size -= 4;
 	net_switch_input_offload(W->sw, W->wire, super, at, &off);
@@ -1324,30 +1337,13 @@ static void test_udp_super_behind_ring(void **state)
 {
 	static uint8_t super[NET_MAX_FRAME];
 	uint32_t len = 3 * MTU + 500;
-	struct net_offload off = { .gso_udp = true, .hdr_len = ROCE_L2L4_LEN };
-	size_t at = ROCE_L2L4_LEN;
+	struct net_offload off;
+	size_t at;
 	uint64_t in0, place0;
 
 	(void)state;
 	setup(true);
-	B->posted = 1;
-	fill(A, 1, len, 5);
-	A->merge = true;
-	assert_int_equal(post(A, 1, ROCE_RC_REQ_SEND, len, 0), 0);
-	for (unsigned i = 0; i < 100 && A->nmerged < 4; i++)
-		roce_port_pump(A->port, 16, W->now);
-	A->merge = false;
-	assert_int_equal(A->nmerged, 4);
-	/* the second, third and fourth packets merged; their identifications count up by one */
-	memcpy(super, A->merged[1], ROCE_L2L4_LEN);
-	for (unsigned i = 1; i < 4; i++) {
-		memcpy(super + at, A->merged[i] + ROCE_L2L4_LEN, A->merged_len[i] - ROCE_L2L4_LEN);
-		at += A->merged_len[i] - ROCE_L2L4_LEN;
-	}
-	off.gso_size = (uint16_t)(A->merged_len[1] - ROCE_L2L4_LEN);
-	off.pkt_len = (uint32_t)at;
-	put16(super + 16, (uint16_t)(at - 14));
-	put16(super + 38, (uint16_t)(at - 34));
+	at = merged_send(super, &off, len, 5, 1); /* the second, third and fourth packets merged */
 	in0 = roce_port_stats(B->port)->frames_in;
 	place0 = roce_port_stats(B->port)->rx_in_place;
 	net_switch_input(W->sw, W->wire, A->merged[0], A->merged_len[0]);
