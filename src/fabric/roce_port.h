@@ -100,7 +100,7 @@ enum roce_port_drop {
 
 struct roce_port_stats {
 	uint64_t frames_in;             /* taken from the switch */
-	uint64_t super_in;              /* UDP super-frames taken whole and cut into the ring (their datagrams are in frames_in) */
+	uint64_t super_in;              /* UDP super-frames taken whole and cut here (their datagrams are in frames_in) */
 	uint64_t rx_in_place;           /* of their datagrams, handled where they lay (cfg.clock_us), not queued */
 	uint64_t frames_out;            /* given to the switch (ARP included) */
 	uint64_t vlan_in, vlan_out;     /* of them, with an 802.1Q tag */
@@ -269,6 +269,8 @@ bool roce_port_neigh_lookup(const struct roce_port *port, uint32_t ip, uint8_t m
  * or with a clock (roce_port_cfg.clock_us) from inside the switch's delivery
  * of a UDP super-frame.
  */
+void roce_port_set_ud_handler(struct roce_port *port, bool (*recv)(void *ctx, const struct roce_pkt *pkt), void *ctx);
+
 /*
  * Whether the node is inside roce_port_pump(), roce_port_tick() or the
  * handling of a super-frame's datagrams: the owner's callbacks may be running
@@ -276,8 +278,6 @@ bool roce_port_neigh_lookup(const struct roce_port *port, uint32_t ip, uint8_t m
  * a callback destroys it once this is false (after its next pump).
  */
 bool roce_port_busy(const struct roce_port *port);
-
-void roce_port_set_ud_handler(struct roce_port *port, bool (*recv)(void *ctx, const struct roce_pkt *pkt), void *ctx);
 
 /* One UD SEND ONLY (with immediate when has_imm) datagram. */
 struct roce_port_ud {
