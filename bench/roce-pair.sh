@@ -13,13 +13,29 @@
 # Writes bench/results/roce-pair-raw.csv (every run), bench/results/roce-pair.csv (medians and
 # ratios), bench/results/roce-pair.png and bench/results/roce-pair-boot.txt (the client guest's
 # output). Without BINARY it builds the Release server in build-bench/. Needs root (the lane).
-# --report: no guests; the medians, ratios and chart again from roce-pair-raw.csv.
+# --report: no guests; the medians, ratios and chart again from the last run's roce-pair-boot.txt
+# (or roce-pair-raw.csv alone).
 # ERNIC_PAIR_ROUNDS (rounds, 3), ERNIC_PAIR_ITERS (perftest iterations, 300; 1 MiB a quarter).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 RES=$ROOT/bench/results
 mkdir -p "$RES"
+# parse_boot: roce-pair-raw.csv from the guests' lines kept in roce-pair-boot.txt.
+parse_boot() {
+	# PAIR-FIGURE name=rR-DEV-CASE.main-to-peer client=... bytes=B iters=N bw_MiBps=X ... | lat_avg_us=X lat_typical_us=Y ...
+	# (CASE.peer-to-main: the peer was the client; a READ brings the main guest's memory to it.)
+	awk 'BEGIN { print "round,device,case,bytes,iters,value,unit" }
+	/^PAIR-FIGURE name=r[0-9]+-/ {
+		delete kv
+		for (i = 2; i <= NF; i++) { split($i, a, "="); kv[a[1]] = a[2] }
+		split(kv["name"], n, "."); split(n[1], p, "-")
+		c = substr(n[1], length(p[1]) + length(p[2]) + 3)
+		if (c ~ /-bw$/) { v = kv["bw_MiBps"]; u = "MiB/s" } else { v = kv["lat_typical_us"]; u = "us" }
+		if (c ~ /read-bw$/) c = c (n[2] == "peer-to-main" ? "-to-peer" : "-to-main")
+		print substr(p[1], 2) "," p[2] "," c "," kv["bytes"] "," kv["iters"] "," v "," u
+	}' "$RES/roce-pair-boot.txt" >"$RES/roce-pair-raw.csv"
+}
 if [ "${1:-}" != --report ]; then
 	scripts/install-deps.sh --bench
 	# shellcheck source=bench/lib.sh
@@ -40,20 +56,11 @@ if [ "${1:-}" != --report ]; then
 	# The client's figures: the main guest's, and the peer's for the READ it makes of the main's memory.
 	tr -d '\r' <"$job/run1/boot-1.out" >"$RES/roce-pair-boot.txt"
 	tr -d '\r' <"$job/run1/peer/boot-1.out" 2>/dev/null | grep '^PAIR-FIGURE' >>"$RES/roce-pair-boot.txt" || true
-	# PAIR-FIGURE name=rR-DEV-CASE.main-to-peer client=... bytes=B iters=N bw_MiBps=X ... | lat_avg_us=X lat_typical_us=Y ...
-	# (CASE.peer-to-main: the peer was the client; a READ brings the main guest's memory to it.)
-	awk 'BEGIN { print "round,device,case,bytes,iters,value,unit" }
-	/^PAIR-FIGURE name=r[0-9]+-/ {
-		delete kv
-		for (i = 2; i <= NF; i++) { split($i, a, "="); kv[a[1]] = a[2] }
-		split(kv["name"], n, "."); split(n[1], p, "-")
-		c = substr(n[1], length(p[1]) + length(p[2]) + 3)
-		if (c ~ /read-bw$/) c = c (n[2] == "peer-to-main" ? "-to-peer" : "-to-main")
-		if (c ~ /-bw$/) { v = kv["bw_MiBps"]; u = "MiB/s" } else { v = kv["lat_typical_us"]; u = "us" }
-		print substr(p[1], 2) "," p[2] "," c "," kv["bytes"] "," kv["iters"] "," v "," u
-	}' "$RES/roce-pair-boot.txt" >"$RES/roce-pair-raw.csv"
+	parse_boot
 	rm -rf "$job"
 	[ "$(wc -l <"$RES/roce-pair-raw.csv")" -gt 1 ] || { echo "bench/roce-pair.sh: no figures (see $RES/roce-pair-boot.txt)" >&2; exit 1; }
+elif [ -s "$RES/roce-pair-boot.txt" ]; then
+	parse_boot
 fi
 
 # Medians per (case, device), then ionic over rxe.
