@@ -115,7 +115,7 @@ static void c_complete(void *ctx, uint64_t wr_id, enum roce_rc_req_wc status, ui
 
 			LOG_INFO("roce: QP %u: a send work request failed: %s", q->qpn, roce_rc_req_wc_name(status));
 			if (rq) {
-				const uint64_t now = now_us();
+				const uint64_t now = q->g->clock_us();
 
 				LOG_INFO("roce: QP %u requester: una %#x send %#x sent_max %#x next %#x, %u queued, "
 					 "%llu packets, %llu resent, %llu timeouts, %llu sequence NAKs, %llu implied, "
@@ -396,7 +396,7 @@ static int w_qp_attach(void *ctx, uint32_t qpn, const struct ionic_rdma_wire_pat
 	};
 	memcpy(qc.local_mac, p->smac, sizeof(qc.local_mac));
 	memcpy(qc.remote_mac, p->dmac, sizeof(qc.remote_mac));
-	rc = roce_port_qp_create(g->port, qpn, &qc, now_us());
+	rc = roce_port_qp_create(g->port, qpn, &qc, g->clock_us());
 	if (rc != 0)
 		return rc;
 	*q = (struct glue_qp){ .used = true, .qpn = qpn, .g = g };
@@ -481,7 +481,7 @@ static enum ev_poll_result glue_work(void *arg)
 
 	if (g->port == NULL || g->dev == NULL)
 		return EV_POLL_ASLEEP;
-	n = roce_glue_run(g, now_us());
+	n = roce_glue_run(g, g->clock_us());
 	if (n >= ROCE_GLUE_BUDGET)
 		return EV_POLL_MORE;
 	if (n > 0)

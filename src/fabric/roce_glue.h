@@ -58,9 +58,11 @@ void roce_glue_log_stats(const struct roce_glue *g);
 unsigned roce_glue_run(struct roce_glue *g, uint64_t now);
 
 /*
- * The clock the node reads when it handles a super-frame's datagrams between
- * runs (roce_port_cfg.clock_us): CLOCK_MONOTONIC in microseconds unless an
- * owner on a fake clock sets its own (before the device is attached).
+ * The glue's clock: the time of its event loop's runs, of QP creation, of
+ * its diagnostics, and what the node reads when it handles a super-frame's
+ * datagrams between runs (roce_port_cfg.clock_us). CLOCK_MONOTONIC in
+ * microseconds unless an owner on a fake clock (roce_glue_run() callers) sets
+ * its own, before the device is attached.
  */
 void roce_glue_set_clock(struct roce_glue *g, uint64_t (*clock_us)(void));
 
