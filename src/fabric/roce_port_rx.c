@@ -142,7 +142,7 @@ static void arp_input(struct roce_port *port, const uint8_t *frame, size_t len)
 }
 
 /*
- * A packet roce_parse() accepted (for qp, when its DestQP named one), with
+ * A packet the parser accepted (for qp, when its DestQP named one), with
  * the tag it came with; backlog: it came in while the node was behind (a CNP
  * is owed): to its QP by address and VLAN, or to the UD owner.
  */
@@ -216,24 +216,39 @@ static void parse_failed(struct roce_port *port, enum roce_err err)
 }
 
 /*
- * A frame to 4791 from the ring: DestQP, then roce_parse() at that QP's path
- * MTU (without a QP at the largest: a malformed frame is counted as such, not
- * as a stray), then roce_accept().
+ * A packet to 4791 in two pieces, hdr (ROCE_L2L4_LEN bytes: Ethernet, IPv4,
+ * UDP) and l4 (the UDP payload, l4len bytes): DestQP, then
+ * roce_parse_split() at that QP's path MTU (without a QP at the largest: a
+ * malformed packet is counted as such, not as a stray), then roce_accept().
  */
-static void roce_input(struct roce_port *port, const struct rx_slot *sl, uint64_t now_us)
+static void roce_in(struct roce_port *port, const uint8_t *hdr, const uint8_t *l4, size_t l4len, bool backlog,
+		    bool tagged, uint16_t tci, uint64_t now_us)
 {
 	struct port_qp *qp = NULL;
 	struct roce_pkt pkt;
 	enum roce_err err;
 
-	if (sl->len >= ROCE_MIN_FRAME)
-		qp = rport_qp_find(port, roce_bth_dqpn((const struct roce_bth *)(sl->frame + ROCE_L2L4_LEN)));
-	err = roce_parse(sl->frame, sl->len, qp != NULL ? qp->pmtu : 4096, &pkt);
+	if (l4len >= sizeof(struct roce_bth) + ROCE_ICRC_LEN)
+		qp = rport_qp_find(port, roce_bth_dqpn((const struct roce_bth *)l4));
+	err = roce_parse_split(hdr, l4, l4len, qp != NULL ? qp->pmtu : 4096, &pkt);
 	if (err != ROCE_OK) {
 		parse_failed(port, err);
 		return;
 	}
-	roce_accept(port, qp, &pkt, sl->backlog, sl->tagged, sl->tci, now_us);
+	roce_accept(port, qp, &pkt, backlog, tagged, tci, now_us);
+}
+
+/* A frame to 4791 from the ring (one too short for its headers fails roce_parse() as such). */
+static void roce_input(struct roce_port *port, const struct rx_slot *sl, uint64_t now_us)
+{
+	struct roce_pkt pkt;
+
+	if (sl->len < ROCE_L2L4_LEN) {
+		parse_failed(port, roce_parse(sl->frame, sl->len, 4096, &pkt));
+		return;
+	}
+	roce_in(port, sl->frame, sl->frame + ROCE_L2L4_LEN, sl->len - ROCE_L2L4_LEN, sl->backlog, sl->tagged, sl->tci,
+		now_us);
 }
 
 /*
@@ -250,23 +265,12 @@ static void udp_datagram(void *ctx, const uint8_t *hdr, size_t hlen, const uint8
 
 	if (port->clock_us != NULL && port->rx_count == 0 && !port->rx_inline && hlen == ROCE_L2L4_LEN &&
 	    plen <= ROCE_PORT_FRAME_MAX - ROCE_L2L4_LEN) {
-		struct port_qp *qp = NULL;
-		struct roce_pkt pkt;
-		enum roce_err err;
-
 		port->stats.frames_in++;
 		port->stats.rx_in_place++;
-		if (plen >= sizeof(struct roce_bth))
-			qp = rport_qp_find(port, roce_bth_dqpn((const struct roce_bth *)payload));
-		err = roce_parse_split(hdr, payload, plen, qp != NULL ? qp->pmtu : 4096, &pkt);
-		if (err != ROCE_OK) {
-			parse_failed(port, err);
-			return;
-		}
 		port->now_us = port->clock_us();
 		port->rx_inline = true;
 		port->busy++; /* as in the pump: a QP the owner lets go of in a callback stays until after */
-		roce_accept(port, qp, &pkt, net_switch_behind(port->sw), false, 0, port->now_us);
+		roce_in(port, hdr, payload, plen, net_switch_behind(port->sw), false, 0, port->now_us);
 		port->busy--;
 		port->rx_inline = false;
 		return;

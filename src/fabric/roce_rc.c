@@ -88,11 +88,11 @@ int roce_rc_resp_init(struct roce_rc_resp *q, const struct roce_rc_resp_cfg *cfg
 /* ---- sending ------------------------------------------------------------------- */
 
 /*
- * Build and hand over one response, its AETH carrying msn. The addresses are
- * those of the latest request, swapped: the responder has no address vector
- * of its own.
+ * Build and hand over one response, its AETH carrying msn, in frame
+ * (ROCE_RC_FRAME_MAX bytes with ROCE_FRAME_HEADROOM before them; the payload
+ * may already lie in place). The addresses are those of the latest request,
+ * swapped: the responder has no address vector of its own.
  */
-/* Into frame (ROCE_RC_FRAME_MAX bytes, ROCE_FRAME_HEADROOM before them); payload may lie in place. */
 static void resp_build_send(struct roce_rc_resp *q, uint8_t *frame, uint8_t opcode, uint32_t psn, uint8_t syndrome,
 			    uint32_t msn, uint64_t orig, const void *payload, uint32_t len)
 {
@@ -128,6 +128,7 @@ static void resp_build_send(struct roce_rc_resp *q, uint8_t *frame, uint8_t opco
 	q->ops->send_frame(q->ctx, frame, flen);
 }
 
+/* The same in a buffer of its own. */
 static void resp_send_msn(struct roce_rc_resp *q, uint8_t opcode, uint32_t psn, uint8_t syndrome, uint32_t msn,
 			  uint64_t orig, const void *payload, uint32_t len)
 {
