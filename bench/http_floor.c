@@ -40,6 +40,7 @@
 #define MSS        1460
 #define ISS        0x10000000u
 #define MAX_ANSWER (65535 - 40)  /* an IPv4 packet's payload after the IPv4 and TCP headers */
+#define RESEND_S   0.2            /* serve mode: nothing acknowledged for this long, send again */
 
 struct floor {
 	int fd;
@@ -56,10 +57,30 @@ struct floor {
 	uint32_t snd_nxt, rcv_nxt;
 	size_t partial;         /* bytes of a request that has not all come */
 	uint64_t answered;
+	unsigned peer_wscale;   /* the client's window scale, when both sides offered one */
+	bool wscale;
+	/* serve mode (http_floor_serve): each request answered by a head and a body, by reference */
+	const volatile sig_atomic_t *quit;
+	const uint8_t *body;
+	size_t body_len;
+	char head[96];
+	size_t head_len;
+	bool answering;
+	uint32_t ans_start, snd_una, peer_wnd;
+	double progress_s;      /* when snd_una last moved */
+	uint64_t resent;
 	uint8_t in[70000];
-	uint8_t out[sizeof(struct virtio_net_hdr) + 54 + MAX_ANSWER];
+	uint8_t out[sizeof(struct virtio_net_hdr) + 54 + 8 + MAX_ANSWER];
 	const char *err;
 };
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 static void put16(uint8_t *p, unsigned v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
 static void put32(uint8_t *p, uint32_t v) { put16(p, v >> 16); put16(p + 2, v & 0xffff); }
@@ -82,14 +103,20 @@ static uint16_t fold(uint32_t s)
 	return (uint16_t)s;
 }
 
-/* One TCP segment of ours with payload bytes of 'a' (already in place after the headers). */
-static int send_seg(struct floor *f, unsigned flags, size_t payload)
+/*
+ * One TCP segment of ours: headers built in f->out, the payload from the iovecs (len bytes in
+ * all), one writev. A SYN carries the MSS, and a window scale when the client offered one.
+ */
+static int send_segv(struct floor *f, unsigned flags, const struct iovec *pl, int npl, size_t payload)
 {
 	struct virtio_net_hdr *vh = (struct virtio_net_hdr *)f->out;
 	uint8_t *e = f->out + sizeof(*vh), *ip = e + 14, *tcp = ip + 20;
-	size_t thl = (flags & 0x02) ? 24 : 20, tot = 20 + thl + payload;
+	size_t thl = (flags & 0x02) ? (f->wscale ? 28 : 24) : 20, tot = 20 + thl + payload;
+	struct iovec iov[4];
 	uint32_t ps;
 
+	if (npl > 3)
+		return -1;
 	memset(vh, 0, sizeof(*vh));
 	memcpy(e, f->peer_mac, 6);
 	memcpy(e + 6, f->mac, 6);
@@ -112,9 +139,12 @@ static int send_seg(struct floor *f, unsigned flags, size_t payload)
 	put16(tcp + 14, 65535);
 	put16(tcp + 16, 0);
 	put16(tcp + 18, 0);
-	if (thl == 24) {
+	if (thl >= 24) {
 		tcp[20] = 2, tcp[21] = 4;
 		put16(tcp + 22, MSS);
+	}
+	if (thl == 28) { /* NOP, window scale 0: we take little */
+		tcp[24] = 1, tcp[25] = 3, tcp[26] = 3, tcp[27] = 0;
 	}
 	/* the checksum left to the kernel, as the server leaves it: the pseudo-header's sum in place */
 	ps = sum16(0, ip + 12, 8) + 6 + (uint32_t)(thl + payload);
@@ -127,12 +157,96 @@ static int send_seg(struct floor *f, unsigned flags, size_t payload)
 		vh->gso_size = MSS;
 		vh->hdr_len = (uint16_t)(14 + 20 + thl);
 	}
-	if (write(f->fd, f->out, sizeof(*vh) + 14 + tot) < 0) {
+	iov[0].iov_base = f->out;
+	iov[0].iov_len = sizeof(*vh) + 14 + 20 + thl;
+	for (int i = 0; i < npl; i++)
+		iov[1 + i] = pl[i];
+	if (writev(f->fd, iov, 1 + npl) < 0) {
 		f->err = "write to the TAP";
 		return -1;
 	}
 	f->snd_nxt += (uint32_t)payload + ((flags & 0x03) ? 1 : 0); /* SYN and FIN count one */
 	return 0;
+}
+
+/* One segment whose payload (bytes of 'a') is already in place after the headers. */
+static int send_seg(struct floor *f, unsigned flags, size_t payload)
+{
+	struct iovec pl = { f->out + sizeof(struct virtio_net_hdr) + 54, payload };
+
+	return send_segv(f, flags, &pl, payload ? 1 : 0, payload);
+}
+
+/*
+ * Serve mode: send what the client's window takes of the answer in flight (the head, then the
+ * body where it lies), in super-segments of up to 64 KiB.
+ */
+static void pump(struct floor *f)
+{
+	uint32_t end = f->ans_start + (uint32_t)(f->head_len + f->body_len);
+
+	while (f->answering && (int32_t)(end - f->snd_nxt) > 0 && f->err == NULL) {
+		uint32_t inflight = f->snd_nxt - f->snd_una, room, n;
+		size_t off = f->snd_nxt - f->ans_start;
+		struct iovec pl[2];
+		int np = 0;
+
+		if (inflight >= f->peer_wnd)
+			return;
+		room = f->peer_wnd - inflight;
+		n = end - f->snd_nxt;
+		if (n > room)
+			n = room;
+		if (n > MAX_ANSWER - 8)
+			n = MAX_ANSWER - 8;
+		if (n < MSS && n < end - f->snd_nxt && inflight > 0)
+			return; /* wait for a segment's worth of window */
+		if (off < f->head_len) {
+			size_t h = f->head_len - off < n ? f->head_len - off : n;
+
+			pl[np++] = (struct iovec){ f->head + off, h };
+			if (n > h)
+				pl[np++] = (struct iovec){ (void *)(f->body), n - h };
+		} else {
+			pl[np++] = (struct iovec){ (void *)(f->body + (off - f->head_len)), n };
+		}
+		send_segv(f, 0x18, pl, np, n);
+	}
+}
+
+/* Serve mode: an acknowledgement and a window from the client. */
+static void ack_in(struct floor *f, const uint8_t *tcp)
+{
+	uint32_t ack = get32(tcp + 4 + 4);
+
+	if (!(tcp[13] & 0x10))
+		return;
+	if ((int32_t)(ack - f->snd_una) > 0 && (int32_t)(ack - f->snd_nxt) <= 0) {
+		f->snd_una = ack;
+		f->progress_s = now_s();
+	}
+	f->peer_wnd = (uint32_t)get16(tcp + 14) << f->peer_wscale;
+	if (f->answering && f->snd_una == f->ans_start + (uint32_t)(f->head_len + f->body_len))
+		f->answering = false;
+}
+
+/* The window scale a SYN offers, or -1. */
+static int syn_wscale(const uint8_t *tcp, size_t thl)
+{
+	for (size_t i = 20; i < thl;) {
+		if (tcp[i] == 0)
+			break;
+		if (tcp[i] == 1) {
+			i++;
+			continue;
+		}
+		if (i + 1 >= thl || tcp[i + 1] < 2 || i + tcp[i + 1] > thl)
+			break;
+		if (tcp[i] == 3 && tcp[i + 1] == 3)
+			return tcp[i + 2] > 14 ? 14 : tcp[i + 2];
+		i += tcp[i + 1];
+	}
+	return -1;
 }
 
 static void arp(struct floor *f, const uint8_t *e, size_t n)
@@ -180,12 +294,39 @@ static void tcp_in(struct floor *f, const uint8_t *e, size_t n)
 		f->peer_port = (uint16_t)get16(tcp);
 		f->rcv_nxt = get32(tcp + 4) + 1;
 		f->snd_nxt = ISS;
+		f->snd_una = ISS + 1;
 		f->partial = 0;
+		f->answering = false;
+		int ws = syn_wscale(tcp, thl);
+
+		f->wscale = ws >= 0;
+		f->peer_wscale = ws >= 0 ? (unsigned)ws : 0;
+		f->peer_wnd = get16(tcp + 14);
 		send_seg(f, 0x12, 0);
 		return;
 	}
 	if (get16(tcp) != f->peer_port || get32(ip + 12) != f->peer_ip)
 		return;
+	if (f->body != NULL) { /* serve mode: a request is one arrival ending its head */
+		ack_in(f, tcp);
+		if (dlen > 0 && get32(tcp + 4) == f->rcv_nxt) {
+			f->rcv_nxt += (uint32_t)dlen;
+			if (dlen >= 4 && memcmp(tcp + thl + dlen - 4, "\r\n\r\n", 4) == 0 && !f->answering) {
+				f->answering = true;
+				f->ans_start = f->snd_nxt;
+				f->progress_s = now_s();
+			}
+			if (!f->answering)
+				send_seg(f, 0x10, 0);
+		} else if (dlen > 0) {
+			send_seg(f, 0x10, 0); /* a segment again or out of order: say where we are */
+		}
+		if (flags & 0x01) {
+			f->rcv_nxt++;
+			send_seg(f, 0x11, 0);
+		}
+		return;
+	}
 	if (dlen > 0) {
 		size_t whole = (f->partial + dlen) / f->request_len, bytes;
 
@@ -208,6 +349,18 @@ static void tcp_in(struct floor *f, const uint8_t *e, size_t n)
 	}
 }
 
+/* Serve mode, after each wake-up: more of the answer, or all of it again from the first byte
+ * not acknowledged when nothing has been for RESEND_S (a TAP loses nothing unless a queue is full). */
+static void serve_tick(struct floor *f)
+{
+	if (f->answering && f->snd_nxt != f->snd_una && now_s() - f->progress_s > RESEND_S) {
+		f->snd_nxt = f->snd_una;
+		f->progress_s = now_s();
+		f->resent++;
+	}
+	pump(f);
+}
+
 static void *responder(void *arg)
 {
 	struct floor *f = arg;
@@ -219,9 +372,12 @@ static void *responder(void *arg)
 		f->err = "epoll";
 		return NULL;
 	}
-	while (!atomic_load(&f->stop) && f->err == NULL) {
-		if (epoll_wait(ep, &got, 1, 50) <= 0)
+	while (!atomic_load(&f->stop) && !(f->quit && *f->quit) && f->err == NULL) {
+		if (epoll_wait(ep, &got, 1, 50) <= 0) {
+			if (f->body != NULL)
+				serve_tick(f);
 			continue;
+		}
 		for (;;) {
 			ssize_t r = read(f->fd, f->in, sizeof(f->in));
 			const uint8_t *e = f->in + sizeof(struct virtio_net_hdr);
@@ -237,6 +393,8 @@ static void *responder(void *arg)
 			else if (get16(e + 12) == 0x0800)
 				tcp_in(f, e, n);
 		}
+		if (f->body != NULL)
+			serve_tick(f);
 	}
 	close(ep);
 	return NULL;
@@ -303,10 +461,24 @@ out:
 	return rc;
 }
 
+/* The TAP opened as the server opens it. */
+static int open_tap(struct floor *f, const char *tap)
+{
+	struct ifreq ifr = { .ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR };
+
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", tap);
+	f->fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (f->fd < 0 || ioctl(f->fd, TUNSETIFF, &ifr) < 0 ||
+	    ioctl(f->fd, TUNSETOFFLOAD, (unsigned long)(TUN_F_CSUM | TUN_F_TSO4)) < 0) {
+		fprintf(stderr, "http floor: %s: %s\n", tap, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 int http_floor_run(const char *tap, uint32_t ip, uint16_t port, size_t request_len, size_t answer_len,
 		   unsigned qd, double seconds, struct http_floor_result *out)
 {
-	struct ifreq ifr = { .ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR };
 	struct floor *f = calloc(1, sizeof(*f));
 	pthread_t th;
 	int rc = -1;
@@ -321,13 +493,8 @@ int http_floor_run(const char *tap, uint32_t ip, uint16_t port, size_t request_l
 	f->request_len = request_len;
 	f->answer_len = answer_len;
 	s3_endpoint_mac(ip, f->mac);
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", tap);
-	f->fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
-	if (f->fd < 0 || ioctl(f->fd, TUNSETIFF, &ifr) < 0 ||
-	    ioctl(f->fd, TUNSETOFFLOAD, (unsigned long)(TUN_F_CSUM | TUN_F_TSO4)) < 0) {
-		fprintf(stderr, "http floor: %s: %s\n", tap, strerror(errno));
+	if (open_tap(f, tap) < 0)
 		goto out;
-	}
 	if (pthread_create(&th, NULL, responder, f) != 0)
 		goto out;
 	while (atomic_load(&f->tid) == 0)
@@ -343,6 +510,51 @@ int http_floor_run(const char *tap, uint32_t ip, uint16_t port, size_t request_l
 out:
 	if (f->fd >= 0)
 		close(f->fd);
+	free(f);
+	return rc;
+}
+
+int http_floor_serve(const char *tap, uint32_t ip, uint16_t port, size_t body_len, const volatile sig_atomic_t *quit)
+{
+	struct floor *f = calloc(1, sizeof(*f));
+	uint8_t *body = NULL;
+	int rc = -1;
+
+	if (f == NULL)
+		return -1;
+	f->fd = -1;
+	body = malloc(body_len ? body_len : 1);
+	if (body == NULL)
+		goto out;
+	/* bytes that differ from page to page, in memory of our own, as the store keeps an object */
+	for (size_t i = 0, x = 88172645463325252ull; i < body_len; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		body[i] = (uint8_t)x;
+	}
+	f->ip = ip;
+	f->port = port;
+	f->body = body;
+	f->body_len = body_len;
+	f->quit = quit;
+	f->request_len = 1;
+	f->head_len = (size_t)snprintf(f->head, sizeof(f->head),
+				       "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", body_len);
+	s3_endpoint_mac(ip, f->mac);
+	if (open_tap(f, tap) < 0)
+		goto out;
+	responder(f);
+	if (f->err) {
+		fprintf(stderr, "http floor: %s: %s\n", f->err, strerror(errno));
+		goto out;
+	}
+	if (f->resent)
+		fprintf(stderr, "http floor: sent again from the first unacknowledged byte %llu times\n",
+			(unsigned long long)f->resent);
+	rc = 0;
+out:
+	if (f->fd >= 0)
+		close(f->fd);
+	free(body);
 	free(f);
 	return rc;
 }

@@ -5,6 +5,7 @@
 #ifndef ERNIC_BENCH_HTTP_FLOOR_H
 #define ERNIC_BENCH_HTTP_FLOOR_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,5 +25,13 @@ struct http_floor_result {
  */
 int http_floor_run(const char *tap, uint32_t ip, uint16_t port, size_t request_len, size_t answer_len,
 		   unsigned qd, double seconds, struct http_floor_result *out);
+
+/*
+ * The floor under a large GET (bench/tap_get_floor.c): on the calling thread, answers every
+ * request (an arrival whose data ends in a blank line) on ip:port with a 200 head and body_len
+ * bytes of its own memory, sent by reference in TCPv4 super-frames of up to 64 KiB within the
+ * client's window, until *quit. Returns 0, or -1 with a message on stderr.
+ */
+int http_floor_serve(const char *tap, uint32_t ip, uint16_t port, size_t body_len, const volatile sig_atomic_t *quit);
 
 #endif

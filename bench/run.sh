@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DERNIC_TESTS=OFF >/dev/null
-cmake --build build-bench -j "$(nproc)" --target rocm-ernic vfu-bench s3-bench nvmeof-bench nvmeof-rdma-bench s3-rdma-bench rdma-bench roce-scale-bench tap-floor-bench md5-bench >/dev/null
+cmake --build build-bench -j "$(nproc)" --target rocm-ernic vfu-bench s3-bench nvmeof-bench nvmeof-rdma-bench s3-rdma-bench rdma-bench roce-scale-bench tap-floor-bench tap-get-floor md5-bench >/dev/null
 mkdir -p bench/results
 echo "== vfio-user socket (bench/results/vfu.csv)"
 build-bench/vfu-bench build-bench/rocm-ernic "${VFU_BENCH_ITERS:-20000}" bench/results/vfu.csv

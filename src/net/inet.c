@@ -334,8 +334,17 @@ void inet_pcb_service(struct inet_host *t, struct inet_pcb *pcb)
 			    (now - adv >= pcb->mss || now == pcb->rcv_cap))
 				pcb->ack_now = true;
 		}
-		inet_output(t, pcb, false);
-		inet_cc_tlp_arm(t, pcb);
+		/*
+		 * Output waits for the end of the batch as the ACK does: a flow's ACKs
+		 * read one after another open the window once, and what they let go
+		 * leaves in one run of super-segments instead of a few per ACK.
+		 */
+		if (defer_acks(t)) {
+			pcb->out_later = true;
+		} else {
+			inet_output(t, pcb, false);
+			inet_cc_tlp_arm(t, pcb);
+		}
 	}
 	if (pcb->state == TCPS_CLOSED || pcb->state == TCPS_SYN_RCVD)
 		return;
@@ -348,6 +357,17 @@ void inet_flush_acks(struct inet_host *t)
 	if (t == NULL || !t->acks_deferred)
 		return;
 	t->acks_deferred = false;
+	for (size_t i = 0; i < INET_TCP_PCBS; i++) {
+		struct inet_pcb *pcb = &t->pcbs[i];
+
+		if (!pcb->out_later)
+			continue;
+		pcb->out_later = false;
+		if (pcb->state != TCPS_CLOSED && pcb->app != NULL) {
+			inet_output(t, pcb, false);
+			inet_cc_tlp_arm(t, pcb);
+		}
+	}
 	for (size_t i = 0; i < INET_TCP_PCBS; i++) {
 		struct inet_pcb *pcb = &t->pcbs[i];
 

@@ -135,10 +135,12 @@ struct inet_ops {
 	/* The connection is gone (closed, reset or timed out): free the application state. */
 	void (*close)(void *app);
 	/*
-	 * Optional: the ACK of in-order data may wait. Return true to promise a
-	 * call of inet_flush_acks() once the current batch of events is handled
-	 * (before the owner sleeps); a response sent before then carries the
-	 * ACK and no pure ACK goes. False, or NULL: every ACK goes at once.
+	 * Optional: the ACK of in-order data, and the output a segment lets go,
+	 * may wait. Return true to promise a call of inet_flush_acks() once the
+	 * current batch of events is handled (before the owner sleeps): a
+	 * response made before then carries the ACK and no pure ACK goes, and
+	 * the window that the batch's ACKs opened is sent in one run. False, or
+	 * NULL: every ACK and segment goes at once.
 	 */
 	bool (*defer_acks)(void *ctx);
 };
@@ -196,7 +198,7 @@ void inet_input_flags(struct inet_host *t, const uint8_t *frame, size_t len, uns
  * new output or freed input space outside of inet_input().
  */
 void inet_poll(struct inet_host *t, uint64_t now_ms);
-/* The ACKs deferred by ops.defer_acks that no segment has carried since go now. */
+/* The output deferred by ops.defer_acks goes now, then the ACKs that no segment has carried since. */
 void inet_flush_acks(struct inet_host *t);
 
 /*

@@ -147,6 +147,7 @@ struct inet_pcb {
 	bool eof_delivered;
 	bool ack_now;           /* an ACK is owed to the peer */
 	bool ack_later;         /* one is owed for in-order data: it may wait for the end of the batch (ops.defer_acks) */
+	bool out_later;         /* its output waits for the end of the batch (inet_flush_acks) */
 	/*
 	 * The receive buffer, rcv_cap bytes once needed: a ring indexed by stream
 	 * offset. It holds the in-order bytes the application did not take

@@ -350,11 +350,15 @@ static void host_send_plain(struct world *w, const void *d, size_t len)
 	free(buf);
 }
 
-/* The endpoint's HTTP response to the host: its data segments, concatenated (and ACKed by nobody). */
+/*
+ * The endpoint's HTTP response to the host once the batch of events is over (output waits for
+ * its end): its data segments, concatenated (and ACKed by nobody).
+ */
 static size_t take_response(struct world *w, char *out, size_t cap)
 {
 	size_t n = 0;
 
+	evloop_run_deferred(w->loop);
 	for (unsigned i = 0; i < w->to_tap.n; i++) {
 		struct seg s;
 
@@ -584,12 +588,14 @@ static void test_endpoint_trusts_only_the_kernels_tcp(void **state)
 	set_vh16(buf, 6, 14 + 20 + 20);         /* csum_start at the payload, not the TCP header */
 	set_vh16(buf, 8, 0);
 	assert_int_equal(from_tap(w, buf, n), 0);
+	evloop_run_deferred(w->loop);
 	assert_int_equal(w->to_tap.n, 0);
 	/* A full checksum, wrong by one bit. */
 	n = host_frame(buf, ep_mac, EP_IP, w->ip_id++, w->snd_nxt, w->rcv_nxt, F_ACK | F_PSH, (const uint8_t *)d,
 		       len, 0, false);
 	buf[VH + 14 + 20 + 16] ^= 1;
 	assert_int_equal(from_tap(w, buf, n), 0);
+	evloop_run_deferred(w->loop);
 	assert_int_equal(w->to_tap.n, 0);
 	/* The same frame vouched for by DATA_VALID is taken (the kernel checked what it forwards). */
 	buf[VH + 14 + 20 + 16] ^= 1;
