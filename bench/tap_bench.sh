@@ -11,7 +11,7 @@
 # the body from its memory by reference, as the server's stack sends it, and does nothing else;
 # its rate is the most any server reaches through a TAP here. Goals: GET >= 1.2 x nginx (issue 27),
 # PUT >= 0.8 x MD5.
-# Usage: bench/tap_bench.sh path/to/rocm-ernic [csv-file]   (root; scripts/install-deps.sh --bench)
+# Usage: bench/tap_bench.sh path/to/rocm-ernic [csv-file]   (with gnuplot, a chart beside it: csv-file's name, .png)   (root; scripts/install-deps.sh --bench)
 set -euo pipefail
 BIN=$(readlink -f "$1")
 CSV=${2:-}
@@ -178,4 +178,21 @@ if [ -n "$CSV" ]; then
 	  echo "PUT,tap-s3,$put_s3,$put_ms"; echo "PUT,veth-nginx,$put_ng,"; echo "MD5,openssl-one-core,$md5,$md5_ms"
 	  echo "RATIO,get-s3-over-nginx,$get_ratio,"
 	  echo "RATIO,get-floor-over-nginx,$fl_ratio,"; echo "RATIO,get-s3-over-floor,$s3_fl,"; echo "RATIO,put-s3-over-md5,$ratio,"; } >"$CSV"
+fi
+# The chart beside the CSV (gnuplot, where installed): each GB/s figure of the run.
+if [ -n "$CSV" ] && command -v gnuplot >/dev/null; then
+	printf '"GET S3/TAP" %s\n"GET nginx/veth" %s\n"GET floor/TAP" %s\n"PUT S3/TAP" %s\n"PUT nginx/veth" %s\n"MD5 one core" %s\n' \
+		"$get_s3" "$get_ng" "$get_fl" "$put_s3" "$put_ng" "$md5" >"$TMP/chart.dat"
+	gnuplot <<EOF
+set terminal pngcairo size 800,400 font "sans,10" noenhanced
+set output "${CSV%.csv}.png"
+set title "64 MiB, one run: GET S3 / nginx $get_ratio (goal 1.2), PUT S3 / MD5 $ratio (goal 0.8)"
+set style fill solid 0.7
+set ylabel "GB/s"
+set yrange [0:*]
+set grid ytics
+set boxwidth 0.6
+unset key
+plot "$TMP/chart.dat" using 0:2:xticlabels(1) with boxes lc rgb "#4169e1"
+EOF
 fi
