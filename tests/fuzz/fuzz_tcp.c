@@ -16,8 +16,9 @@
  * switch and endpoint per input. What the stack and the switch send back
  * is checked for size (a frame the switch passes on fits a super-frame's
  * bound; a super-segment handed whole to the TAP, which takes offloads,
- * cuts into wire-sized segments). The event loop is never run while frames are fed (the endpoint's
- * retransmission timer stays out: s3-tcp-unit drives it with a clock).
+ * cuts into wire-sized segments). Each record ends a batch of events (the deferred calls run: the
+ * stack sends what the frame let go, and its ACKs), but the loop itself is never run while frames
+ * are fed (the endpoint's retransmission timer stays out: s3-tcp-unit drives it with a clock).
  */
 #include <stdlib.h>
 #include <sys/epoll.h>
@@ -169,6 +170,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			net_switch_input_offload(sw, tport, p + hdr, got - hdr, &off);
 		}
+		/* The end of a batch: the output and ACKs the frame let go leave (no timer runs). */
+		evloop_run_deferred(loop);
 	}
 	s3_endpoint_free(ep);
 	net_switch_free(sw);
