@@ -267,7 +267,7 @@ static void udp_datagram(void *ctx, const uint8_t *hdr, size_t hlen, const uint8
 	    plen <= ROCE_PORT_FRAME_MAX - ROCE_L2L4_LEN) {
 		port->stats.frames_in++;
 		port->stats.rx_in_place++;
-		port->now_us = port->clock_us();
+		port->now_us = port->in_super ? port->super_us : port->clock_us();
 		port->rx_inline = true;
 		port->busy++; /* as in the pump: a QP the owner lets go of in a callback stays until after */
 		roce_in(port, hdr, payload, plen, net_switch_behind(port->sw), false, 0, port->now_us);
@@ -298,8 +298,13 @@ bool rport_deliver_udp_super(void *ctx, const uint8_t *frame, size_t len, const 
 	struct roce_port *port = ctx;
 	unsigned n;
 
-	if (port->clock_us != NULL && port->rx_count > 0 && !port->rx_inline) {
-		port->now_us = port->clock_us();
+	/* One reading of the clock for the whole super-frame: its datagrams came together. */
+	if (port->clock_us != NULL && !port->rx_inline) {
+		port->super_us = port->clock_us();
+		port->in_super = true;
+	}
+	if (port->in_super && port->rx_count > 0) {
+		port->now_us = port->super_us;
 		port->rx_inline = true;
 		port->busy++;
 		rport_rx_drain(port, ROCE_PORT_RXQ, port->now_us);
@@ -307,6 +312,7 @@ bool rport_deliver_udp_super(void *ctx, const uint8_t *frame, size_t len, const 
 		port->rx_inline = false;
 	}
 	n = net_offload_udp_each(frame, len, off, udp_datagram, port);
+	port->in_super = false;
 
 	port->stats.super_in += n > 0;
 	return n > 0;
