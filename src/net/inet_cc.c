@@ -198,7 +198,6 @@ void inet_cc_ack(struct inet_host *t, struct inet_pcb *pcb, uint32_t acked)
 
 	(void)t;
 	pcb->dupacks = 0;
-	pcb->cwnd_limited = false;
 	if (pcb->cc_off)
 		return;
 	if (pcb->in_recovery) {

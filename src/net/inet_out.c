@@ -425,8 +425,14 @@ void inet_output(struct inet_host *t, struct inet_pcb *pcb, bool probe)
 
 	if (pcb->app == NULL)
 		return;
-	if (data_state && !pcb->fin_sent)
+	if (data_state && !pcb->fin_sent) {
 		output_rtx(t, pcb);
+		/*
+		 * Whether the window binds is decided anew by this output; until the next, every ACK
+		 * of data sent while it bound grows the window, however many arrive in one batch.
+		 */
+		pcb->cwnd_limited = false;
+	}
 	while (data_state && !pcb->fin_sent) {
 		uint32_t off, usable, rwnd_room, ss, se;
 		size_t super;

@@ -115,7 +115,7 @@ struct inet_pcb {
 	uint32_t bytes_acked;   /* congestion avoidance: bytes acknowledged since cwnd last grew */
 	unsigned dupacks;
 	bool in_recovery;       /* fast recovery, or the slow start after a timeout */
-	bool cwnd_limited;      /* output stopped at cwnd since the last ACK: growth is earned */
+	bool cwnd_limited;      /* the last output stopped at cwnd: the ACKs until the next output earn growth */
 	uint32_t recover;       /* snd_max when recovery began: an ACK past it ends recovery */
 	uint32_t rtx_nxt;       /* first byte not yet retransmitted in this recovery */
 	uint32_t rtx_end;       /* without SACK: the end of the one segment to retransmit */

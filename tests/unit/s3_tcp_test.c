@@ -1571,6 +1571,52 @@ static void test_output_waits_for_batch(void **state)
 	peer_free(&p);
 }
 
+/*
+ * Slow start with output at the batch's end: each ACK of a batch grows the window by what it
+ * acknowledges, not only the first (the output that would say the window still binds comes
+ * after them all). Ten ACKs of the initial window's ten segments in one batch: twenty go.
+ */
+static void test_slow_start_over_a_batch(void **state)
+{
+	struct harness *h = *state;
+	const size_t n = 200000;
+	uint8_t *d = pattern(n, 31);
+	struct peer p;
+	struct app *a;
+	struct seg s;
+	uint32_t base;
+	size_t got = 0, first;
+
+	peer_init(&p, 40336, 0x20000u);
+	p.syn_sack = true;                          /* congestion control on */
+	a = peer_connect(h, &p);
+	base = p.rcv_nxt;
+	app_queue(a, d, n);
+	h_poll(h);
+	while (pop_seg(h, &s)) {
+		assert_int_equal(s.seq, base + got);
+		got += s.len;
+	}
+	first = got;
+	assert_int_equal(first, 10 * 1460);         /* the initial window (RFC 6928) */
+	h->defer = true;
+	for (unsigned i = 1; i <= 10; i++) {
+		p.rcv_nxt = base + (uint32_t)(i * 1460);
+		peer_ack(h, &p);
+	}
+	expect_nothing(h);
+	inet_flush_acks(h->t);
+	while (pop_seg(h, &s)) {
+		assert_int_equal(s.seq, base + got);
+		assert_memory_equal(s.data, d + got, s.len);
+		got += s.len;
+	}
+	assert_int_equal(got - first, 2 * first);   /* the window doubled in the round trip */
+	assert_int_equal(a->acked, first);
+	free(d);
+	peer_free(&p);
+}
+
 /* ---- TCP: retransmission ------------------------------------------------------------------- */
 
 /*
@@ -3404,6 +3450,7 @@ int main(void)
 		T(test_duplicate_and_overlap),
 		T(test_deferred_acks),
 		T(test_output_waits_for_batch),
+		T(test_slow_start_over_a_batch),
 		T(test_plain_peer_whole_window),
 		T(test_retransmit_lost_segment),
 		T(test_retransmit_gives_up),
