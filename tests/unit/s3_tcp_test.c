@@ -1511,6 +1511,26 @@ static void test_deferred_acks(void **state)
 }
 
 /*
+ * Every data segment waiting, in order from base + *got, each carrying the application's bytes
+ * of d at its place and none empty (no pure ACK among them); *got grows by what they carry.
+ * Returns how many there were.
+ */
+static unsigned take_data(struct harness *h, uint32_t base, const uint8_t *d, size_t *got)
+{
+	struct seg s;
+	unsigned n = 0;
+
+	while (pop_seg(h, &s)) {
+		assert_int_equal(s.seq, base + *got);
+		assert_true(s.len > 0);
+		assert_memory_equal(s.data, d + *got, s.len);
+		*got += s.len;
+		n++;
+	}
+	return n;
+}
+
+/*
  * Output waits for the end of the batch like the ACK: ACKs read one after another in a batch
  * release nothing until the flush, and then the whole window they opened in one run, in order,
  * every byte the application's.
@@ -1522,9 +1542,8 @@ static void test_output_waits_for_batch(void **state)
 	uint8_t *d = pattern(n, 29);
 	struct peer p;
 	struct app *a;
-	struct seg s;
 	uint32_t base;
-	size_t got = 0, first, run = 0;
+	size_t got = 0, first;
 
 	peer_init(&p, 40335, 0x10000u);
 	p.wnd = 20000;                              /* the peer's window binds: each ACK opens what it acknowledges */
@@ -1532,10 +1551,7 @@ static void test_output_waits_for_batch(void **state)
 	base = p.rcv_nxt;
 	app_queue(a, d, n);
 	h_poll(h);
-	while (pop_seg(h, &s)) {
-		assert_int_equal(s.seq, base + got);
-		got += s.len;
-	}
+	take_data(h, base, d, &got);
 	first = got;
 	assert_int_equal(first, 20000);             /* the window, not all of it */
 	/* Three ACKs in one batch, each of a third of what went: nothing leaves before the flush. */
@@ -1547,26 +1563,16 @@ static void test_output_waits_for_batch(void **state)
 	}
 	assert_int_equal(a->acked, first);
 	inet_flush_acks(h->t);
-	while (pop_seg(h, &s)) {
-		assert_int_equal(s.seq, base + got);
-		assert_true(s.len > 0);                 /* data only: no pure ACK beside it */
-		assert_memory_equal(s.data, d + got, s.len);
-		got += s.len;
-		run++;
-	}
-	/* The window the three ACKs opened went at the flush, all of it. */
-	assert_true(run > 0);
+	/* The window the three ACKs opened went at the flush, all of it, data only. */
+	assert_true(take_data(h, base, d, &got) > 0);
 	assert_int_equal(got, 2 * first);
 	inet_flush_acks(h->t);                      /* not granted again: nothing more */
 	expect_nothing(h);
 	h->defer = false;
 	p.rcv_nxt = base + (uint32_t)got;
 	peer_ack(h, &p);
-	while (pop_seg(h, &s)) {                    /* refused: the rest at once */
-		assert_int_equal(s.seq, base + got);
-		got += s.len;
-	}
-	assert_true(got > first);
+	assert_true(take_data(h, base, d, &got) > 0);  /* refused: the next at once */
+	assert_true(got > 2 * first);
 	free(d);
 	peer_free(&p);
 }
@@ -1583,7 +1589,6 @@ static void test_slow_start_over_a_batch(void **state)
 	uint8_t *d = pattern(n, 31);
 	struct peer p;
 	struct app *a;
-	struct seg s;
 	uint32_t base;
 	size_t got = 0, first;
 
@@ -1593,10 +1598,7 @@ static void test_slow_start_over_a_batch(void **state)
 	base = p.rcv_nxt;
 	app_queue(a, d, n);
 	h_poll(h);
-	while (pop_seg(h, &s)) {
-		assert_int_equal(s.seq, base + got);
-		got += s.len;
-	}
+	take_data(h, base, d, &got);
 	first = got;
 	assert_int_equal(first, 10 * 1460);         /* the initial window (RFC 6928) */
 	h->defer = true;
@@ -1606,11 +1608,7 @@ static void test_slow_start_over_a_batch(void **state)
 	}
 	expect_nothing(h);
 	inet_flush_acks(h->t);
-	while (pop_seg(h, &s)) {
-		assert_int_equal(s.seq, base + got);
-		assert_memory_equal(s.data, d + got, s.len);
-		got += s.len;
-	}
+	take_data(h, base, d, &got);
 	assert_int_equal(got - first, 2 * first);   /* the window doubled in the round trip */
 	assert_int_equal(a->acked, first);
 	free(d);
