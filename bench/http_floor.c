@@ -536,7 +536,6 @@ int http_floor_serve(const char *tap, uint32_t ip, uint16_t port, size_t body_le
 	f->body = body;
 	f->body_len = body_len;
 	f->quit = quit;
-	f->request_len = 1;
 	f->head_len = (size_t)snprintf(f->head, sizeof(f->head),
 				       "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", body_len);
 	s3_endpoint_mac(ip, f->mac);

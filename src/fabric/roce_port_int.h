@@ -127,7 +127,7 @@ struct roce_port {
 	struct rx_slot rxq[ROCE_PORT_RXQ];
 	unsigned rx_head, rx_count;
 	bool rx_inline;                 /* a super-frame's datagram is being handled where it lies */
-	bool in_super;                  /* a super-frame is being cut: its datagrams arrived at super_us */
+	bool in_super;                  /* a super-frame is being cut, its datagrams handled in place at super_us */
 	uint64_t super_us;
 	/* a UD datagram is built here (a QP's frames are finished in their senders' buffers) */
 	uint8_t tx[ROCE_PORT_FRAME_MAX + 4]; /* room for an 802.1Q tag */

@@ -263,11 +263,11 @@ static void udp_datagram(void *ctx, const uint8_t *hdr, size_t hlen, const uint8
 	struct roce_port *port = ctx;
 	struct rx_slot *s;
 
-	if (port->clock_us != NULL && port->rx_count == 0 && !port->rx_inline && hlen == ROCE_L2L4_LEN &&
+	if (port->in_super && port->rx_count == 0 && !port->rx_inline && hlen == ROCE_L2L4_LEN &&
 	    plen <= ROCE_PORT_FRAME_MAX - ROCE_L2L4_LEN) {
 		port->stats.frames_in++;
 		port->stats.rx_in_place++;
-		port->now_us = port->in_super ? port->super_us : port->clock_us();
+		port->now_us = port->super_us;
 		port->rx_inline = true;
 		port->busy++; /* as in the pump: a QP the owner lets go of in a callback stays until after */
 		roce_in(port, hdr, payload, plen, net_switch_behind(port->sw), false, 0, port->now_us);
@@ -296,23 +296,26 @@ static void udp_datagram(void *ctx, const uint8_t *hdr, size_t hlen, const uint8
 bool rport_deliver_udp_super(void *ctx, const uint8_t *frame, size_t len, const struct net_offload *off)
 {
 	struct roce_port *port = ctx;
+	/* Only with the owner's clock, and not inside a handling already under way (in place or in the ring). */
+	bool in_place = port->clock_us != NULL && !port->rx_inline && !port->in_super;
 	unsigned n;
 
-	/* One reading of the clock for the whole super-frame: its datagrams came together. */
-	if (port->clock_us != NULL && !port->rx_inline) {
+	if (in_place) {
+		/* One reading of the clock for the whole super-frame: its datagrams came together. */
 		port->super_us = port->clock_us();
 		port->in_super = true;
-	}
-	if (port->in_super && port->rx_count > 0) {
-		port->now_us = port->super_us;
-		port->rx_inline = true;
-		port->busy++;
-		rport_rx_drain(port, ROCE_PORT_RXQ, port->now_us);
-		port->busy--;
-		port->rx_inline = false;
+		if (port->rx_count > 0) {
+			port->now_us = port->super_us;
+			port->rx_inline = true;
+			port->busy++;
+			rport_rx_drain(port, ROCE_PORT_RXQ, port->now_us);
+			port->busy--;
+			port->rx_inline = false;
+		}
 	}
 	n = net_offload_udp_each(frame, len, off, udp_datagram, port);
-	port->in_super = false;
+	if (in_place)
+		port->in_super = false;
 
 	port->stats.super_in += n > 0;
 	return n > 0;

@@ -360,17 +360,14 @@ void inet_flush_acks(struct inet_host *t)
 	for (size_t i = 0; i < INET_TCP_PCBS; i++) {
 		struct inet_pcb *pcb = &t->pcbs[i];
 
-		if (!pcb->out_later)
-			continue;
-		pcb->out_later = false;
-		if (pcb->state != TCPS_CLOSED && pcb->app != NULL) {
-			inet_output(t, pcb, false);
-			inet_cc_tlp_arm(t, pcb);
+		/* What the batch let go, then the ACK if nothing of that carried it. */
+		if (pcb->out_later) {
+			pcb->out_later = false;
+			if (pcb->state != TCPS_CLOSED && pcb->app != NULL) {
+				inet_output(t, pcb, false);
+				inet_cc_tlp_arm(t, pcb);
+			}
 		}
-	}
-	for (size_t i = 0; i < INET_TCP_PCBS; i++) {
-		struct inet_pcb *pcb = &t->pcbs[i];
-
 		/* Still owed: nothing the application sent since carried it. */
 		if (pcb->ack_later && pcb->state != TCPS_CLOSED && pcb->state != TCPS_SYN_RCVD) {
 			inet_send_ack(t, pcb);

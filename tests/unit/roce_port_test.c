@@ -103,6 +103,7 @@ struct world {
 	int wire;
 	struct node n[2];               /* [0]: A, [1]: B */
 	uint64_t now;
+	unsigned clock_reads;           /* the nodes' readings of the world's clock */
 	/* the wire port's record */
 	unsigned w_frames, w_bcast, w_arp_req, w_arp_reply, w_roce;
 	uint8_t w_last[128];
@@ -473,6 +474,7 @@ static struct roce_port_qp_cfg qp_cfg(struct node *n)
 /* The nodes' clock: the world's simulated time. */
 static uint64_t world_clock(void)
 {
+	W->clock_reads++;
 	return W->now;
 }
 
@@ -1290,6 +1292,7 @@ static void test_udp_super_in(void **state)
 	uint32_t len = 3 * MTU + 500;
 	struct net_offload off;
 	size_t at, wrong;
+	unsigned reads;
 
 	(void)state;
 	setup(true);
@@ -1305,8 +1308,11 @@ static void test_udp_super_in(void **state)
 	assert_int_equal(roce_port_stats(B->port)->super_in, 1);
 	assert_int_equal(B->nrcqe, 0);
 	off.gso_size += 4;
+	reads = W->clock_reads;
 	net_switch_input_offload(W->sw, W->wire, super, at, &off);
 	assert_int_equal(roce_port_stats(B->port)->rx_in_place, wrong + 4);
+	/* four datagrams handled where they lie, one reading of the clock: they came together */
+	assert_int_equal(W->clock_reads, reads + 1);
 	run();
 	assert_int_equal(roce_port_stats(B->port)->super_in, 2);
 	assert_int_equal(B->nrcqe, 1);
