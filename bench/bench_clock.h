@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 #include <time.h>
@@ -71,6 +72,33 @@ static inline uint64_t bench_cpu_ns(pid_t pid)
 
 	snprintf(dir, sizeof(dir), "/proc/%d", (int)pid);
 	return bench_schedstat_ns(dir);
+}
+
+/* memcpy of size bytes between two buffers of its own, again and again for about seconds: us per copy. */
+static inline double bench_memcpy_us(size_t size, double seconds)
+{
+	uint8_t *a = malloc(size), *b = malloc(size);
+	uint64_t n = 0;
+	double t0, t;
+
+	if (a == NULL || b == NULL) {
+		free(a);
+		free(b);
+		return 0;
+	}
+	memset(a, 1, size);
+	t0 = bench_now_s();
+	do {
+		for (int i = 0; i < 16; i++, n++) {
+			a[n % size]++;
+			memcpy(b, a, size);
+			__asm__ __volatile__("" : : "r"(b) : "memory");
+		}
+		t = bench_now_s();
+	} while (t - t0 < seconds);
+	free(a);
+	free(b);
+	return (t - t0) / (double)n * 1e6;
 }
 
 /*

@@ -4,14 +4,17 @@
  * it); this program starts the N servers itself, drives every device over vfio-user as ionic_rdma
  * would (tests/lib/ionic_rdma_guest), and connects an RC QP of every server to one of every other
  * (all to all: N x (N - 1) QPs, path MTU 4096, header templates naming the peer's MAC and IPv4
- * address). Each QP first WRITEs a 64 KiB pattern of its own into its peer's memory, checked byte
- * for byte there; then for `seconds` every QP keeps K signaled 64 KiB RDMA WRITEs in flight
- * toward its peer, reposted as they complete.
+ * address). Each QP first WRITEs a pattern of its own into its peer's memory, checked byte for
+ * byte there; then for `seconds` every QP keeps K signaled RDMA WRITEs in flight toward its peer,
+ * reposted as they complete. A WRITE is 64 KiB, or ROCE_SCALE_LEN bytes (4096 to 65536, whole
+ * 4 KiB packets).
  *
  * Reports, as one CSV line: N, WRITEs completed per second in all, GB/s in all, RoCEv2 frames per
- * second in all (16 data frames and an ACK per WRITE at least: what the requesters sent, from the
- * servers' closing counters, is printed beside), and the servers' CPU: the mean share of a CPU and
- * microseconds per frame sent or received.
+ * second in all (a WRITE's packets and an ACK, 17 frames for 64 KiB and 2 for 4 KiB, at least:
+ * what the requesters sent, from the servers' closing counters, is printed beside), the servers'
+ * CPU (the mean share of a CPU, microseconds per frame sent or received), the WRITE's length, the
+ * servers' CPU per WRITE, and memcpy of a WRITE's bytes. Beside them, printed: one vfio-user
+ * message's round trip (REGION_READ) and the server's CPU for it, after the run.
  *
  * When a pass over the devices finds no completion, the driver arms the send CQs and sleeps on
  * the EQs' interrupt eventfds (as ionic_rdma's kernel users and perftest's --use_event do), so
@@ -33,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_clock.h"
 #include "ionic_rdma_guest.h"
 #include "vfu_client.h"
 
@@ -50,9 +54,8 @@
 #define MR_LEN   0x140000u
 #define SRC      MR_BASE                               /* what every QP writes */
 #define TARGET(p) (MR_BASE + 0x10000ull * (1 + (p)))   /* where peer p's QP writes */
-#define WR_LEN   0x10000u
+#define WR_MAX   0x10000u                /* the longest WRITE, and the room for each peer's */
 #define K        4                       /* WRITEs in flight per QP */
-#define FRAMES_PER_WRITE (WR_LEN / 4096 + 1)
 
 struct node {
 	struct vfc_server srv;
@@ -71,14 +74,8 @@ static struct node nodes[MAX_N];
 static unsigned n;
 static enum { WAIT_IRQ, WAIT_YIELD, WAIT_SPIN } idle_wait = WAIT_IRQ; /* ROCE_SCALE_POLL=yield|spin */
 static uint64_t irq_waits, irq_events;
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+static uint32_t wr_len = WR_MAX;         /* ROCE_SCALE_LEN: 4096 .. 65536, whole 4 KiB packets */
+static unsigned frames_per_write = WR_MAX / 4096 + 1; /* its packets and an ACK */
 
 static uint64_t server_ns(const struct node *x)
 {
@@ -169,7 +166,7 @@ static void qp_up(unsigned i, unsigned p)
 static void post_write(unsigned i, unsigned p)
 {
 	struct node *x = &nodes[i];
-	struct rg_sge sge = { SRC, WR_LEN, LKEY };
+	struct rg_sge sge = { SRC, wr_len, LKEY };
 
 	rg_post_rdma(&x->g, &x->qp[p], ++x->wqe_id, RG_WR_RDMA_WRITE, RG_WQE_SIG, 0, TARGET(i), LKEY, &sge, 1);
 }
@@ -233,6 +230,17 @@ int main(int argc, char **argv)
 	FILE *csv = NULL;
 
 	n = argc > 2 ? (unsigned)atoi(argv[2]) : 0;
+	if (getenv("ROCE_SCALE_LEN") != NULL) {
+		char *end;
+		unsigned long v = strtoul(getenv("ROCE_SCALE_LEN"), &end, 0);
+
+		if (*end != '\0' || v < 4096 || v > WR_MAX || v % 4096) {
+			fprintf(stderr, "roce-scale-bench: ROCE_SCALE_LEN is 4096 to 65536, in whole 4 KiB packets\n");
+			return 2;
+		}
+		wr_len = (uint32_t)v;
+		frames_per_write = wr_len / 4096 + 1;
+	}
 	if (getenv("ROCE_SCALE_POLL") != NULL)
 		idle_wait = strcmp(getenv("ROCE_SCALE_POLL"), "spin") == 0 ? WAIT_SPIN : WAIT_YIELD;
 	if (bin == NULL || n < 2 || n > MAX_N || seconds <= 0) {
@@ -250,13 +258,13 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < n; i++) {
 		uint8_t *src = guest_ptr(&nodes[i].g, SRC);
 
-		for (uint32_t k = 0; k < WR_LEN; k++)
+		for (uint32_t k = 0; k < wr_len; k++)
 			src[k] = (uint8_t)(i * 37 + k * 7 + (k >> 9)); /* pat(i, *, k) without the peer's term */
 	}
 	for (unsigned i = 0; i < n; i++) {
 		for (unsigned p = 0; p < n; p++) {
 			unsigned freed[MAX_N] = { 0 };
-			double w0 = now_s();
+			double w0 = bench_now_s();
 			const uint8_t *dst;
 
 			if (p == i)
@@ -264,10 +272,10 @@ int main(int argc, char **argv)
 			post_write(i, p);
 			rg_sq_ring(&nodes[i].g, &nodes[i].qp[p]);
 			while (reap(i, freed) == 0)
-				if (now_s() - w0 > 30)
+				if (bench_now_s() - w0 > 30)
 					die("the checked WRITE did not complete", i, (int)p);
 			dst = guest_ptr(&nodes[p].g, TARGET(i));
-			for (uint32_t k = 0; k < WR_LEN; k++)
+			for (uint32_t k = 0; k < wr_len; k++)
 				if (dst[k] != (uint8_t)(pat(i, 0, k)))
 					die("a WRITE landed wrong bytes", i, (int)p);
 		}
@@ -283,7 +291,7 @@ int main(int argc, char **argv)
 			rg_sq_ring(&nodes[i].g, &nodes[i].qp[p]);
 		}
 	}
-	t0 = now_s();
+	t0 = bench_now_s();
 	do {
 		bool any = false;
 
@@ -311,37 +319,43 @@ int main(int argc, char **argv)
 			wait_irq();
 		else if (!any && idle_wait == WAIT_YIELD)
 			sched_yield();
-		t = now_s();
+		t = bench_now_s();
 	} while (t - t0 < seconds);
 	for (unsigned i = 0; i < n; i++)
 		cpu_ns += server_ns(&nodes[i]) - ns0[i];
+	if (writes == 0)
+		die("no WRITE completed", 0, 0);
 	{
-		double wps = (double)writes / (t - t0), fps = wps * FRAMES_PER_WRITE;
+		double wps = (double)writes / (t - t0), fps = wps * frames_per_write;
+		double per_write = (double)cpu_ns / 1e3 / (double)writes, mc = bench_memcpy_us(wr_len, 0.2);
 
-		printf("N=%u: %u QPs, %.0f WRITEs/s, %.2f GB/s, %.0f frames/s; servers' CPU %.1f%% each on average, "
-		       "%.3f us per frame\n", n, n * (n - 1), wps, wps * WR_LEN / 1e9, fps,
-		       (double)cpu_ns / 1e9 / (t - t0) / n * 100, (double)cpu_ns / 1e3 / ((double)writes * FRAMES_PER_WRITE));
+		printf("N=%u: %u QPs of %u-byte WRITEs, %.0f WRITEs/s, %.2f GB/s, %.0f frames/s; servers' CPU %.1f%% each on "
+		       "average, %.3f us per frame, %.2f us per WRITE (memcpy of its bytes %.2f us)\n", n, n * (n - 1),
+		       wr_len, wps, wps * wr_len / 1e9, fps, (double)cpu_ns / 1e9 / (t - t0) / n * 100,
+		       per_write / frames_per_write, per_write, mc);
 		printf("N=%u: the driver waited %s; %" PRIu64 " waits, %" PRIu64 " events\n", n,
 		       idle_wait == WAIT_IRQ ? "for interrupts" : idle_wait == WAIT_YIELD ? "polling, yielding" : "spinning",
 		       irq_waits, irq_events);
 		if (argc > 4 && argv[4][0] && (csv = fopen(argv[4], "a")) != NULL) {
-			fprintf(csv, "%u,%.0f,%.3f,%.0f,%.1f,%.3f\n", n, wps, wps * WR_LEN / 1e9, fps,
-				(double)cpu_ns / 1e9 / (t - t0) / n * 100,
-				(double)cpu_ns / 1e3 / ((double)writes * FRAMES_PER_WRITE));
+			fprintf(csv, "%u,%.0f,%.3f,%.0f,%.1f,%.3f,%u,%.3f,%.3f\n", n, wps, wps * wr_len / 1e9, fps,
+				(double)cpu_ns / 1e9 / (t - t0) / n * 100, per_write / frames_per_write, wr_len, per_write,
+				mc);
 			fclose(csv);
 		}
 	}
 	/* let the last WRITEs finish, then the servers go */
 	{
-		double w0 = now_s();
+		double w0 = bench_now_s();
 
-		while (now_s() - w0 < 2) {
+		while (bench_now_s() - w0 < 2) {
 			unsigned freed[MAX_N];
 
 			for (unsigned i = 0; i < n; i++)
 				reap(i, freed);
 		}
 	}
+	/* the denominator for the vfio-user interface: one message's round trip to a quiet server */
+	bench_region_read(&nodes[0].c, nodes[0].srv.pid, 0.3, NULL);
 	for (unsigned i = 0; i < n; i++) {
 		ionic_guest_teardown(&nodes[i].g);
 		vfc_close(&nodes[i].c);

@@ -4,16 +4,21 @@
  * namespace bench/roce_scale.sh makes (TAPs ernic0 and ernic1 on a bridge with jumbo frames).
  *
  * One process opens both TAPs as a server does (IFF_VNET_HDR, receive offloads with UDP
- * segmentation) and, for each 64 KiB RDMA WRITE of the benchmark at a 4096-byte path MTU, makes
- * the system calls two servers make: ernic0 writes the WRITE's first packet alone (its RETH makes
- * it longer than the rest) and the other fifteen as one UDP super-frame, ernic1 reads what came,
- * writes the ACK, and ernic0 reads it. The frames are the right size but carry no RoCEv2 content:
- * nothing is built, parsed or checked in user space.
+ * segmentation) and, for each RDMA WRITE of the benchmark at a 4096-byte path MTU, makes the
+ * system calls two servers make:
+ *  - a WRITE of several packets (64 KiB by default): ernic0 writes its first packet alone (its
+ *    RETH makes it longer than the rest) and the others as one UDP super-frame, ernic1 reads what
+ *    came, writes the ACK, and ernic0 reads it;
+ *  - a WRITE of one packet (4096 bytes): the benchmark keeps four in flight per queue pair, and the
+ *    servers merge them, so ernic0 writes four as one super-frame, ernic1 reads it and writes their
+ *    four ACKs as one, and ernic0 reads that.
+ * The frames are the right size but carry no RoCEv2 content: nothing is built, parsed or checked
+ * in user space.
  *
- * Prints the CPU time (user and kernel, getrusage) per frame, 17 frames a WRITE as the scale
- * benchmark counts them, and appends it to the CSV given.
+ * Prints the CPU time (user and kernel, getrusage) per frame, a WRITE's packets and its ACK as the
+ * scale benchmark counts them, and appends it to the CSV given.
  *
- * Usage: tap-floor-bench [seconds] [csv-file]
+ * Usage: tap-floor-bench [seconds] [csv-file] [write-bytes: 4096 .. 65536, whole 4 KiB packets]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,8 +49,8 @@
 #define MIDDLE   (12 + 4096 + 4)         /* BTH, payload, ICRC */
 #define FIRST    (12 + 16 + 4096 + 4)    /* with the RETH */
 #define ACK      (12 + 4 + 4)            /* BTH, AETH, ICRC */
-#define MERGED   15
-#define FRAMES_PER_WRITE 17
+#define MERGED   15                      /* the most datagrams merged: a 64 KiB WRITE's after the first */
+#define IN_FLIGHT 4                      /* one-packet WRITEs merged, as the benchmark keeps them in flight */
 
 static const uint8_t MAC_A[6] = { 0x02, 0, 0, 0, 0x01, 0x00 }, MAC_B[6] = { 0x02, 0, 0, 0, 0x01, 0x01 };
 static uint8_t buf[HDRS + MERGED * MIDDLE], in[70000];
@@ -163,12 +168,20 @@ static void take(int fd, unsigned want)
 int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 2.0, t0;
-	int a = tap_open("ernic0"), b = tap_open("ernic1");
+	unsigned long len = argc > 3 ? strtoul(argv[3], NULL, 0) : 65536;
+	unsigned packets = (unsigned)(len / 4096), frames_per_write = packets + 1;
+	int a, b;
 	uint64_t writes = 0;
 	struct rusage r0, r1;
 	double cpu_us, per_frame;
 	FILE *csv;
 
+	if (len < 4096 || len > 65536 || len % 4096) {
+		fprintf(stderr, "tap-floor-bench: a WRITE is 4096 to 65536 bytes, in whole 4 KiB packets\n");
+		return 2;
+	}
+	a = tap_open("ernic0");
+	b = tap_open("ernic1");
 	memset(buf + HDRS, 0x5a, sizeof(buf) - HDRS);
 	/* the bridge learns both MACs first */
 	send_frame(b, MAC_B, MAC_A, ACK, 1);
@@ -179,21 +192,33 @@ int main(int argc, char **argv)
 	getrusage(RUSAGE_SELF, &r0);
 	t0 = bench_now_s();
 	do {
-		for (int k = 0; k < 64; k++, writes++) {
+		for (int k = 0; k < 64; k++) {
+			if (packets == 1) {
+				send_frame(a, MAC_A, MAC_B, FIRST, IN_FLIGHT);
+				take(b, IN_FLIGHT);
+				send_frame(b, MAC_B, MAC_A, ACK, IN_FLIGHT);
+				take(a, IN_FLIGHT);
+				writes += IN_FLIGHT;
+				continue;
+			}
 			send_frame(a, MAC_A, MAC_B, FIRST, 1);
-			send_frame(a, MAC_A, MAC_B, MIDDLE, MERGED);
-			take(b, 1 + MERGED);
+			if (packets > 2)
+				send_frame(a, MAC_A, MAC_B, MIDDLE, packets - 1);
+			else
+				send_frame(a, MAC_A, MAC_B, MIDDLE, 1);
+			take(b, packets);
 			send_frame(b, MAC_B, MAC_A, ACK, 1);
 			take(a, 1);
+			writes++;
 		}
 	} while (bench_now_s() - t0 < seconds);
 	getrusage(RUSAGE_SELF, &r1);
 	cpu_us = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) * 1e6 +
 		 (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec - r0.ru_stime.tv_usec);
-	per_frame = cpu_us / ((double)writes * FRAMES_PER_WRITE);
-	printf("tap floor: %llu WRITEs' system calls (%u frames each) through two TAPs and the bridge, "
+	per_frame = cpu_us / ((double)writes * frames_per_write);
+	printf("tap floor: %llu %lu-byte WRITEs' system calls (%u frames each) through two TAPs and the bridge, "
 	       "%.3f us of CPU per frame (%.1f%% of it in the kernel; %llu waits)\n",
-	       (unsigned long long)writes, FRAMES_PER_WRITE, per_frame,
+	       (unsigned long long)writes, len, frames_per_write, per_frame,
 	       100.0 * (double)((r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) * 1000000 + r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) /
 		       cpu_us, (unsigned long long)waits);
 	if (argc > 2 && (csv = fopen(argv[2], "a")) != NULL) {
