@@ -398,6 +398,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	ionic_pci_set_server(nic, srv);
+	ionic_pci_set_loop(nic, sig.loop);
 	if (evloop_run(sig.loop) < 0) {
 		LOG_ERR("event loop: %m");
 		goto out;

@@ -275,6 +275,11 @@ const struct vfu_device *ionic_pci_vfu(struct ionic_pci *ip)
 	return pci_dev_vfu(ip->pd);
 }
 
+void ionic_pci_set_loop(struct ionic_pci *ip, struct evloop *loop)
+{
+	pci_dev_set_loop(ip->pd, loop);
+}
+
 void ionic_pci_set_server(struct ionic_pci *ip, struct vfu_server *srv)
 {
 	ip->srv = srv;

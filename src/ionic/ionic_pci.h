@@ -25,6 +25,8 @@ void ionic_pci_log_stats(const struct ionic_pci *ip);
 
 const struct vfu_device *ionic_pci_vfu(struct ionic_pci *ip);
 void ionic_pci_set_server(struct ionic_pci *ip, struct vfu_server *srv);
+/* Interrupts raised in one batch of the loop's events go out at its end, once per vector (pci_dev_set_loop). */
+void ionic_pci_set_loop(struct ionic_pci *ip, struct evloop *loop);
 
 /* The device model behind the function (for the data path's RDMA peers). */
 struct ionic_dev *ionic_pci_dev(struct ionic_pci *ip);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "pci/pci_regs.h"
+#include "util/evloop.h"
 #include "util/log.h"
 
 #define CAP_PM   0x40
@@ -25,6 +26,11 @@ struct pci_dev {
 	uint8_t *msix_pba;                      /* one bit per vector */
 	uint32_t table_len, pba_len;
 	bool table_written;                     /* the client keeps the table here, not in front of us */
+	/* Gathering (pci_dev_set_loop): vectors raised in the loop's batch, sent once at its end. */
+	struct evloop *loop;
+	uint64_t *msix_due;                     /* one bit per vector */
+	uint32_t due_words;
+	bool flush_pending;
 };
 
 static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
@@ -119,12 +125,9 @@ bool pci_msix_pending(const struct pci_dev *pd, uint32_t vec)
 	return vec < pd->fn.msix_vectors && (pd->msix_pba[vec / 8] >> (vec % 8) & 1);
 }
 
-void pci_msix_notify(struct pci_dev *pd, uint32_t vec)
+/* Send vector vec's message now, or leave it pending in the PBA. */
+static void msix_send(struct pci_dev *pd, uint32_t vec)
 {
-	if (vec >= pd->fn.msix_vectors) {
-		LOG_WARN("pci: MSI-X vector %u does not exist", vec);
-		return;
-	}
 	/* The message is a memory write: without bus mastering it waits, like a masked one. */
 	if (pci_dev_bus_master(pd) && !vector_masked(pd, vec) && pd->srv &&
 	    vfu_irq_signal(pd->srv, VFU_IRQ_MSIX, vec)) {
@@ -132,6 +135,52 @@ void pci_msix_notify(struct pci_dev *pd, uint32_t vec)
 		return;
 	}
 	pd->msix_pba[vec / 8] |= (uint8_t)(1u << (vec % 8));
+}
+
+/* Each vector raised since the last call sent once, as it stands now (masked: pending). */
+static void msix_send_due(struct pci_dev *pd)
+{
+	for (uint32_t w = 0; w < pd->due_words; w++) {
+		while (pd->msix_due[w]) {
+			uint32_t vec = w * 64 + (uint32_t)__builtin_ctzll(pd->msix_due[w]);
+
+			pd->msix_due[w] &= pd->msix_due[w] - 1;
+			msix_send(pd, vec);
+		}
+	}
+}
+
+/* The end of the loop's batch. */
+static void msix_flush(void *arg)
+{
+	struct pci_dev *pd = arg;
+
+	pd->flush_pending = false;
+	msix_send_due(pd);
+}
+
+void pci_msix_notify(struct pci_dev *pd, uint32_t vec)
+{
+	if (vec >= pd->fn.msix_vectors) {
+		LOG_WARN("pci: MSI-X vector %u does not exist", vec);
+		return;
+	}
+	if (pd->loop != NULL && (pd->flush_pending || evloop_defer(pd->loop, msix_flush, pd) == 0)) {
+		pd->flush_pending = true;
+		pd->msix_due[vec / 64] |= 1ull << (vec % 64);
+		return;
+	}
+	msix_send(pd, vec); /* not gathering, or the loop's deferred calls are full: at once */
+}
+
+void pci_dev_set_loop(struct pci_dev *pd, struct evloop *loop)
+{
+	if (pd->loop != NULL && pd->flush_pending)
+		msix_flush(pd);
+	if (pd->loop != NULL)
+		evloop_undefer(pd->loop, msix_flush, pd);
+	pd->flush_pending = false;
+	pd->loop = loop;
 }
 
 /* Deliver every pending vector that can now be delivered. */
@@ -251,6 +300,7 @@ static void reset_state(struct pci_dev *pd)
 	for (uint32_t v = 0; v < pd->fn.msix_vectors; v++)
 		pd->msix_table[v * PCI_MSIX_ENTRY_SIZE + PCI_MSIX_ENTRY_VECTOR_CTRL] = PCI_MSIX_ENTRY_CTRL_MASKBIT;
 	memset(pd->msix_pba, 0, pd->pba_len);
+	memset(pd->msix_due, 0, pd->due_words * sizeof(*pd->msix_due)); /* a reset takes back what was raised */
 	pd->table_written = false;
 }
 
@@ -276,6 +326,13 @@ static void vfu_sync(void *opaque)
 
 	if (pd->fn.sync)
 		pd->fn.sync(pd->fn.opaque);
+}
+
+static void vfu_before_reply(void *opaque)
+{
+	struct pci_dev *pd = opaque;
+
+	msix_send_due(pd); /* the loop's deferred call still comes, and finds what is raised after */
 }
 
 static void vfu_disconnected(void *opaque)
@@ -348,7 +405,9 @@ struct pci_dev *pci_dev_new(const struct pci_function *fn)
 	pd->pba_len = (fn->msix_vectors + 63) / 64 * 8;
 	pd->msix_table = calloc(1, pd->table_len);
 	pd->msix_pba = calloc(1, pd->pba_len);
-	if (pd->msix_table == NULL || pd->msix_pba == NULL) {
+	pd->due_words = (fn->msix_vectors + 63) / 64;
+	pd->msix_due = calloc(pd->due_words, sizeof(*pd->msix_due));
+	if (pd->msix_table == NULL || pd->msix_pba == NULL || pd->msix_due == NULL) {
 		pci_dev_free(pd);
 		return NULL;
 	}
@@ -368,6 +427,7 @@ struct pci_dev *pci_dev_new(const struct pci_function *fn)
 	pd->vfu.irq_changed = vfu_irq_changed;
 	pd->vfu.irq_trigger = vfu_irq_trigger;
 	pd->vfu.sync = vfu_sync;
+	pd->vfu.before_reply = vfu_before_reply;
 	pd->vfu.disconnected = vfu_disconnected;
 	return pd;
 }
@@ -376,8 +436,11 @@ void pci_dev_free(struct pci_dev *pd)
 {
 	if (pd == NULL)
 		return;
+	if (pd->loop != NULL)
+		evloop_undefer(pd->loop, msix_flush, pd);
 	free(pd->msix_table);
 	free(pd->msix_pba);
+	free(pd->msix_due);
 	free(pd);
 }
 

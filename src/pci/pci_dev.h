@@ -68,8 +68,19 @@ const struct vfu_device *pci_dev_vfu(struct pci_dev *pd);
 /* Connect to the server that delivers interrupts (NULL to detach). */
 void pci_dev_set_server(struct pci_dev *pd, struct vfu_server *srv);
 
-/* Raise MSI-X vector vec: delivered now, or left pending in the PBA (masked, no eventfd, no bus mastering). */
+/*
+ * Raise MSI-X vector vec: delivered (at once, or at the end of the loop's batch when gathering), or
+ * left pending in the PBA (masked, no eventfd, no bus mastering) when it would be delivered.
+ */
 void pci_msix_notify(struct pci_dev *pd, uint32_t vec);
+/*
+ * Gather the vectors raised during one batch of loop's events and send each one's message once, at
+ * the batch's end (evloop_defer), as the mask, the eventfd and bus mastering stand then: a vector
+ * raised several times in a turn costs one eventfd write, and the driver one interrupt. NULL: each
+ * raise is sent at once (the default).
+ */
+struct evloop;
+void pci_dev_set_loop(struct pci_dev *pd, struct evloop *loop);
 bool pci_msix_pending(const struct pci_dev *pd, uint32_t vec);
 
 /* Whether Bus Master Enable is set in the command register. */

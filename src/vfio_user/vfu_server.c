@@ -762,9 +762,11 @@ static int dispatch(struct vfu_server *srv, struct vfu_conn *c)
 		if (r.err)
 			LOG_DEBUG("vfio-user: %s failed: %s", hd->name, strerror(r.err));
 	}
-	if (!no_reply)
+	if (!no_reply) {
+		if (srv->dev->before_reply)
+			srv->dev->before_reply(srv->dev->opaque);
 		rc = send_reply(c, h, &r);
-	else if (r.err && h->command != VFU_CMD_REGION_WRITE_MULTI)
+	} else if (r.err && h->command != VFU_CMD_REGION_WRITE_MULTI)
 		LOG_WARN("vfio-user: posted %s failed: %s", hd && hd->name ? hd->name : "command", strerror(r.err));
 	free(r.data);
 	return rc ? -1 : 0;

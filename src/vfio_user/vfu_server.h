@@ -104,6 +104,13 @@ struct vfu_device {
 	 */
 	void (*sync)(void *opaque);
 	/*
+	 * Called before a reply goes to the client: the device sends the
+	 * interrupts it raised and still holds, so a completion does not pass the
+	 * messages raised before it (as a PCI completion does not pass a posted
+	 * write, an MSI). Posted messages get no reply and do not call it. May be NULL.
+	 */
+	void (*before_reply)(void *opaque);
+	/*
 	 * The client is gone (after reset): whatever it mapped it may still
 	 * write, so the device gives the next client fresh memory (a new fd in
 	 * the regions' mmap). May be NULL.

@@ -98,6 +98,7 @@ static void init_once(void)
 		abort();
 	}
 	ionic_pci_set_server(S.nic, S.srv);
+	ionic_pci_set_loop(S.nic, S.loop);
 	/* As the server does: a slice of the device's long work on every turn. */
 	if (evloop_add_poller(S.loop, ionic_pci_work, S.nic) == NULL)
 		abort();
