@@ -30,6 +30,7 @@
 #include "util/evloop.h"
 #include "util/log.h"
 #include "vfio_user/dma_map.h"
+#include "vfio_user/vfu_irq.h"
 #include "vfio_user/vfu_proto.h"
 #include "vfio_user/vfu_read.h"
 
@@ -38,12 +39,6 @@ _Static_assert((int)VFU_NUM_IRQS == (int)VFU_PCI_NUM_IRQS, "irq count");
 
 #define SEND_TIMEOUT_MS 5000
 #define MSGS_PER_WAKEUP 64
-
-struct vfu_irq {
-	int *fds;         /* per vector, -1 when unassigned */
-	uint8_t *masked;  /* per vector, set by ACTION_MASK */
-	uint32_t count;
-};
 
 struct vfu_conn {
 	int fd;
@@ -63,7 +58,7 @@ struct vfu_server {
 	struct ev_watch *listen_watch;
 	struct vfu_conn *conn;
 	struct dma_map *dma;
-	struct vfu_irq irqs[VFU_NUM_IRQS];
+	struct vfu_irqs irqs;
 };
 
 /* What one handler produced: a payload to send back (with descriptors, not owned), or an errno. */
@@ -75,50 +70,16 @@ struct reply {
 	unsigned nfds;
 };
 
-/* ---- interrupts ---- */
-
-static void irq_close_range(struct vfu_irq *irq, uint32_t start, uint32_t count)
-{
-	for (uint32_t v = start; v < start + count; v++) {
-		if (irq->fds[v] >= 0)
-			close(irq->fds[v]);
-		irq->fds[v] = -1;
-	}
-}
-
-static void irqs_reset(struct vfu_server *srv)
-{
-	for (int i = 0; i < VFU_NUM_IRQS; i++) {
-		struct vfu_irq *irq = &srv->irqs[i];
-
-		irq_close_range(irq, 0, irq->count);
-		memset(irq->masked, 0, irq->count);
-	}
-}
+/* ---- interrupts (the table: vfu_irq.c) ---- */
 
 bool vfu_irq_signal(struct vfu_server *srv, enum vfu_irq_index index, uint32_t vector)
 {
-	static const uint64_t one = 1;
-	struct vfu_irq *irq;
-
-	if ((unsigned)index >= VFU_NUM_IRQS)
-		return false;
-	irq = &srv->irqs[index];
-	if (vector >= irq->count || irq->fds[vector] < 0 || irq->masked[vector])
-		return false;
-	/* An eventfd counter only overflows after 2^64 - 2 unconsumed signals; EAGAIN still means "raised". */
-	if (write(irq->fds[vector], &one, sizeof(one)) < 0 && errno != EAGAIN) {
-		LOG_WARN("vfio-user: irq %d/%u eventfd: %m", index, vector);
-		return false;
-	}
-	return true;
+	return vfu_irqs_signal(&srv->irqs, index, vector);
 }
 
 bool vfu_irq_masked(const struct vfu_server *srv, enum vfu_irq_index index, uint32_t vector)
 {
-	if ((unsigned)index >= VFU_NUM_IRQS || vector >= srv->irqs[index].count)
-		return false;
-	return srv->irqs[index].masked[vector] != 0;
+	return vfu_irqs_masked(&srv->irqs, index, vector);
 }
 
 bool vfu_server_connected(const struct vfu_server *srv)
@@ -491,7 +452,7 @@ static int handle_irq_info(struct msg *m, struct reply *r)
 	info = (struct vfu_irq_info){
 		.argsz = sizeof(info),
 		.index = info.index,
-		.count = m->srv->irqs[info.index].count,
+		.count = m->srv->irqs.idx[info.index].count,
 		.flags = VFU_IRQ_INFO_EVENTFD | (info.index == VFU_IRQ_MSIX ? VFU_IRQ_INFO_MASKABLE : 0),
 	};
 	if (reply_alloc(r, sizeof(info)))
@@ -500,74 +461,28 @@ static int handle_irq_info(struct msg *m, struct reply *r)
 	return 0;
 }
 
+/* A vector the client triggers itself: raised as the device would raise it, or signalled directly. */
+static void set_irqs_trigger(void *ctx, enum vfu_irq_index index, uint32_t vector)
+{
+	struct vfu_server *srv = ctx;
+
+	if (srv->dev->irq_trigger)
+		srv->dev->irq_trigger(srv->dev->opaque, index, vector);
+	else
+		vfu_irqs_signal(&srv->irqs, index, vector);
+}
+
 static int handle_set_irqs(struct msg *m, struct reply *r)
 {
 	struct vfu_irq_set req;
-	struct vfu_irq *irq;
-	uint32_t data, action;
-	const uint8_t *bools = NULL;
+	int err;
 
 	(void)r;
 	memcpy(&req, m->p, sizeof(req));
-	if (req.argsz < sizeof(req) || req.argsz > m->len || req.index >= VFU_NUM_IRQS)
-		return EINVAL;
-	irq = &m->srv->irqs[req.index];
-	data = req.flags & VFU_IRQ_SET_DATA_MASK;
-	action = req.flags & VFU_IRQ_SET_ACTION_MASK_ALL;
-	if ((req.flags & ~(VFU_IRQ_SET_DATA_MASK | VFU_IRQ_SET_ACTION_MASK_ALL)) ||
-	    __builtin_popcount(data) != 1 || __builtin_popcount(action) != 1)
-		return EINVAL;
-	if (req.start > irq->count || req.count > irq->count - req.start)
-		return EINVAL;
-	if (data == VFU_IRQ_SET_DATA_BOOL) {
-		if (m->len - sizeof(req) < req.count)
-			return EINVAL;
-		bools = m->p + sizeof(req);
-	}
-	if (data != VFU_IRQ_SET_DATA_EVENTFD && m->nfds)
-		return EINVAL;
-
-	switch (action) {
-	case VFU_IRQ_SET_ACTION_TRIGGER:
-		if (data == VFU_IRQ_SET_DATA_EVENTFD) {
-			/* Either one descriptor per vector, or none: de-assign. */
-			if (m->nfds != 0 && m->nfds != req.count)
-				return EINVAL;
-			irq_close_range(irq, req.start, req.count);
-			for (uint32_t i = 0; i < m->nfds; i++) {
-				irq->fds[req.start + i] = m->fds[i];
-				m->fds[i] = -1;
-			}
-		} else if (data == VFU_IRQ_SET_DATA_NONE && req.count == 0) {
-			/* count 0 with no data turns the whole index off. */
-			irq_close_range(irq, 0, irq->count);
-		} else {
-			const struct vfu_device *dev = m->srv->dev;
-
-			for (uint32_t i = 0; i < req.count; i++) {
-				if (bools && !bools[i])
-					continue;
-				if (dev->irq_trigger)
-					dev->irq_trigger(dev->opaque, (enum vfu_irq_index)req.index, req.start + i);
-				else
-					vfu_irq_signal(m->srv, (enum vfu_irq_index)req.index, req.start + i);
-			}
-		}
-		break;
-	case VFU_IRQ_SET_ACTION_MASK:
-	case VFU_IRQ_SET_ACTION_UNMASK:
-		if (req.index != VFU_IRQ_MSIX || data == VFU_IRQ_SET_DATA_EVENTFD)
-			return EINVAL;
-		for (uint32_t i = 0; i < req.count; i++)
-			if (!bools || bools[i])
-				irq->masked[req.start + i] = action == VFU_IRQ_SET_ACTION_MASK;
-		break;
-	}
-	LOG_DEBUG("vfio-user: SET_IRQS index %u start %u count %u flags %#x fds %u", req.index,
-		  req.start, req.count, req.flags, m->nfds);
-	if (m->srv->dev->irq_changed)
+	err = vfu_irqs_set(&m->srv->irqs, &req, m->p, m->len, m->fds, m->nfds, set_irqs_trigger, m->srv);
+	if (err == 0 && m->srv->dev->irq_changed)
 		m->srv->dev->irq_changed(m->srv->dev->opaque, (enum vfu_irq_index)req.index);
-	return 0;
+	return err;
 }
 
 /* Check a region access and find its region; 0 or an errno. */
@@ -711,7 +626,7 @@ static void drop_client(struct vfu_server *srv, const char *why)
 	srv->conn = NULL;
 	/* The spec keeps device state across a disconnect; a new client means a new guest, so reset. */
 	dma_map_clear(srv->dma, unmap_host, NULL);
-	irqs_reset(srv);
+	vfu_irqs_reset(&srv->irqs);
 	if (srv->dev->reset)
 		srv->dev->reset(srv->dev->opaque);
 	if (srv->dev->disconnected)
@@ -894,37 +809,6 @@ static int check_mmaps(const struct vfu_device *dev, char *err, size_t errlen)
 	return 0;
 }
 
-static int irqs_alloc(struct vfu_server *srv, char *err, size_t errlen)
-{
-	for (int i = 0; i < VFU_NUM_IRQS; i++) {
-		struct vfu_irq *irq = &srv->irqs[i];
-		uint32_t n = srv->dev->irq_count[i];
-
-		if (n > VFU_MAX_IRQ_VECTORS)
-			return err_set(err, errlen, "too many vectors for irq index %d", i);
-		irq->count = n;
-		irq->fds = malloc(sizeof(int) * (n ? n : 1));
-		irq->masked = calloc(n ? n : 1, 1);
-		if (irq->fds == NULL || irq->masked == NULL)
-			return err_set(err, errlen, "out of memory");
-		for (uint32_t v = 0; v < n; v++)
-			irq->fds[v] = -1;
-	}
-	return 0;
-}
-
-static void irqs_free(struct vfu_server *srv)
-{
-	for (int i = 0; i < VFU_NUM_IRQS; i++) {
-		struct vfu_irq *irq = &srv->irqs[i];
-
-		if (irq->fds)
-			irq_close_range(irq, 0, irq->count);
-		free(irq->fds);
-		free(irq->masked);
-	}
-}
-
 struct vfu_server *vfu_server_start(struct evloop *loop, const char *path,
 				    const struct vfu_device *dev, char *err, size_t errlen)
 {
@@ -954,8 +838,16 @@ struct vfu_server *vfu_server_start(struct evloop *loop, const char *path,
 		err_set(err, errlen, "out of memory");
 		goto out_free;
 	}
-	if (irqs_alloc(srv, err, errlen))
+	switch (vfu_irqs_init(&srv->irqs, dev->irq_count)) {
+	case 0:
+		break;
+	case EINVAL:
+		err_set(err, errlen, "too many vectors for an irq index (at most %d)", VFU_MAX_IRQ_VECTORS);
 		goto out_free;
+	default:
+		err_set(err, errlen, "out of memory");
+		goto out_free;
+	}
 	srv->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (srv->listen_fd < 0) {
 		err_set(err, errlen, "socket: %s", strerror(errno));
@@ -982,7 +874,7 @@ out_unlink:
 out_free:
 	if (srv->listen_fd >= 0)
 		close(srv->listen_fd);
-	irqs_free(srv);
+	vfu_irqs_free(&srv->irqs);
 	dma_map_free(srv->dma);
 	free(srv);
 	return NULL;
@@ -998,7 +890,7 @@ void vfu_server_stop(struct vfu_server *srv)
 	close(srv->listen_fd);
 	if (unlink(srv->path) < 0 && errno != ENOENT)
 		LOG_WARN("vfio-user: cannot remove %s: %m", srv->path);
-	irqs_free(srv);
+	vfu_irqs_free(&srv->irqs);
 	dma_map_free(srv->dma);
 	free(srv);
 }
