@@ -18,7 +18,7 @@ bench/s3_rdma_bench.sh build-bench/rocm-ernic build-bench/s3-rdma-bench "${S3_RD
 echo "== RDMA engine over vfio-user, two RC QPs on the loopback fabric (bench/results/rdma.csv)"
 build-bench/rdma-bench build-bench/rocm-ernic "${RDMA_BENCH_SECONDS:-1}" bench/results/rdma.csv
 echo "== S3 endpoint over a TAP, 64 MiB (bench/results/tap.csv)"
-bench/tap_bench.sh build-bench/rocm-ernic bench/results/tap.csv
+TAP_BENCH_ROUNDS=8 bench/tap_bench.sh build-bench/rocm-ernic bench/results/tap.csv
 echo "== guest Ethernet: ionic vs virtio-net in one TCG guest (bench/results/eth.csv)"
 bench/guest_eth_bench.sh build-bench/rocm-ernic bench/results/eth.csv
 echo "== RoCEv2 at scale: N servers on one bridge, all to all, no guests (bench/results/roce-scale.csv)"
