@@ -168,7 +168,8 @@ static void take(int fd, unsigned want)
 int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 2.0, t0;
-	unsigned long len = argc > 3 ? strtoul(argv[3], NULL, 0) : 65536;
+	char *end = NULL;
+	unsigned long len = argc > 3 ? strtoul(argv[3], &end, 0) : 65536;
 	unsigned packets = (unsigned)(len / 4096), frames_per_write = packets + 1;
 	int a, b;
 	uint64_t writes = 0;
@@ -176,7 +177,7 @@ int main(int argc, char **argv)
 	double cpu_us, per_frame;
 	FILE *csv;
 
-	if (len < 4096 || len > 65536 || len % 4096) {
+	if ((end != NULL && *end != '\0') || len < 4096 || len > 65536 || len % 4096) {
 		fprintf(stderr, "tap-floor-bench: a WRITE is 4096 to 65536 bytes, in whole 4 KiB packets\n");
 		return 2;
 	}

@@ -673,6 +673,21 @@ static void test_irqs(void **state)
 		assert_int_equal(vfc_send_raw(&cl, two, sizeof(two) / 2, NULL, 0), 0);
 		assert_int_equal(poll(&pfd, 1, 10000), 1);
 		assert_int_equal(efd_count(fds[2]), 1);
+		/*
+		 * A reset in the same batch takes back what was raised before it: no message, and no
+		 * pending bit left for the reset device (bus mastering is off after it, so a raise
+		 * kept past the reset would land in the PBA).
+		 */
+		struct vfu_hdr rst = { .msg_id = 0x7002, .command = VFU_CMD_DEVICE_RESET, .size = sizeof(rst),
+				       .flags = VFU_F_TYPE_COMMAND | VFU_F_NO_REPLY };
+		uint8_t trig_reset[sizeof(two) / 2 + sizeof(rst)];
+
+		memcpy(trig_reset, two, sizeof(two) / 2);
+		memcpy(trig_reset + sizeof(two) / 2, &rst, sizeof(rst));
+		assert_int_equal(vfc_send_raw(&cl, trig_reset, sizeof(trig_reset), NULL, 0), 0);
+		assert_false(pba_bit(2));
+		assert_int_equal(efd_count(fds[2]), 0);
+		vfc_write32(&cl, CFG, 0x04, 0x0006, false); /* bus mastering back on for the rest */
 	}
 	/* The PBA ignores writes. */
 	vfc_write32(&cl, BAR0, MSIX_PBA, 0xffffffff, false);
