@@ -150,17 +150,22 @@ figure() {
 	echo "PAIR-FIGURE name=$ST $FIG"
 }
 
-# lost_last_ack TOOL LOG: under bridge loss, ib_write_lat's server end failed on its last WRITE
-# alone, with retry exceeded. The client sees that WRITE land in its memory, finishes and
-# destroys its QP at once (perftest's write_lat has no closing handshake), so when the bridge
-# drops the ACK the server's resends reach no QP: any RC device, a real one too, ends there.
-# Everything before the last WRITE completed; anything else is a failure as before.
+# lost_last_ack TOOL LOG: under bridge loss, one end of ib_write_lat failed on its last WRITE
+# alone, with retry exceeded, and the other end finished cleanly. perftest's write_lat has no
+# closing handshake: an end whose last WRITE landed in the other's memory and whose own WRITEs
+# all completed destroys its QP at once. When the bridge drops the ACK of the other end's last
+# WRITE, that end's resends reach no QP: any RC device, a real one too, ends there. It happens
+# to the server end (the client goes as soon as the server's last WRITE lands) and to the
+# client end (the server goes once its own last WRITE is acknowledged, while the ACK of the
+# client's last WRITE was the frame lost). Everything before the last WRITE completed; anything
+# else is a failure as before.
 lost_last_ack() {
 	[ -n "${ERNIC_BRIDGE_LOSS:-}" ] && [ "$1" = write-lat ] || return 1
 	grep -Eq 'Failed status(-transport retry counter exceeded \(12\)| 12)[: ]' "$2" &&
 		grep -q "scnt=$N, ccnt=$((N - 1))\$" "$2"
 }
 LOST_LAST_ACK="the server's last WRITE alone failed, retry exceeded: its ACK was lost after the client had gone"
+LOST_LAST_ACK_CLIENT="the client's last WRITE alone failed, retry exceeded: its ACK was lost after the server had gone"
 # rping's client, after its 20 pings were all verified and it had asked to disconnect, can hang
 # in its own teardown: its CM thread may block in rdma_get_cm_event() for a DISCONNECTED event
 # that its rdma_destroy_id() discarded between the thread's poll() and its read (seen with
@@ -228,6 +233,8 @@ step() {
 			pass "$ST" "server end of $DEV, client $THEM_DEV"
 		elif [ "$st_src" = lost-last-ack ] && [ "$st_crc" = 0 ]; then
 			pass "$ST" "server end of $DEV, client $THEM_DEV; $LOST_LAST_ACK"
+		elif [ "$st_src" = 0 ] && [ "$st_crc" = lost-last-ack ]; then
+			pass "$ST" "server end of $DEV, client $THEM_DEV; $LOST_LAST_ACK_CLIENT"
 		elif [ "$st_src" = 0 ] && [ "$st_crc" = teardown-hang ]; then
 			pass "$ST" "server end of $DEV, client $THEM_DEV; $TEARDOWN_HANG"
 		else
@@ -243,6 +250,7 @@ step() {
 				timeout -k 10 "$T" stdbuf -oL "$@" "$OTHER" >"$log" 2>&1
 			fi
 			st_crc=$?
+			[ "$st_crc" = 1 ] && lost_last_ack "$st_tool" "$log" && st_crc=lost-last-ack
 			[ "$st_tool" = rping ] && [ $st_crc = 0 ] && [ "$(grep -c 'ping data' "$log")" != 20 ] && st_crc=verify
 			[ "$st_tool" = rping ] && { [ $st_crc = 124 ] || [ $st_crc = 137 ]; } && [ "$(grep -c 'ping data' "$log")" = 20 ] &&
 				! grep -q "mismatch" "$log" && st_crc=teardown-hang
@@ -257,6 +265,8 @@ step() {
 		elif [ "$st_src" = lost-last-ack ] && [ "$st_crc" = 0 ]; then
 			figure "$st_tool" "$log" "$DEV" "$THEM_DEV"
 			pass "$ST" "$FIG; $LOST_LAST_ACK"
+		elif [ "$st_src" = 0 ] && [ "$st_crc" = lost-last-ack ]; then
+			pass "$ST" "client end of $DEV, server $THEM_DEV; $LOST_LAST_ACK_CLIENT"
 		elif [ "$st_src" = 0 ] && [ "$st_crc" = teardown-hang ]; then
 			figure "$st_tool" "$log" "$DEV" "$THEM_DEV"
 			pass "$ST" "$FIG; $TEARDOWN_HANG"
