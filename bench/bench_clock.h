@@ -1,11 +1,13 @@
 /*
  * What the device benchmarks that drive a server over vfio-user share: a monotonic clock, the
  * server's CPU time, and the denominator every one of them reports beside its cases, a
- * REGION_READ round trip (the least a vfio-user message costs the server).
+ * REGION_READ round trip (the least a vfio-user message costs the server); and one posted
+ * message answered by an interrupt, what a doorbell and its completion's signal cost at least.
  */
 #ifndef ERNIC_BENCH_BENCH_CLOCK_H
 #define ERNIC_BENCH_BENCH_CLOCK_H
 
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +123,38 @@ static inline void bench_region_read(struct vfc *cl, pid_t server, double second
 	printf("  region-read round trip: %9.0f /s, server %6.2f us each\n", (double)n / (t - t0), us);
 	if (csv)
 		fprintf(csv, "region-read,%.0f,%.3f,\n", (double)n / (t - t0), us);
+}
+
+/*
+ * A posted DEVICE_SET_IRQS that triggers MSI-X vector `vector`, then a wait for its eventfd, again
+ * and again for about seconds: one message in and one eventfd signal out, the least a doorbell and
+ * the interrupt of its completion cost the server. The vector must have eventfd efd and be unmasked,
+ * and nothing else may use the connection meanwhile. Prints and adds a CSV row like
+ * bench_region_read(); 0, or -1 when a signal did not come.
+ */
+static inline int bench_posted_irq(struct vfc *cl, pid_t server, int efd, uint32_t vector, double seconds, FILE *csv)
+{
+	struct vfu_irq_set trig = { .argsz = sizeof(trig), .flags = VFU_IRQ_SET_DATA_NONE | VFU_IRQ_SET_ACTION_TRIGGER,
+				    .index = VFU_PCI_MSIX_IRQ, .start = vector, .count = 1 };
+	uint64_t n = 0, ns0 = bench_cpu_ns(server), v;
+	double t0 = bench_now_s(), t, us;
+
+	while (read(efd, &v, sizeof(v)) == sizeof(v))
+		; /* what an earlier signal left */
+	do {
+		struct pollfd p = { .fd = efd, .events = POLLIN };
+
+		if (vfc_send(cl, VFU_CMD_DEVICE_SET_IRQS, VFU_F_NO_REPLY, &trig, sizeof(trig), NULL, 0) < 0 ||
+		    poll(&p, 1, 5000) != 1 || read(efd, &v, sizeof(v)) != sizeof(v))
+			return -1;
+		n++;
+		t = bench_now_s();
+	} while (t - t0 < seconds);
+	us = (double)(bench_cpu_ns(server) - ns0) / 1e3 / (double)n;
+	printf("  posted message and interrupt round trip: %9.0f /s, server %6.2f us each\n", (double)n / (t - t0), us);
+	if (csv)
+		fprintf(csv, "posted-irq,%.0f,%.3f,\n", (double)n / (t - t0), us);
+	return 0;
 }
 
 #endif

@@ -10,6 +10,18 @@
  *    (192.168.200.1:9000; bench/s3_rdma_bench.sh makes the namespace and the TAP), one keep-alive
  *    connection, requests one at a time.
  *
+ * Two paths for the HTTP side (S3_RDMA_BENCH_VIA):
+ *
+ *  - tap (the default): the server owns the TAP (--tap), as when the client is another host. Its
+ *    TAP writes run the client's TCP receive and wake the client, all counted as the server's.
+ *  - device: the client is a guest. The server has no TAP; this program relays the TAP to the
+ *    device's Ethernet queue pair as the ionic driver would (bench/guest_relay.c), so the request
+ *    reaches the endpoint through the device's TX ring and the answer comes back through its RX
+ *    ring and an interrupt. The server's CPU per request is then what a host with KVM spends on a
+ *    guest's request; the client's network stack is the guest's own cost, as the issue counts it.
+ *    The TAP floor does not apply there (the server makes no TAP call); the denominator beside it
+ *    is one posted vfio-user message answered by an interrupt (bench_posted_irq).
+ *
  * A GET with x-amz-rdma-token (the cuObject descriptor) has the store RDMA-WRITE the object into the
  * registration and answer with no body; a PUT with one has it RDMA-READ the object out of it. Cases:
  * GET and PUT of 4 KiB and of 1 MiB, one request at a time (qd1) and several pipelined on the
@@ -26,6 +38,7 @@
  *
  * Usage: s3-rdma-bench path/to/rocm-ernic TAP [seconds-per-case] [csv-file]
  * S3_RDMA_BENCH_ONLY=NAME (get-4k, put-4k, get-1m, put-1m) runs that case alone, for a profile.
+ * S3_RDMA_BENCH_VIA=device takes the HTTP through the device's Ethernet queues (above).
  * The CSV has one row per measurement (floor-get-4k-qd1/qd16: the responder's figures in the
  * server's columns): case,ops_per_s,server_us_per_op,server_cpu_pct,
  * server_user_us_per_op (the part in user space, from /proc/PID/stat's utime: the rest is the
@@ -42,11 +55,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
 
+#include "guest_relay.h"
 #include "http_floor.h"
 #include "ionic_rdma_guest.h"
 #include "vfu_client.h"
@@ -69,6 +84,8 @@ static struct rg_cq acq;
 static struct rg_aq aq;
 static double seconds = 2.0;
 static int http_fd = -1;
+static bool via_device;           /* S3_RDMA_BENCH_VIA=device: HTTP through the device's Ethernet queues */
+static struct guest_relay relay;
 
 static double now_s(void)
 {
@@ -426,6 +443,7 @@ int main(int argc, char **argv)
 	const char *bin = argc > 2 ? argv[1] : NULL, *tap = argc > 2 ? argv[2] : NULL;
 	const char *csv_path = argc > 4 && argv[4][0] ? argv[4] : NULL;
 	const char *args[] = { "--backend", "s3:size=256M", "--tap", tap, NULL };
+	const char *via = getenv("S3_RDMA_BENCH_VIA");
 	/* A B B A: the list, then the list backwards. */
 	static const struct kase order[] = {
 		{ "get-4k", false, 4096, 1 }, { "get-4k", false, 4096, 16 }, { "put-4k", true, 4096, 16 },
@@ -449,7 +467,15 @@ int main(int argc, char **argv)
 		if (csv)
 			fprintf(csv, "case,ops_per_s,server_us_per_op,server_cpu_pct,server_user_us_per_op\n");
 	}
-	floor_run(tap, "before", csv);
+	if (via && strcmp(via, "device") != 0 && strcmp(via, "tap") != 0) {
+		fprintf(stderr, "s3-rdma-bench: S3_RDMA_BENCH_VIA is tap or device\n");
+		return 2;
+	}
+	via_device = via && strcmp(via, "device") == 0;
+	if (via_device)
+		args[2] = NULL; /* no TAP for the server: the client is a guest behind the device */
+	else
+		floor_run(tap, "before", csv);
 	if (vfc_server_start(&srv, "s3-rdma-bench", bin, args))
 		die("cannot start the server", 0);
 	if (vfc_open(&cl, srv.sock, 20000))
@@ -462,11 +488,14 @@ int main(int argc, char **argv)
 	if ((rc = rg_mr_create(&g, &aq, 1, (uint8_t)MR_KEY, PD, MR_VA, MR_LEN, 1, MR_VA,
 			       RG_MRF_LOCAL_WRITE | RG_MRF_REMOTE_WRITE | RG_MRF_REMOTE_READ, 12)) != 0)
 		die("memory registration", rc);
+	if (via_device && guest_relay_start(&relay, &g, tap))
+		die("the guest's Ethernet queues", 0);
 	if ((http_fd = tcp_connect(EP_ADDR, EP_PORT)) < 0)
 		die("cannot reach the endpoint over the TAP", errno);
 	put_plain("obj-4k", 4096, 4096);
 	put_plain("obj-1m", MR_LEN, MR_LEN);
-	printf("s3-rdma-bench: %.1f s per case, one keep-alive connection through the TAP %s\n", seconds, tap);
+	printf("s3-rdma-bench: %.1f s per case, one keep-alive connection through the TAP %s%s\n", seconds, tap,
+	       via_device ? " and the device's Ethernet queues (the client a guest)" : " (the server's)");
 	for (unsigned i = 0; i < 2 * ncases; i++) {
 		const struct kase *k = &order[i < ncases ? i : 2 * ncases - 1 - i];
 
@@ -474,8 +503,34 @@ int main(int argc, char **argv)
 		if (getenv("S3_RDMA_BENCH_ONLY") == NULL || strcmp(getenv("S3_RDMA_BENCH_ONLY"), k->name) == 0)
 			run_case(k, csv);
 	}
+	if (via_device) {
+		/*
+		 * Close the connection while the relay still runs, so that the server is not left
+		 * resending an answer whose ACK never reached it through the denominators below.
+		 */
+		struct timeval tv = { .tv_sec = 2 };
+		char b[256];
+
+		shutdown(http_fd, SHUT_WR);
+		setsockopt(http_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		while (recv(http_fd, b, sizeof(b), 0) > 0)
+			;
+		close(http_fd);
+		http_fd = -1;
+		usleep(100000); /* the last ACK on its way */
+		guest_relay_stop(&relay);
+		printf("  the guest's queues: %" PRIu64 " frames to the device, %" PRIu64 " from it, %" PRIu64
+		       " interrupts, %" PRIu64 " not taken by the TAP, %" PRIu64 " bad completions\n",
+		       relay.to_device, relay.from_device, relay.wakeups, relay.tap_drops, relay.errors);
+		if (relay.errors)
+			die("the device completed a queue's descriptors wrongly", (int)relay.errors);
+	}
 	/* the denominators: a message round trip to the server, the client's socket path, the copies */
 	bench_region_read(&cl, srv.pid, seconds, csv);
+	if (via_device) {
+		if (bench_posted_irq(&cl, srv.pid, g.qirq_fd, 1, seconds, csv))
+			die("a posted interrupt trigger was not signalled", 0);
+	}
 	loopback_rtt(csv);
 	for (size_t size = 4096; size <= MR_LEN; size *= 256) {
 		double us = bench_memcpy_us(size, seconds / 4);
@@ -484,7 +539,8 @@ int main(int argc, char **argv)
 		if (csv && us > 0)
 			fprintf(csv, "memcpy-%zu,%.0f,%.4f,\n", size, 1e6 / us, us);
 	}
-	close(http_fd);
+	if (http_fd >= 0)
+		close(http_fd);
 	rg_eq_close(&eq);
 	ionic_guest_teardown(&g);
 	vfc_close(&cl);
@@ -492,7 +548,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "s3-rdma-bench: the server did not exit cleanly\n");
 		return 1;
 	}
-	floor_run(tap, "after", csv);
+	if (!via_device)
+		floor_run(tap, "after", csv);
 	if (answer_len_seen && answer_len_seen != FLOOR_ANSWER_LEN)
 		printf("  (the server answered a GET 4 KiB with %zu bytes, the floor with %d)\n", answer_len_seen,
 		       FLOOR_ANSWER_LEN);

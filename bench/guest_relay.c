@@ -1,0 +1,267 @@
+/* The TAP relayed to the device's Ethernet queues as a guest's driver would (guest_relay.h). */
+#include "guest_relay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+
+#define TX_MASK (GUEST_RELAY_TX_DEPTH - 1)
+#define RX_MASK (GUEST_RELAY_RX_DEPTH - 1)
+#define BAR0 0
+#define QVEC 1                                    /* the queue pair's MSI-X vector */
+#define INTR_CTRL(i) (0x2000u + 32u * (i))       /* BAR0: ionic_intr_ctrl of vector i */
+#define INTR_CREDITS 8
+#define INTR_MASK_ON_ASSERT 12
+#define CRED_UNMASK 0x10000u
+
+/* A completion at ring address cq whose color bit says it is new. */
+static volatile uint8_t *cq_new(struct ionic_guest *g, uint64_t cq, uint32_t tail, uint8_t color)
+{
+	volatile uint8_t *c = guest_ptr(g, cq + tail * 16ull);
+
+	if (((c[15] & 0x80) != 0) != (color != 0))
+		return NULL;
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return c;
+}
+
+static void rx_post(struct ionic_guest *g, uint32_t idx)
+{
+	uint8_t *d = guest_ptr(g, GUEST_RX_RING + idx * 16ull);
+	uint16_t len = GUEST_BUF_SIZE;
+	uint64_t addr = GUEST_RELAY_RX_BUF + idx * (uint64_t)GUEST_BUF_SIZE;
+
+	memset(d, 0, 16);
+	memcpy(d + 6, &len, 2);
+	memcpy(d + 8, &addr, 8);
+}
+
+/* Received frames to the TAP, their buffers posted again; the completions taken. */
+static unsigned rx_pass(struct guest_relay *r)
+{
+	struct ionic_guest *g = r->g;
+	unsigned n = 0;
+	volatile uint8_t *c;
+
+	while ((c = cq_new(g, GUEST_RX_CQ, r->rx_cq_tail, r->rx_cq_color)) != NULL) {
+		uint16_t idx, len;
+
+		memcpy(&idx, (const void *)(c + 2), 2);
+		memcpy(&len, (const void *)(c + 12), 2);
+		if (idx != r->rx_cq_tail || len > GUEST_BUF_SIZE || c[0] != 0)
+			r->errors++;
+		else if (write(r->tap, guest_ptr(g, GUEST_RELAY_RX_BUF + idx * (uint64_t)GUEST_BUF_SIZE), len) !=
+			 (ssize_t)len)
+			r->tap_drops++;
+		else
+			r->from_device++;
+		if (++r->rx_cq_tail == GUEST_RELAY_RX_DEPTH) {
+			r->rx_cq_tail = 0;
+			r->rx_cq_color ^= 1;
+		}
+		rx_post(g, r->rx_tail);
+		r->rx_tail = (r->rx_tail + 1) & RX_MASK;
+		n++;
+	}
+	if (n)
+		ionic_guest_db(g, 0, r->rx_slot, r->rx_tail);
+	return n;
+}
+
+/* TX completions: each names the last descriptor of a burst the device has sent. */
+static unsigned tx_reap(struct guest_relay *r)
+{
+	struct ionic_guest *g = r->g;
+	unsigned n = 0;
+	volatile uint8_t *c;
+
+	while ((c = cq_new(g, GUEST_TX_CQ, r->tx_cq_tail, r->tx_cq_color)) != NULL) {
+		uint16_t idx;
+		uint32_t freed;
+
+		memcpy(&idx, (const void *)(c + 2), 2);
+		freed = ((uint32_t)idx + 1 - r->tx_cons) & TX_MASK;
+		if (c[0] != 0 || idx >= GUEST_RELAY_TX_DEPTH || freed > r->tx_used) {
+			r->errors++;
+			freed = freed > r->tx_used ? r->tx_used : freed;
+		}
+		r->tx_used -= freed;
+		r->tx_cons = (r->tx_cons + freed) & TX_MASK;
+		if (++r->tx_cq_tail == GUEST_RELAY_TX_DEPTH) {
+			r->tx_cq_tail = 0;
+			r->tx_cq_color ^= 1;
+		}
+		n++;
+	}
+	return n;
+}
+
+/* Frames the kernel wrote to the TAP into the TX ring, while it has room; one doorbell for them. */
+static unsigned tx_pass(struct guest_relay *r)
+{
+	struct ionic_guest *g = r->g;
+	unsigned n = 0;
+
+	while (r->tx_used < GUEST_RELAY_TX_DEPTH - 1) {
+		uint32_t idx = r->tx_head;
+		uint64_t addr = GUEST_RELAY_TX_BUF + idx * (uint64_t)GUEST_BUF_SIZE, cmd = addr << 12; /* CSUM_NONE */
+		uint8_t *d = guest_ptr(g, GUEST_TX_RING + idx * 16ull);
+		ssize_t len = read(r->tap, guest_ptr(g, addr), GUEST_BUF_SIZE);
+		uint16_t l;
+
+		if (len <= 0)
+			break;
+		l = (uint16_t)len;
+		memset(d, 0, 16);
+		memcpy(d, &cmd, 8);
+		memcpy(d + 8, &l, 2);
+		r->tx_head = (idx + 1) & TX_MASK;
+		r->tx_used++;
+		r->to_device++;
+		n++;
+	}
+	if (n)
+		ionic_guest_db(g, 0, r->tx_slot, r->tx_head);
+	return n;
+}
+
+static void *relay_main(void *arg)
+{
+	struct guest_relay *r = arg;
+	struct ionic_guest *g = r->g;
+	uint32_t credits = 0;
+
+	for (;;) {
+		unsigned rx = rx_pass(r), comps = tx_reap(r), tx = tx_pass(r);
+		struct pollfd p[3] = { { .fd = r->tap, .events = POLLIN },
+				       { .fd = g->qirq_fd, .events = POLLIN },
+				       { .fd = r->stop, .events = POLLIN } };
+		uint64_t v;
+
+		credits += rx + comps;
+		if (rx || comps || tx)
+			continue;
+		/* Nothing more: the credits back and the vector unmasked (NAPI's completion), then sleep. */
+		vfc_write32(g->c, BAR0, INTR_CTRL(QVEC) + INTR_CREDITS, credits | CRED_UNMASK, true);
+		credits = 0;
+		if (r->tx_used == GUEST_RELAY_TX_DEPTH - 1)
+			p[0].events = 0; /* the ring is full: wait for its completion, not for the TAP */
+		if (poll(p, 3, 1000) < 0 && errno != EINTR)
+			break;
+		if (p[2].revents)
+			break;
+		if (p[1].revents && read(g->qirq_fd, &v, sizeof(v)) == sizeof(v))
+			r->wakeups++;
+	}
+	return NULL;
+}
+
+/* Q_INIT of a queue with interrupts on the queue pair's vector; its doorbell word into *slot. The status. */
+static int q_init(struct ionic_guest *g, uint8_t type, uint8_t ver, uint8_t depth_log2, uint64_t ring, uint64_t cq,
+		  uint64_t sg, uint8_t *slot)
+{
+	uint8_t cmd[64] = { 40 }, comp[16];                   /* IONIC_CMD_Q_INIT */
+	uint16_t flags = 0x1 | 0x4, intr = QVEC;              /* IRQ | SG, enabled later */
+	int st;
+
+	cmd[4] = type;
+	cmd[5] = ver;
+	memcpy(cmd + 14, &intr, 2);
+	memcpy(cmd + 16, &flags, 2);
+	cmd[19] = depth_log2;
+	memcpy(cmd + 20, &ring, 8);
+	memcpy(cmd + 28, &cq, 8);
+	memcpy(cmd + 36, &sg, 8);
+	st = ionic_guest_aq_cmd(g, cmd, comp);
+	*slot = comp[8];                                      /* ionic_q_init_comp.hw_type */
+	return st;
+}
+
+static int q_enable(struct ionic_guest *g, uint8_t type)
+{
+	uint8_t cmd[64] = { 41, type }, comp[16];             /* IONIC_CMD_Q_CONTROL: enable */
+
+	cmd[8] = 1;
+	return ionic_guest_aq_cmd(g, cmd, comp);
+}
+
+/* The queue pair as the driver opens it: vector, TX, RX, receive mode, RX filled and rung, enabled. */
+static int queues_up(struct guest_relay *r)
+{
+	struct ionic_guest *g = r->g;
+	struct vfu_irq_set s = { .argsz = sizeof(s), .flags = VFU_IRQ_SET_DATA_EVENTFD | VFU_IRQ_SET_ACTION_TRIGGER,
+				 .index = VFU_PCI_MSIX_IRQ, .start = QVEC, .count = 1 };
+	uint8_t rep[16], cmd[64] = { 30 }, comp[16];          /* IONIC_CMD_RX_MODE_SET */
+	uint16_t mode = 0x1f;                                 /* unicast, multicast, broadcast, promisc, allmulti */
+	size_t rlen;
+	uint32_t err;
+
+	g->qirq_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (g->qirq_fd < 0 ||
+	    vfc_call(g->c, VFU_CMD_DEVICE_SET_IRQS, &s, sizeof(s), &g->qirq_fd, 1, rep, sizeof(rep), &rlen, &err) || err)
+		return -1;
+	if (q_init(g, 3, 1, 6, GUEST_TX_RING, GUEST_TX_CQ, GUEST_TX_SG, &r->tx_slot) ||
+	    q_init(g, 2, 0, 8, GUEST_RX_RING, GUEST_RX_CQ, GUEST_RX_SG, &r->rx_slot))
+		return -1;
+	memcpy(cmd + 4, &mode, 2);
+	if (ionic_guest_aq_cmd(g, cmd, comp))
+		return -1;
+	for (uint32_t i = 0; i < GUEST_RELAY_RX_DEPTH - 1; i++)
+		rx_post(g, i);
+	r->rx_tail = GUEST_RELAY_RX_DEPTH - 1;
+	ionic_guest_db(g, 0, r->rx_slot, r->rx_tail);
+	/* As the driver sets its queue vectors: masked when they fire, until NAPI unmasks them. */
+	vfc_write32(g->c, BAR0, INTR_CTRL(QVEC) + INTR_MASK_ON_ASSERT, 1, false);
+	return q_enable(g, 2) || q_enable(g, 3) ? -1 : 0;
+}
+
+int guest_relay_start(struct guest_relay *r, struct ionic_guest *g, const char *tap)
+{
+	struct ifreq ifr = { .ifr_flags = IFF_TAP | IFF_NO_PI };
+
+	memset(r, 0, sizeof(*r));
+	r->g = g;
+	r->tx_cq_color = r->rx_cq_color = 1;
+	r->tap = r->stop = -1;
+	if (queues_up(r))
+		return -1;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", tap);
+	r->tap = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	/* No vnet header, so no offload either: the kernel hands over whole frames of the MTU. */
+	if (r->tap < 0 || ioctl(r->tap, TUNSETIFF, &ifr) < 0 || ioctl(r->tap, TUNSETOFFLOAD, 0UL) < 0) {
+		fprintf(stderr, "guest relay: %s: %s\n", tap, strerror(errno));
+		goto fail;
+	}
+	if ((r->stop = eventfd(0, EFD_CLOEXEC)) < 0 || pthread_create(&r->th, NULL, relay_main, r) != 0)
+		goto fail;
+	return 0;
+fail:
+	if (r->tap >= 0)
+		close(r->tap);
+	if (r->stop >= 0)
+		close(r->stop);
+	r->tap = r->stop = -1;
+	return -1;
+}
+
+void guest_relay_stop(struct guest_relay *r)
+{
+	uint64_t one = 1;
+
+	if (r->stop < 0)
+		return;
+	if (write(r->stop, &one, sizeof(one)) == sizeof(one))
+		pthread_join(r->th, NULL);
+	close(r->stop);
+	close(r->tap);
+	r->stop = r->tap = -1;
+}
