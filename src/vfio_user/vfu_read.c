@@ -173,6 +173,7 @@ static int fill_rx(struct vfu_in *c, const char **why)
 		return -1;
 	}
 	c->rx_len += (size_t)n;
+	c->drained = (size_t)n < room && msg.msg_controllen == 0;
 	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
 		size_t owner, k;
 		int *fds;
@@ -271,6 +272,11 @@ int vfu_read_next(struct vfu_in *c, const char **why)
 					return 1;
 				continue; /* the direct read above */
 			}
+		}
+		if (c->drained) {
+			/* the last read emptied the socket: epoll says when more is there */
+			c->drained = false;
+			return 0;
 		}
 		rc = fill_rx(c, why);
 		if (rc <= 0)

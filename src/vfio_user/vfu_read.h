@@ -10,6 +10,11 @@
  * carried descriptors, and a client's sendmsg of a message begins a segment,
  * so the descriptors of one read belong to the message holding its last
  * byte; while they wait for it, no byte past that message is read.
+ *
+ * A read that came back short with no descriptors found the socket empty,
+ * so once its messages are taken the next call reports "more must come"
+ * without the recvmsg that would only say EAGAIN: the loop's level-triggered
+ * epoll wakes the caller for whatever arrived since.
  */
 #ifndef ERNIC_VFIO_USER_VFU_READ_H
 #define ERNIC_VFIO_USER_VFU_READ_H
@@ -35,6 +40,7 @@ struct vfu_in {
 	/* read ahead: rx[rx_off, rx_len) received and not taken, from a message boundary */
 	uint8_t *rx;
 	size_t rx_off, rx_len;
+	bool drained;      /* the last recvmsg came back short, with no descriptors */
 	/* descriptors waiting for the message starting at rx[pend_at] */
 	int pend[VFU_MAX_MSG_FDS];
 	unsigned npend;
