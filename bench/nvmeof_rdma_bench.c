@@ -258,6 +258,7 @@ int main(int argc, char **argv)
 		die("cannot start the server", 0);
 	if (vfc_open(&cl, srv.sock, 20000))
 		die("cannot connect to the server", 0);
+	ionic_guest_seal_memory(true); /* guest RAM as QEMU's memfd backend gives it (the server copies unguarded) */
 	if ((rc = nvmf_host_setup(&host, &cl, &hc)) != 0)
 		die("host set-up", rc);
 	if ((rc = nvmf_host_connect(&host, 0, 40, 0, 32, 0)) != 0)

@@ -13,8 +13,10 @@ echo "== NVMe-oF controller, capsules through fake DMA ops (bench/results/nvmeof
 build-bench/nvmeof-bench "${NVMEOF_BENCH_SECONDS:-1}" bench/results/nvmeof.csv
 echo "== NVMe-oF 4 KiB reads through the device over vfio-user, as nvme-rdma drives it (bench/results/nvmeof-rdma.csv)"
 build-bench/nvmeof-rdma-bench build-bench/rocm-ernic "${NVMEOF_BENCH_SECONDS:-1}" bench/results/nvmeof-rdma.csv
-echo "== S3 GET and PUT by RDMA through the device over vfio-user, HTTP over a TAP (bench/results/s3-rdma.csv)"
-bench/s3_rdma_bench.sh build-bench/rocm-ernic build-bench/s3-rdma-bench "${S3_RDMA_BENCH_SECONDS:-2}" bench/results/s3-rdma.csv
+echo "== S3 GET and PUT by RDMA through the device over vfio-user, HTTP through the device's Ethernet queues: the client a guest (bench/results/s3-rdma-device.csv)"
+S3_RDMA_BENCH_VIA=device bench/s3_rdma_bench.sh build-bench/rocm-ernic build-bench/s3-rdma-bench "${S3_RDMA_BENCH_SECONDS:-2}" bench/results/s3-rdma-device.csv
+echo "== the same, HTTP through a TAP the server owns: the client another host (bench/results/s3-rdma.csv)"
+S3_RDMA_BENCH_VIA=tap bench/s3_rdma_bench.sh build-bench/rocm-ernic build-bench/s3-rdma-bench "${S3_RDMA_BENCH_SECONDS:-2}" bench/results/s3-rdma.csv
 echo "== RDMA engine over vfio-user, two RC QPs on the loopback fabric (bench/results/rdma.csv)"
 build-bench/rdma-bench build-bench/rocm-ernic "${RDMA_BENCH_SECONDS:-1}" bench/results/rdma.csv
 echo "== S3 endpoint over a TAP, 64 MiB (bench/results/tap.csv)"

@@ -481,6 +481,7 @@ int main(int argc, char **argv)
 	if (vfc_open(&cl, srv.sock, 20000))
 		die("cannot connect to the server", 0);
 	eq.irq_fd = -1;
+	ionic_guest_seal_memory(true); /* guest RAM as QEMU's memfd backend gives it (the server copies unguarded) */
 	if (ionic_guest_setup(&g, &cl))
 		die("device set-up", 0);
 	if ((rc = rg_probe(&g, &eq, &acq, &aq, 8, 4)) != 0)
