@@ -35,6 +35,13 @@ struct s3_conn {
 	bool waiting;            /* c->op's request is complete, its transfer is not: input and its response wait */
 	bool wait_keep;          /* that request's keep-alive */
 	struct seg *head, *tail;
+	/*
+	 * Where the last peek ended: segment cur begins cur_off bytes after the first unsent-or-
+	 * unacknowledged byte (head's p). The stack peeks at growing offsets while the client's
+	 * ACKs lag, and a walk from the head each time grew with every response in flight.
+	 */
+	const struct seg *cur;
+	uint64_t cur_off;
 	struct seg *spare;       /* released segments, SEG_SPARES at most: a response costs no allocation */
 	unsigned nspare;
 	unsigned responses;      /* responses queued, not fully sent */
@@ -332,6 +339,8 @@ size_t s3_conn_output(struct s3_conn *c, const uint8_t **data)
 		c->head = s->next;
 		if (c->head == NULL)
 			c->tail = NULL;
+		if (c->cur == s)
+			c->cur = NULL;
 		if (!s->own && !s->blob && c->responses)
 			c->responses--;
 		seg_release(c, s);
@@ -348,13 +357,23 @@ size_t s3_conn_output_peek(struct s3_conn *c, uint64_t off, const uint8_t **data
 {
 	const uint8_t *dummy;
 
+	const struct seg *s;
+	uint64_t base = 0;
+
 	s3_conn_output(c, &dummy); /* drop finished markers at the front */
-	for (const struct seg *s = c->head; s; s = s->next) {
-		if (off < s->len) {
-			*data = s->p + off;
-			return s->len - (size_t)off;
+	s = c->head;
+	if (c->cur && off >= c->cur_off) {
+		s = c->cur;
+		base = c->cur_off;
+	}
+	for (; s; s = s->next) {
+		if (off - base < s->len) {
+			c->cur = s;
+			c->cur_off = base;
+			*data = s->p + (off - base);
+			return s->len - (size_t)(off - base);
 		}
-		off -= s->len;
+		base += s->len;
 	}
 	*data = NULL;
 	return 0;
@@ -368,6 +387,8 @@ void s3_conn_output_done(struct s3_conn *c, size_t n)
 
 		s->p += k;
 		s->len -= k;
+		if (c->cur && c->cur != s)
+			c->cur_off -= k; /* the bytes before it, fewer by what was taken from the head */
 		c->pending -= k;
 		if (s->own)
 			c->owned -= k;

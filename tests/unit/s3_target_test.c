@@ -1177,6 +1177,88 @@ static void at_expect(const struct at_obj *o, const char *when)
 	free_resp(&r);
 }
 
+/*
+ * The TCP stack reads queued output by offset from the first unacknowledged byte
+ * (s3_conn_output_peek), sends on at growing offsets while ACKs lag, resends from
+ * lower ones, and drops what was acknowledged (s3_conn_output_done). The peek
+ * remembers where it ended; whatever the order, every offset must give the bytes
+ * the stream has there: eight pipelined GETs' answers, read in random steps with
+ * random resends and ACKs, are the same bytes at every reading and parse as the
+ * eight answers with the object's bytes.
+ */
+static void test_output_peek_offsets(void **state)
+{
+	enum { NREQ = 8, OBJ = 3000, CAP = 64 << 10 };
+	uint8_t *obj = pattern(OBJ, 77), *seen = calloc(1, CAP), *known = calloc(1, CAP);
+	uint32_t rng = 0x9e3779b9u;
+	uint64_t una = 0, nxt = 0;
+	struct s3_conn *c = s3_conn_new(st);
+	struct resp r = put_bytes("/ernic/peek", obj, OBJ, NULL);
+	size_t pos = 0;
+
+	(void)state;
+	assert_int_equal(r.status, 200);
+	free_resp(&r);
+	for (int i = 0; i < NREQ; i++) {
+		static const char req[] = "GET /ernic/peek HTTP/1.1\r\nHost: s3\r\n\r\n";
+
+		assert_int_equal(s3_conn_input(c, (const uint8_t *)req, sizeof(req) - 1), sizeof(req) - 1);
+	}
+	for (int steps = 0; steps < 100000; steps++) {
+		uint32_t what = xorshift32(&rng) % 8;
+		uint64_t off = nxt - una; /* send on */
+		const uint8_t *p;
+		size_t k, lim;
+
+		if (what == 0 && nxt > una)
+			off = xorshift32(&rng) % (nxt - una); /* a resend from earlier */
+		if (what == 1 && nxt > una) {
+			k = 1 + xorshift32(&rng) % (nxt - una); /* an ACK: of some, or (often) of all that was sent */
+			if (xorshift32(&rng) & 1)
+				k = nxt - una;
+			s3_conn_output_done(c, k);
+			una += k;
+			continue;
+		}
+		k = s3_conn_output_peek(c, off, &p);
+		if (k == 0) {
+			if (una == nxt && off == 0)
+				break; /* everything sent and acknowledged */
+			assert_true(off == nxt - una); /* nothing past the end */
+			continue;
+		}
+		lim = 1 + xorshift32(&rng) % 1448; /* a segment's worth at most */
+		if (k > lim)
+			k = lim;
+		assert_true(una + off + k <= CAP);
+		for (size_t i = 0; i < k; i++) {
+			uint64_t at = una + off + i;
+
+			if (known[at] && seen[at] != p[i])
+				fail_msg("byte %llu read as %02x, earlier as %02x", (unsigned long long)at, p[i], seen[at]);
+			seen[at] = p[i];
+			known[at] = 1;
+		}
+		if (una + off + k > nxt)
+			nxt = una + off + k;
+	}
+	assert_true(una == nxt && nxt > 0);
+	for (int i = 0; i < NREQ; i++) {
+		assert_true(parse_resp(seen, (size_t)nxt, &pos, &r));
+		assert_int_equal(r.status, 200);
+		assert_int_equal(r.body_len, OBJ);
+		assert_true(pos + OBJ <= nxt);
+		assert_memory_equal(seen + pos, obj, OBJ);
+		pos += OBJ;
+		free_resp(&r);
+	}
+	assert_int_equal(pos, (size_t)nxt);
+	s3_conn_free(c);
+	free(obj);
+	free(seen);
+	free(known);
+}
+
 /* A GET whose response is taken only in part for now; the rest stays queued. */
 struct at_reader {
 	struct s3_conn *c;
@@ -1484,6 +1566,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_multipart_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_put_atomic_every_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output_peek_offsets, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("s3-target-unit", tests, NULL, NULL);
