@@ -297,6 +297,8 @@ int main(int argc, char **argv)
 	}
 	/* the denominators: a message round trip, and the copy */
 	bench_region_read(&cl, srv.pid, seconds, csv);
+	if (host.eq.irq_fd >= 0 && bench_posted_irq(&cl, srv.pid, host.eq.irq_fd, host.eq.intr, seconds, csv))
+		die("a posted interrupt trigger was not signalled", 0);
 	{
 		double us = bench_memcpy_us(BS, seconds);
 

@@ -356,6 +356,8 @@ int main(int argc, char **argv)
 	}
 	/* the denominator for the vfio-user interface: one message's round trip to a quiet server */
 	bench_region_read(&nodes[0].c, nodes[0].srv.pid, 0.3, NULL);
+	if (nodes[0].eq.irq_fd >= 0)
+		bench_posted_irq(&nodes[0].c, nodes[0].srv.pid, nodes[0].eq.irq_fd, nodes[0].eq.intr, 0.3, NULL);
 	for (unsigned i = 0; i < n; i++) {
 		ionic_guest_teardown(&nodes[i].g);
 		vfc_close(&nodes[i].c);
