@@ -356,7 +356,6 @@ size_t s3_conn_output(struct s3_conn *c, const uint8_t **data)
 size_t s3_conn_output_peek(struct s3_conn *c, uint64_t off, const uint8_t **data)
 {
 	const uint8_t *dummy;
-
 	const struct seg *s;
 	uint64_t base = 0;
 

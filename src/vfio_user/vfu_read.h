@@ -54,6 +54,11 @@ int vfu_in_init(struct vfu_in *in, int fd);
 void vfu_in_free(struct vfu_in *in);
 /* The next message into hdr, buf, fds: 1 when it is whole, 0 when more must come, -1 to drop (why set). */
 int vfu_read_next(struct vfu_in *in, const char **why);
+/* The loop says the socket is readable: the next call that needs bytes reads it, however the last read ended. */
+static inline void vfu_read_woken(struct vfu_in *in)
+{
+	in->drained = false;
+}
 /* A whole message is already read ahead (nothing on the socket would wake the caller for it). */
 bool vfu_read_pending(const struct vfu_in *in);
 /* Done with the current message: its descriptors closed, its buffer freed. */

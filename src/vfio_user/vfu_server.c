@@ -694,6 +694,7 @@ static void on_client(void *arg, uint32_t events)
 	struct vfu_conn *c = srv->conn;
 	const char *why = "hang-up";
 
+	vfu_read_woken(&c->in);
 	/* Messages already read ahead are all handled: nothing would wake the loop for them. */
 	for (int i = 0; i < MSGS_PER_WAKEUP || vfu_read_pending(&c->in); i++) {
 		int rc = vfu_read_next(&c->in, &why);
