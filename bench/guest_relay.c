@@ -36,13 +36,7 @@ static volatile uint8_t *cq_new(struct ionic_guest *g, uint64_t cq, uint32_t tai
 
 static void rx_post(struct ionic_guest *g, uint32_t idx)
 {
-	uint8_t *d = guest_ptr(g, GUEST_RX_RING + idx * 16ull);
-	uint16_t len = GUEST_BUF_SIZE;
-	uint64_t addr = GUEST_RELAY_RX_BUF + idx * (uint64_t)GUEST_BUF_SIZE;
-
-	memset(d, 0, 16);
-	memcpy(d + 6, &len, 2);
-	memcpy(d + 8, &addr, 8);
+	ionic_guest_rx_post(g, idx, GUEST_RELAY_RX_BUF + idx * (uint64_t)GUEST_BUF_SIZE);
 }
 
 /* Received frames to the TAP, their buffers posted again; the completions taken. */
@@ -165,55 +159,18 @@ static void *relay_main(void *arg)
 	return NULL;
 }
 
-/* Q_INIT of a queue with interrupts on the queue pair's vector; its doorbell word into *slot. The status. */
-static int q_init(struct ionic_guest *g, uint8_t type, uint8_t ver, uint8_t depth_log2, uint64_t ring, uint64_t cq,
-		  uint64_t sg, uint8_t *slot)
-{
-	uint8_t cmd[64] = { 40 }, comp[16];                   /* IONIC_CMD_Q_INIT */
-	uint16_t flags = 0x1 | 0x4, intr = QVEC;              /* IRQ | SG, enabled later */
-	int st;
-
-	cmd[4] = type;
-	cmd[5] = ver;
-	memcpy(cmd + 14, &intr, 2);
-	memcpy(cmd + 16, &flags, 2);
-	cmd[19] = depth_log2;
-	memcpy(cmd + 20, &ring, 8);
-	memcpy(cmd + 28, &cq, 8);
-	memcpy(cmd + 36, &sg, 8);
-	st = ionic_guest_aq_cmd(g, cmd, comp);
-	*slot = comp[8];                                      /* ionic_q_init_comp.hw_type */
-	return st;
-}
-
-static int q_enable(struct ionic_guest *g, uint8_t type)
-{
-	uint8_t cmd[64] = { 41, type }, comp[16];             /* IONIC_CMD_Q_CONTROL: enable */
-
-	cmd[8] = 1;
-	return ionic_guest_aq_cmd(g, cmd, comp);
-}
-
 /* The queue pair as the driver opens it: vector, TX, RX, receive mode, RX filled and rung, enabled. */
 static int queues_up(struct guest_relay *r)
 {
 	struct ionic_guest *g = r->g;
-	struct vfu_irq_set s = { .argsz = sizeof(s), .flags = VFU_IRQ_SET_DATA_EVENTFD | VFU_IRQ_SET_ACTION_TRIGGER,
-				 .index = VFU_PCI_MSIX_IRQ, .start = QVEC, .count = 1 };
-	uint8_t rep[16], cmd[64] = { 30 }, comp[16];          /* IONIC_CMD_RX_MODE_SET */
-	uint16_t mode = 0x1f;                                 /* unicast, multicast, broadcast, promisc, allmulti */
-	size_t rlen;
-	uint32_t err;
 
-	g->qirq_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (g->qirq_fd < 0 ||
-	    vfc_call(g->c, VFU_CMD_DEVICE_SET_IRQS, &s, sizeof(s), &g->qirq_fd, 1, rep, sizeof(rep), &rlen, &err) || err)
-		return -1;
-	if (q_init(g, 3, 1, 6, GUEST_TX_RING, GUEST_TX_CQ, GUEST_TX_SG, &r->tx_slot) ||
-	    q_init(g, 2, 0, 8, GUEST_RX_RING, GUEST_RX_CQ, GUEST_RX_SG, &r->rx_slot))
-		return -1;
-	memcpy(cmd + 4, &mode, 2);
-	if (ionic_guest_aq_cmd(g, cmd, comp))
+	const uint8_t tx_log2 = (uint8_t)__builtin_ctz(GUEST_RELAY_TX_DEPTH);
+	const uint8_t rx_log2 = (uint8_t)__builtin_ctz(GUEST_RELAY_RX_DEPTH);
+
+	if (ionic_guest_queue_irq(g) ||
+	    ionic_guest_q_init(g, 3, 1, tx_log2, GUEST_TX_RING, GUEST_TX_CQ, GUEST_TX_SG, &r->tx_slot) ||
+	    ionic_guest_q_init(g, 2, 0, rx_log2, GUEST_RX_RING, GUEST_RX_CQ, GUEST_RX_SG, &r->rx_slot) ||
+	    ionic_guest_rx_mode_all(g))
 		return -1;
 	for (uint32_t i = 0; i < GUEST_RELAY_RX_DEPTH - 1; i++)
 		rx_post(g, i);
@@ -221,7 +178,7 @@ static int queues_up(struct guest_relay *r)
 	ionic_guest_db(g, 0, r->rx_slot, r->rx_tail);
 	/* As the driver sets its queue vectors: masked when they fire, until NAPI unmasks them. */
 	vfc_write32(g->c, BAR0, INTR_CTRL(QVEC) + INTR_MASK_ON_ASSERT, 1, false);
-	return q_enable(g, 2) || q_enable(g, 3) ? -1 : 0;
+	return ionic_guest_q_enable(g, 2) || ionic_guest_q_enable(g, 3) ? -1 : 0;
 }
 
 int guest_relay_start(struct guest_relay *r, struct ionic_guest *g, const char *tap)

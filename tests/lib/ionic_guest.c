@@ -228,9 +228,8 @@ int ionic_guest_aq_cmd(struct ionic_guest *g, const void *cmd64, uint8_t comp[16
 	return -1;
 }
 
-/* Q_INIT; the doorbell word (hw_type) into *slot. The status. */
-static int q_init(struct ionic_guest *g, uint8_t type, uint8_t ver, uint64_t ring, uint64_t cq, uint64_t sg,
-		  uint8_t *slot)
+int ionic_guest_q_init(struct ionic_guest *g, uint8_t type, uint8_t ver, uint8_t depth_log2, uint64_t ring,
+		       uint64_t cq, uint64_t sg, uint8_t *slot)
 {
 	uint8_t cmd[64] = { 40 }, comp[16];
 	int st;
@@ -240,7 +239,7 @@ static int q_init(struct ionic_guest *g, uint8_t type, uint8_t ver, uint64_t rin
 	cmd[5] = ver;
 	memcpy(cmd + 14, &intr, 2);
 	memcpy(cmd + 16, &flags, 2);
-	cmd[19] = 4; /* 16 descriptors */
+	cmd[19] = depth_log2;
 	memcpy(cmd + 20, &ring, 8);
 	memcpy(cmd + 28, &cq, 8);
 	memcpy(cmd + 36, &sg, 8);
@@ -249,7 +248,7 @@ static int q_init(struct ionic_guest *g, uint8_t type, uint8_t ver, uint64_t rin
 	return st;
 }
 
-static int q_enable(struct ionic_guest *g, uint8_t type)
+int ionic_guest_q_enable(struct ionic_guest *g, uint8_t type)
 {
 	uint8_t cmd[64] = { 41, type }, comp[16];
 
@@ -257,44 +256,59 @@ static int q_enable(struct ionic_guest *g, uint8_t type)
 	return ionic_guest_aq_cmd(g, cmd, comp);
 }
 
-static void rx_post(struct ionic_guest *g, uint32_t idx)
+void ionic_guest_rx_post(struct ionic_guest *g, uint32_t idx, uint64_t buf)
 {
 	uint8_t *d = guest_ptr(g, GUEST_RX_RING + idx * 16ull);
 	uint16_t len = GUEST_BUF_SIZE;
-	uint64_t addr = GUEST_RX_BUF + idx * (uint64_t)GUEST_BUF_SIZE;
 
 	memset(d, 0, 16);
 	memcpy(d + 6, &len, 2);
-	memcpy(d + 8, &addr, 8);
+	memcpy(d + 8, &buf, 8);
+}
+
+int ionic_guest_rx_mode_all(struct ionic_guest *g)
+{
+	uint8_t cmd[64] = { 30 }, comp[16];
+	uint16_t mode = 0x1f;
+
+	memcpy(cmd + 4, &mode, 2);
+	return ionic_guest_aq_cmd(g, cmd, comp);
+}
+
+int ionic_guest_queue_irq(struct ionic_guest *g)
+{
+	struct vfu_irq_set s = { .argsz = sizeof(s), .flags = VFU_IRQ_SET_DATA_EVENTFD | VFU_IRQ_SET_ACTION_TRIGGER,
+				 .index = VFU_PCI_MSIX_IRQ, .start = 1, .count = 1 };
+	uint8_t rep[16];
+	size_t rlen;
+	uint32_t err;
+
+	g->qirq_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (g->qirq_fd < 0 ||
+	    vfc_call(g->c, VFU_CMD_DEVICE_SET_IRQS, &s, sizeof(s), &g->qirq_fd, 1, rep, sizeof(rep), &rlen, &err) || err)
+		return -1;
+	return 0;
 }
 
 int ionic_guest_queues_up(struct ionic_guest *g)
 {
-	struct vfu_irq_set s = { .argsz = sizeof(s), .flags = VFU_IRQ_SET_DATA_EVENTFD | VFU_IRQ_SET_ACTION_TRIGGER,
-				 .index = VFU_PCI_MSIX_IRQ, .start = 1, .count = 1 };
-	uint8_t rep[16], cmd[64] = { 30 }, comp[16];
-	size_t rlen;
-	uint32_t err;
-	uint16_t mode = 0x1f;
 	uint64_t db;
 
-	g->qirq_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	g->rx_cq_color = 1;
-	if (vfc_call(g->c, VFU_CMD_DEVICE_SET_IRQS, &s, sizeof(s), &g->qirq_fd, 1, rep, sizeof(rep), &rlen, &err) || err)
+	if (ionic_guest_queue_irq(g))
 		return -1;
-	if (q_init(g, 3, 1, GUEST_TX_RING, GUEST_TX_CQ, GUEST_TX_SG, &g->tx_slot) ||
-	    q_init(g, 2, 0, GUEST_RX_RING, GUEST_RX_CQ, GUEST_RX_SG, &g->rx_slot))
+	if (ionic_guest_q_init(g, 3, 1, 4, GUEST_TX_RING, GUEST_TX_CQ, GUEST_TX_SG, &g->tx_slot) ||
+	    ionic_guest_q_init(g, 2, 0, 4, GUEST_RX_RING, GUEST_RX_CQ, GUEST_RX_SG, &g->rx_slot))
 		return -1;
-	memcpy(cmd + 4, &mode, 2);
-	if (ionic_guest_aq_cmd(g, cmd, comp))
+	if (ionic_guest_rx_mode_all(g))
 		return -1;
 	/* Fill RX and ring it before enabling, as the driver does. */
 	for (uint32_t i = 0; i < GUEST_Q_DEPTH - 1; i++)
-		rx_post(g, i);
+		ionic_guest_rx_post(g, i, GUEST_RX_BUF + i * (uint64_t)GUEST_BUF_SIZE);
 	g->rx_tail = GUEST_Q_DEPTH - 1;
 	db = (uint64_t)g->rx_tail; /* qid 0 */
 	ionic_guest_db(g, 0, g->rx_slot, db);
-	if (q_enable(g, 2) || q_enable(g, 3))
+	if (ionic_guest_q_enable(g, 2) || ionic_guest_q_enable(g, 3))
 		return -1;
 	return 0;
 }
@@ -335,7 +349,7 @@ int ionic_guest_rx(struct ionic_guest *g, void *buf, size_t cap, int timeout_ms)
 				g->rx_cq_tail = 0;
 				g->rx_cq_color ^= 1;
 			}
-			rx_post(g, g->rx_tail);
+			ionic_guest_rx_post(g, g->rx_tail, GUEST_RX_BUF + g->rx_tail * (uint64_t)GUEST_BUF_SIZE);
 			g->rx_tail = (g->rx_tail + 1) % GUEST_Q_DEPTH;
 			db = g->rx_tail;
 			ionic_guest_db(g, 0, g->rx_slot, db);

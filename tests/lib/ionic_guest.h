@@ -101,6 +101,22 @@ int ionic_guest_aq_cmd(struct ionic_guest *g, const void *cmd64, uint8_t comp[16
 /* Q_INIT TX 0 and RX 0 (interrupt 1), receive everything, enable both, post all RX buffers. 0 or -1. */
 int ionic_guest_queues_up(struct ionic_guest *g);
 
+/* Its steps, for a driver with other ring depths or buffers: */
+/* An eventfd on MSI-X vector 1 (the queue pair's) into g->qirq_fd. 0 or -1. */
+int ionic_guest_queue_irq(struct ionic_guest *g);
+/*
+ * Q_INIT of queue type/ver on interrupt 1, 2^depth_log2 descriptors, not enabled; its doorbell word
+ * into *slot. The status.
+ */
+int ionic_guest_q_init(struct ionic_guest *g, uint8_t type, uint8_t ver, uint8_t depth_log2, uint64_t ring,
+		       uint64_t cq, uint64_t sg, uint8_t *slot);
+/* Q_CONTROL enable of queue 0 of type. The status. */
+int ionic_guest_q_enable(struct ionic_guest *g, uint8_t type);
+/* RX_MODE_SET: unicast, multicast, broadcast, promiscuous, all multicast. The status. */
+int ionic_guest_rx_mode_all(struct ionic_guest *g);
+/* RX descriptor idx (in the ring at GUEST_RX_RING) for a GUEST_BUF_SIZE buffer at bus address buf. */
+void ionic_guest_rx_post(struct ionic_guest *g, uint32_t idx, uint64_t buf);
+
 /* Transmit one frame from TX buffer memory (posted doorbell). */
 void ionic_guest_tx(struct ionic_guest *g, const void *frame, size_t len);
 
