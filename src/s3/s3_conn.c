@@ -13,7 +13,12 @@
 
 /* A piece of output: bytes we own, or a window into an object's data. */
 #define SEG_INLINE 512      /* a response head up to this size is kept in its segment */
-#define SEG_SPARES 8        /* segments kept for reuse per connection */
+/*
+ * Segments kept for reuse per connection: as many as the most responses let wait (a head, a body
+ * and a marker each), so that answering pipelined requests while the client's ACKs lag allocates
+ * nothing (at 8, a qd16 client had the ninth and later segments malloc'd and freed per answer).
+ */
+#define SEG_SPARES (3 * MAX_PENDING_RESPONSES)
 
 struct seg {
 	struct seg *next;
