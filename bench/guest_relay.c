@@ -13,15 +13,9 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-
 #define TX_MASK (GUEST_RELAY_TX_DEPTH - 1)
 #define RX_MASK (GUEST_RELAY_RX_DEPTH - 1)
-#define BAR0 0
-#define QVEC 1                                    /* the queue pair's MSI-X vector */
-#define INTR_CTRL(i) (0x2000u + 32u * (i))       /* BAR0: ionic_intr_ctrl of vector i */
-#define INTR_CREDITS 8
-#define INTR_MASK_ON_ASSERT 12
-#define CRED_UNMASK 0x10000u
+#define QVEC 1 /* the queue pair's MSI-X vector (ionic_guest_queue_irq) */
 
 /* A completion at ring address cq whose color bit says it is new. */
 static volatile uint8_t *cq_new(struct ionic_guest *g, uint64_t cq, uint32_t tail, uint8_t color)
@@ -114,6 +108,10 @@ static unsigned tx_pass(struct guest_relay *r)
 
 		if (len <= 0)
 			break;
+		if (len >= GUEST_BUF_SIZE) {
+			r->errors++; /* longer than the namespace's MTU allows: cut by the read, not sent */
+			continue;
+		}
 		l = (uint16_t)len;
 		memset(d, 0, 16);
 		memcpy(d, &cmd, 8);
@@ -145,7 +143,7 @@ static void *relay_main(void *arg)
 		if (rx || comps || tx)
 			continue;
 		/* Nothing more: the credits back and the vector unmasked (NAPI's completion), then sleep. */
-		vfc_write32(g->c, BAR0, INTR_CTRL(QVEC) + INTR_CREDITS, credits | CRED_UNMASK, true);
+		ionic_guest_intr_write(g, QVEC, GUEST_INTR_CREDITS, credits | GUEST_INTR_CRED_UNMASK, true);
 		credits = 0;
 		if (r->tx_used == GUEST_RELAY_TX_DEPTH - 1)
 			p[0].events = 0; /* the ring is full: wait for its completion, not for the TAP */
@@ -163,7 +161,6 @@ static void *relay_main(void *arg)
 static int queues_up(struct guest_relay *r)
 {
 	struct ionic_guest *g = r->g;
-
 	const uint8_t tx_log2 = (uint8_t)__builtin_ctz(GUEST_RELAY_TX_DEPTH);
 	const uint8_t rx_log2 = (uint8_t)__builtin_ctz(GUEST_RELAY_RX_DEPTH);
 
@@ -177,7 +174,7 @@ static int queues_up(struct guest_relay *r)
 	r->rx_tail = GUEST_RELAY_RX_DEPTH - 1;
 	ionic_guest_db(g, 0, r->rx_slot, r->rx_tail);
 	/* As the driver sets its queue vectors: masked when they fire, until NAPI unmasks them. */
-	vfc_write32(g->c, BAR0, INTR_CTRL(QVEC) + INTR_MASK_ON_ASSERT, 1, false);
+	ionic_guest_intr_write(g, QVEC, GUEST_INTR_MASK_ON_ASSERT, 1, false);
 	return ionic_guest_q_enable(g, 2) || ionic_guest_q_enable(g, 3) ? -1 : 0;
 }
 

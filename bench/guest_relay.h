@@ -44,7 +44,10 @@ struct guest_relay {
 	uint32_t tx_cq_tail, rx_tail, rx_cq_tail;
 	uint8_t tx_cq_color, rx_cq_color;
 	uint8_t tx_slot, rx_slot; /* the doorbell words Q_INIT named */
-	/* what the thread counted, read after guest_relay_stop() */
+	/*
+	 * What the thread counted, read after guest_relay_stop(). errors: completions with a bad
+	 * index, length or status, and frames from the TAP too long for a buffer (not sent).
+	 */
 	uint64_t to_device, from_device, wakeups, tap_drops, errors;
 };
 

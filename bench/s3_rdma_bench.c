@@ -521,10 +521,10 @@ int main(int argc, char **argv)
 		usleep(100000); /* the last ACK on its way */
 		guest_relay_stop(&relay);
 		printf("  the guest's queues: %" PRIu64 " frames to the device, %" PRIu64 " from it, %" PRIu64
-		       " interrupts, %" PRIu64 " not taken by the TAP, %" PRIu64 " bad completions\n",
+		       " interrupts, %" PRIu64 " not taken by the TAP, %" PRIu64 " errors\n",
 		       relay.to_device, relay.from_device, relay.wakeups, relay.tap_drops, relay.errors);
 		if (relay.errors)
-			die("the device completed a queue's descriptors wrongly", (int)relay.errors);
+			die("bad completions on the guest's queues, or frames too long for them", (int)relay.errors);
 	}
 	/* the denominators: a message round trip to the server, the client's socket path, the copies */
 	bench_region_read(&cl, srv.pid, seconds, csv);

@@ -209,9 +209,14 @@ bool ionic_guest_aq_comp(struct ionic_guest *g, uint8_t comp[16])
 	return true;
 }
 
+void ionic_guest_intr_write(struct ionic_guest *g, uint32_t vector, uint32_t off, uint32_t v, bool posted)
+{
+	vfc_write32(g->c, BAR0, INTR_CTRL + 32ull * vector + off, v, posted);
+}
+
 void ionic_guest_irq_rearm(struct ionic_guest *g, uint32_t credits)
 {
-	vfc_write32(g->c, BAR0, INTR_CTRL + 8, credits | 0x10000u, true);
+	ionic_guest_intr_write(g, 0, GUEST_INTR_CREDITS, credits | GUEST_INTR_CRED_UNMASK, true);
 }
 
 int ionic_guest_aq_cmd(struct ionic_guest *g, const void *cmd64, uint8_t comp[16])

@@ -123,8 +123,16 @@ void ionic_guest_tx(struct ionic_guest *g, const void *frame, size_t len);
 /* Wait up to timeout_ms for a received frame; copies it out, re-posts the buffer. Length or -1. */
 int ionic_guest_rx(struct ionic_guest *g, void *buf, size_t cap, int timeout_ms);
 
-/* Return interrupt credits and unmask, as the driver's NAPI poll does. */
+/* Return interrupt credits and unmask, as the driver's NAPI poll does (vector 0, posted). */
 void ionic_guest_irq_rearm(struct ionic_guest *g, uint32_t credits);
+
+/* Interrupt control in BAR0: 32 bytes per vector; the words' offsets in it. */
+#define GUEST_INTR_MASK           4
+#define GUEST_INTR_CREDITS        8   /* write: credits returned (low 16 bits), GUEST_INTR_CRED_UNMASK */
+#define GUEST_INTR_MASK_ON_ASSERT 12
+#define GUEST_INTR_CRED_UNMASK    0x10000u
+/* v into word off of vector's interrupt control, posted or waiting for the reply. */
+void ionic_guest_intr_write(struct ionic_guest *g, uint32_t vector, uint32_t off, uint32_t v, bool posted);
 
 static inline void *guest_ptr(struct ionic_guest *g, uint64_t iova)
 {

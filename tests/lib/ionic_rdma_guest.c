@@ -53,7 +53,7 @@ int rg_irq_eventfd(struct ionic_guest *g, uint32_t vector)
 
 void rg_intr_write(struct ionic_guest *g, uint32_t i, uint32_t off, uint32_t v)
 {
-	vfc_write32(g->c, BAR0, INTR_CTRL + 32ull * i + off, v, false);
+	ionic_guest_intr_write(g, i, off, v, false);
 }
 
 uint32_t rg_intr_read(struct ionic_guest *g, uint32_t i, uint32_t off)
