@@ -243,7 +243,7 @@ static inline uint32_t rg_cqe_imm(const uint8_t *cqe) { return rg_get_be32(cqe +
 static inline uint32_t rg_cqe_msn(const uint8_t *cqe) { return rg_get_be32(cqe + 4); }       /* SEND_MSN @4 */
 static inline uint64_t rg_cqe_npg_id(const uint8_t *cqe) { return rg_get_le64(cqe + 16); }   /* SEND_NPG @16 */
 
-/* rg_cq_poll after a round trip (every doorbell before it has been handled), retrying for up to 2 s. */
+/* rg_cq_poll after a round trip (every doorbell before it has been handled), retrying for up to 20 s. */
 bool rg_cq_next(struct ionic_guest *g, struct rg_cq *cq, uint8_t cqe[RG_CQE_SIZE]);
 
 /* A doorbell on BAR2 page `page`: index | ring << 16 | qid << 24 at 4096 * page + 8 * qtype. */
