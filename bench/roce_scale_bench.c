@@ -5,22 +5,31 @@
  * would (tests/lib/ionic_rdma_guest), and connects an RC QP of every server to one of every other
  * (all to all: N x (N - 1) QPs, path MTU 4096, header templates naming the peer's MAC and IPv4
  * address). Each QP first WRITEs a pattern of its own into its peer's memory, checked byte for
- * byte there; then for `seconds` every QP keeps K signaled RDMA WRITEs in flight toward its peer,
+ * byte there; then for `seconds` every QP keeps 4 (ROCE_SCALE_DEPTH: 1 to 32) signaled RDMA WRITEs
+ * in flight toward its peer,
  * reposted as they complete. A WRITE is 64 KiB, or ROCE_SCALE_LEN bytes (4096 to 65536, whole
  * 4 KiB packets).
  *
  * Reports, as one CSV line: N, WRITEs completed per second in all, GB/s in all, RoCEv2 frames per
  * second in all (a WRITE's packets and an ACK, 17 frames for 64 KiB and 2 for 4 KiB, at least:
  * what the requesters sent, from the servers' closing counters, is printed beside), the servers'
- * CPU (the mean share of a CPU, microseconds per frame sent or received), the WRITE's length, the
- * servers' CPU per WRITE, and memcpy of a WRITE's bytes. Beside them, printed: one vfio-user
- * message's round trip (REGION_READ) and the server's CPU for it, after the run.
+ * CPU (the mean share of a CPU; microseconds per frame, its sender's and its receiver's together),
+ * the WRITE's length, the servers' CPU per WRITE, memcpy of a WRITE's bytes, the frames sent or
+ * received per server-core second, and with ROCE_SCALE_ONEWAY=1 the requesters' and the
+ * responders' microseconds per frame (empty fields otherwise). Beside them, printed: one
+ * vfio-user message's round trip (REGION_READ) and the server's CPU for it, after the run.
  *
  * When a pass over the devices finds no completion, the driver arms the send CQs and sleeps on
  * the EQs' interrupt eventfds (as ionic_rdma's kernel users and perftest's --use_event do), so
  * the servers have the machine's cores. Environment: ROCE_SCALE_POLL=yield (or spin) polls
  * instead, with (without) a sched_yield() between passes; ROCE_SCALE_LOG=info lets the servers
  * log their closing statistics.
+ *
+ * A server's frames per second per core are the frames it sends or receives over its own CPU
+ * time: all to all, every server does both, and the figure is that of the servers together.
+ * ROCE_SCALE_ONEWAY=1 (N even) measures each side on its own: server 2k keeps its WRITEs in
+ * flight toward server 2k + 1 and nothing goes the other way but ACKs, so the even servers' CPU
+ * is the requester's cost per frame and the odd servers' the responder's.
  *
  * Usage: roce-scale-bench path/to/rocm-ernic N [seconds] [csv-file]
  */
@@ -55,7 +64,7 @@
 #define SRC      MR_BASE                               /* what every QP writes */
 #define TARGET(p) (MR_BASE + 0x10000ull * (1 + (p)))   /* where peer p's QP writes */
 #define WR_MAX   0x10000u                /* the longest WRITE, and the room for each peer's */
-#define K        4                       /* WRITEs in flight per QP */
+#define K_MAX    32                      /* WRITEs in flight per QP: ROCE_SCALE_DEPTH, 4 by default */
 
 struct node {
 	struct vfc_server srv;
@@ -68,6 +77,7 @@ struct node {
 	uint8_t mac[6];
 	uint32_t ip;
 	uint64_t wqe_id;
+	bool armed; /* the send CQ is armed and has not fired since: arming it again asks nothing new */
 };
 
 static struct node nodes[MAX_N];
@@ -76,6 +86,14 @@ static enum { WAIT_IRQ, WAIT_YIELD, WAIT_SPIN } idle_wait = WAIT_IRQ; /* ROCE_SC
 static uint64_t irq_waits, irq_events;
 static uint32_t wr_len = WR_MAX;         /* ROCE_SCALE_LEN: 4096 .. 65536, whole 4 KiB packets */
 static unsigned frames_per_write = WR_MAX / 4096 + 1; /* its packets and an ACK */
+static unsigned depth = 4;               /* ROCE_SCALE_DEPTH: WRITEs in flight per QP, 1 .. K_MAX */
+static bool oneway;                      /* ROCE_SCALE_ONEWAY=1: server 2k writes to 2k + 1 only */
+
+/* Does server i keep WRITEs in flight toward p in the timed run? */
+static bool writes_to(unsigned i, unsigned p)
+{
+	return oneway ? i % 2 == 0 && p == i + 1 : p != i;
+}
 
 static uint64_t server_ns(const struct node *x)
 {
@@ -193,9 +211,10 @@ static unsigned reap(unsigned i, unsigned freed[MAX_N])
 
 /*
  * Nothing completed on any device: sleep until one interrupts, as ionic_rdma's
- * kernel consumers and perftest's --use_event do. Every send CQ is armed (ring
- * 1; the device raises the EQ's vector at once if completions are already
- * waiting), then the EQs' eventfds are polled; the events are taken off each
+ * kernel consumers and perftest's --use_event do. Every send CQ not armed yet is
+ * armed (ring 1; the device raises the EQ's vector at once if completions are
+ * already waiting; an arm lasts until it fires, so a CQ with nothing to report
+ * is armed once), then the EQs' eventfds are polled; the events are taken off each
  * EQ that fired and its vector gets its credits back, unmasked.
  */
 static void wait_irq(void)
@@ -203,7 +222,9 @@ static void wait_irq(void)
 	struct pollfd pfd[MAX_N];
 
 	for (unsigned i = 0; i < n; i++) {
-		rg_cq_arm(&nodes[i].g, &nodes[i].scq, 1, (uint16_t)nodes[i].scq.cons);
+		if (!nodes[i].armed)
+			rg_cq_arm(&nodes[i].g, &nodes[i].scq, 1, (uint16_t)nodes[i].scq.cons);
+		nodes[i].armed = true;
 		pfd[i] = (struct pollfd){ .fd = nodes[i].eq.irq_fd, .events = POLLIN };
 	}
 	irq_waits++;
@@ -217,6 +238,8 @@ static void wait_irq(void)
 			continue;
 		while (rg_eq_poll(&nodes[i].g, &nodes[i].eq, &evt))
 			got++;
+		if (got)
+			nodes[i].armed = false; /* the arm fired: one shot */
 		irq_events += got;
 		rg_eq_rearm(&nodes[i].g, &nodes[i].eq, got);
 	}
@@ -226,7 +249,7 @@ int main(int argc, char **argv)
 {
 	const char *bin = argc > 1 ? argv[1] : NULL;
 	double seconds = argc > 3 && argv[3][0] ? atof(argv[3]) : 3.0, t0, t;
-	uint64_t writes = 0, ns0[MAX_N], cpu_ns = 0;
+	uint64_t writes = 0, ns0[MAX_N], cpu_ns = 0, side_ns[2] = { 0, 0 };
 	FILE *csv = NULL;
 
 	n = argc > 2 ? (unsigned)atoi(argv[2]) : 0;
@@ -241,10 +264,22 @@ int main(int argc, char **argv)
 		wr_len = (uint32_t)v;
 		frames_per_write = wr_len / 4096 + 1;
 	}
+	if (getenv("ROCE_SCALE_DEPTH") != NULL) {
+		char *end;
+		unsigned long v = strtoul(getenv("ROCE_SCALE_DEPTH"), &end, 0);
+
+		if (*end != '\0' || v < 1 || v > K_MAX) {
+			fprintf(stderr, "roce-scale-bench: ROCE_SCALE_DEPTH is 1 to %d WRITEs in flight per QP\n", K_MAX);
+			return 2;
+		}
+		depth = (unsigned)v;
+	}
+	oneway = getenv("ROCE_SCALE_ONEWAY") != NULL && strcmp(getenv("ROCE_SCALE_ONEWAY"), "1") == 0;
 	if (getenv("ROCE_SCALE_POLL") != NULL)
 		idle_wait = strcmp(getenv("ROCE_SCALE_POLL"), "spin") == 0 ? WAIT_SPIN : WAIT_YIELD;
-	if (bin == NULL || n < 2 || n > MAX_N || seconds <= 0) {
-		fprintf(stderr, "usage: %s path/to/rocm-ernic N(2..%d) [seconds] [csv-file]\n", argv[0], MAX_N);
+	if (bin == NULL || n < 2 || n > MAX_N || seconds <= 0 || (oneway && n % 2)) {
+		fprintf(stderr, "usage: %s path/to/rocm-ernic N(2..%d; even with ROCE_SCALE_ONEWAY=1) [seconds] [csv-file]\n",
+			argv[0], MAX_N);
 		return 2;
 	}
 	ionic_guest_seal_memory(true);
@@ -280,13 +315,13 @@ int main(int argc, char **argv)
 					die("a WRITE landed wrong bytes", i, (int)p);
 		}
 	}
-	/* K WRITEs in flight on every QP, reposted as they complete. */
+	/* depth WRITEs in flight on every QP, reposted as they complete. */
 	for (unsigned i = 0; i < n; i++) {
 		ns0[i] = server_ns(&nodes[i]);
 		for (unsigned p = 0; p < n; p++) {
-			if (p == i)
+			if (!writes_to(i, p))
 				continue;
-			for (unsigned k = 0; k < K; k++)
+			for (unsigned k = 0; k < depth; k++)
 				post_write(i, p);
 			rg_sq_ring(&nodes[i].g, &nodes[i].qp[p]);
 		}
@@ -321,25 +356,43 @@ int main(int argc, char **argv)
 			sched_yield();
 		t = bench_now_s();
 	} while (t - t0 < seconds);
-	for (unsigned i = 0; i < n; i++)
-		cpu_ns += server_ns(&nodes[i]) - ns0[i];
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t d = server_ns(&nodes[i]) - ns0[i];
+
+		cpu_ns += d;
+		side_ns[i % 2] += d;
+	}
 	if (writes == 0)
 		die("no WRITE completed", 0, 0);
 	{
 		double wps = (double)writes / (t - t0), fps = wps * frames_per_write;
 		double per_write = (double)cpu_ns / 1e3 / (double)writes, mc = bench_memcpy_us(wr_len, 0.2);
+		double frames = (double)writes * frames_per_write;
+		/* every frame is sent by one server and received by another: twice handled */
+		double per_core = cpu_ns ? 2 * frames / ((double)cpu_ns / 1e9) : 0;
+		double req_us = side_ns[0] / 1e3 / frames, resp_us = side_ns[1] / 1e3 / frames;
+		char sides[64] = ",,";
 
-		printf("N=%u: %u QPs of %u-byte WRITEs, %.0f WRITEs/s, %.2f GB/s, %.0f frames/s; servers' CPU %.1f%% each on "
-		       "average, %.3f us per frame, %.2f us per WRITE (memcpy of its bytes %.2f us)\n", n, n * (n - 1),
+		printf("N=%u: %u QPs writing %u-byte WRITEs, %.0f WRITEs/s, %.2f GB/s, %.0f frames/s; servers' CPU %.1f%% each on "
+		       "average, %.3f us per frame, %.2f us per WRITE (memcpy of its bytes %.2f us)\n", n,
+		       oneway ? n / 2 : n * (n - 1),
 		       wr_len, wps, wps * wr_len / 1e9, fps, (double)cpu_ns / 1e9 / (t - t0) / n * 100,
 		       per_write / frames_per_write, per_write, mc);
+		printf("N=%u: %.0f frames sent or received per server-core second (%.3f us of a server's CPU per frame "
+		       "it handles)\n", n, per_core, per_core > 0 ? 1e6 / per_core : 0);
+		if (oneway) {
+			printf("N=%u, one way: requesters %.3f us per frame (%.0f per core second), responders %.3f us "
+			       "(%.0f per core second)\n", n, req_us, req_us > 0 ? 1e6 / req_us : 0, resp_us,
+			       resp_us > 0 ? 1e6 / resp_us : 0);
+			snprintf(sides, sizeof(sides), ",%.3f,%.3f", req_us, resp_us);
+		}
 		printf("N=%u: the driver waited %s; %" PRIu64 " waits, %" PRIu64 " events\n", n,
 		       idle_wait == WAIT_IRQ ? "for interrupts" : idle_wait == WAIT_YIELD ? "polling, yielding" : "spinning",
 		       irq_waits, irq_events);
 		if (argc > 4 && argv[4][0] && (csv = fopen(argv[4], "a")) != NULL) {
-			fprintf(csv, "%u,%.0f,%.3f,%.0f,%.1f,%.3f,%u,%.3f,%.3f\n", n, wps, wps * wr_len / 1e9, fps,
+			fprintf(csv, "%u,%.0f,%.3f,%.0f,%.1f,%.3f,%u,%.3f,%.3f,%.0f%s\n", n, wps, wps * wr_len / 1e9, fps,
 				(double)cpu_ns / 1e9 / (t - t0) / n * 100, per_write / frames_per_write, wr_len, per_write,
-				mc);
+				mc, per_core, sides);
 			fclose(csv);
 		}
 	}

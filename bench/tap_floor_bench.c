@@ -16,9 +16,16 @@
  * in user space.
  *
  * Prints the CPU time (user and kernel, getrusage) per frame, a WRITE's packets and its ACK as the
- * scale benchmark counts them, and appends it to the CSV given.
+ * scale benchmark counts them, and appends it to the CSV given, followed by the requester's share
+ * (its writes of the WRITE's packets, its reads of the ACK) and the responder's (the reads and the
+ * ACK's write): the CPU split by the time spent in each side's calls (the loop never sleeps when
+ * no frame is lost, so time in a call is CPU in it).
  *
- * Usage: tap-floor-bench [seconds] [csv-file] [write-bytes: 4096 .. 65536, whole 4 KiB packets]
+ * With a depth (fourth argument, 1 to 64), the floor is pipelined instead, on two threads (see
+ * pipelined() below): the cost of each side on a core of its own, as one-way traffic between two
+ * servers has it.
+ *
+ * Usage: tap-floor-bench [seconds] [csv-file] [write-bytes: 4096 .. 65536, whole 4 KiB packets] [depth]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +33,9 @@
 #include <linux/virtio_net.h>
 #include <net/if.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +43,7 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench_clock.h"
@@ -53,8 +64,9 @@
 #define IN_FLIGHT 4                      /* one-packet WRITEs merged, as the benchmark keeps them in flight */
 
 static const uint8_t MAC_A[6] = { 0x02, 0, 0, 0, 0x01, 0x00 }, MAC_B[6] = { 0x02, 0, 0, 0, 0x01, 0x01 };
-static uint8_t buf[HDRS + MERGED * MIDDLE], in[70000];
-static uint64_t waits; /* reads that found nothing yet (the bridge's softirq had not run) */
+/* per thread: the two sides of the pipelined floor each build and read frames of their own */
+static _Thread_local uint8_t buf[HDRS + MERGED * MIDDLE], in[70000];
+static _Thread_local uint64_t waits; /* reads that found nothing yet (the bridge's softirq had not run) */
 
 static void put16(uint8_t *p, unsigned v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
 
@@ -104,7 +116,7 @@ static void headers(uint8_t *f, const uint8_t *from, const uint8_t *to, size_t u
 /* One frame (n > 1: a UDP super-frame of n datagrams of udp_payload bytes) out of fd. */
 static void send_frame(int fd, const uint8_t *from, const uint8_t *to, size_t udp_payload, unsigned n)
 {
-	static unsigned id;
+	static _Thread_local unsigned id;
 	struct virtio_net_hdr vh = { 0 };
 	struct iovec iov[2] = { { &vh, sizeof(vh) }, { buf, HDRS + udp_payload * n } };
 	uint8_t *ip = buf + 14;
@@ -135,6 +147,21 @@ static void send_frame(int fd, const uint8_t *from, const uint8_t *to, size_t ud
 	}
 }
 
+/* The datagrams in what read() returned: a super-frame counts as the datagrams it holds. */
+static unsigned datagrams(ssize_t r)
+{
+	struct virtio_net_hdr vh;
+
+	if (r < (ssize_t)(sizeof(vh) + HDRS)) {
+		fprintf(stderr, "tap-floor-bench: a short read (%zd)\n", r);
+		exit(1);
+	}
+	memcpy(&vh, in, sizeof(vh));
+	return vh.gso_type == VIRTIO_NET_HDR_GSO_UDP_L4 && vh.gso_size
+		       ? (unsigned)((r - (ssize_t)sizeof(vh) - HDRS + vh.gso_size - 1) / vh.gso_size)
+		       : 1;
+}
+
 /* Read what fd has until want datagrams came (a super-frame counts as the datagrams it holds). */
 static void take(int fd, unsigned want)
 {
@@ -142,7 +169,6 @@ static void take(int fd, unsigned want)
 
 	while (got < want) {
 		ssize_t r = read(fd, in, sizeof(in));
-		struct virtio_net_hdr vh;
 
 		if (r < 0 && errno == EAGAIN) {
 			struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -154,15 +180,108 @@ static void take(int fd, unsigned want)
 			waits++;
 			continue;
 		}
-		if (r < (ssize_t)(sizeof(vh) + HDRS)) {
-			perror("tap-floor-bench: read");
-			exit(1);
-		}
-		memcpy(&vh, in, sizeof(vh));
-		got += vh.gso_type == VIRTIO_NET_HDR_GSO_UDP_L4 && vh.gso_size
-			       ? (unsigned)((r - (ssize_t)sizeof(vh) - HDRS + vh.gso_size - 1) / vh.gso_size)
-			       : 1;
+		got += datagrams(r);
 	}
+}
+
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * The pipelined floor (depth > 0): two threads, as two servers on two cores. The requester keeps
+ * `depth` WRITEs in flight on ernic0 (each its first packet alone, the rest as one super-frame;
+ * one-packet WRITEs merged up to MERGED at a time) and sleeps in poll() for the ACKs; the
+ * responder sleeps in poll() on ernic1, reads what came, and when the TAP has nothing more writes
+ * the ACKs of the WRITEs completed since, merged. Each thread's own CPU time is its side's cost.
+ */
+struct pipe {
+	int a, b;
+	unsigned packets, depth;
+	double seconds, cpu_s[2];
+	uint64_t writes;
+	atomic_bool stop;
+};
+
+static bool wait_in(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	waits++;
+	return poll(&p, 1, ms) == 1;
+}
+
+static void *responder(void *arg)
+{
+	struct pipe *pp = arg;
+	unsigned pkts = 0, acks = 0;
+	double c0 = thread_cpu_s();
+
+	while (!atomic_load(&pp->stop)) {
+		ssize_t r = read(pp->b, in, sizeof(in));
+
+		if (r < 0 && errno == EAGAIN) {
+			while (acks > 0) {
+				unsigned m = acks < MERGED ? acks : MERGED;
+
+				send_frame(pp->b, MAC_B, MAC_A, ACK, m);
+				acks -= m;
+			}
+			wait_in(pp->b, 100);
+			continue;
+		}
+		pkts += datagrams(r);
+		acks += pkts / pp->packets;
+		pkts %= pp->packets;
+	}
+	pp->cpu_s[1] = thread_cpu_s() - c0;
+	return NULL;
+}
+
+static void pipelined(struct pipe *pp)
+{
+	unsigned inflight = 0;
+	bool sending = true;
+	double c0 = thread_cpu_s(), t0 = bench_now_s();
+
+	while (sending || inflight > 0) {
+		ssize_t r;
+
+		while (sending && inflight < pp->depth) {
+			if (pp->packets == 1) {
+				unsigned m = pp->depth - inflight < MERGED ? pp->depth - inflight : MERGED;
+
+				send_frame(pp->a, MAC_A, MAC_B, FIRST, m);
+				inflight += m;
+				continue;
+			}
+			send_frame(pp->a, MAC_A, MAC_B, FIRST, 1);
+			send_frame(pp->a, MAC_A, MAC_B, MIDDLE, pp->packets - 1);
+			inflight++;
+		}
+		r = read(pp->a, in, sizeof(in));
+		if (r < 0 && errno == EAGAIN) {
+			if (!wait_in(pp->a, 2000)) {
+				fprintf(stderr, "tap-floor-bench: frames lost on the bridge\n");
+				exit(1);
+			}
+			continue;
+		}
+		{
+			unsigned n = datagrams(r);
+
+			inflight -= n < inflight ? n : inflight;
+			pp->writes += n;
+		}
+		if (sending && bench_now_s() - t0 >= pp->seconds)
+			sending = false;
+	}
+	pp->cpu_s[0] = thread_cpu_s() - c0;
+	atomic_store(&pp->stop, true);
 }
 
 int main(int argc, char **argv)
@@ -171,14 +290,15 @@ int main(int argc, char **argv)
 	char *end = NULL;
 	unsigned long len = argc > 3 ? strtoul(argv[3], &end, 0) : 65536;
 	unsigned packets = (unsigned)(len / 4096), frames_per_write = packets + 1;
+	unsigned long depth = argc > 4 ? strtoul(argv[4], NULL, 0) : 0;
 	int a, b;
 	uint64_t writes = 0;
 	struct rusage r0, r1;
-	double cpu_us, per_frame;
+	double cpu_us, per_frame, side_s[2] = { 0, 0 }, req;
 	FILE *csv;
 
-	if ((end != NULL && *end != '\0') || len < 4096 || len > 65536 || len % 4096) {
-		fprintf(stderr, "tap-floor-bench: a WRITE is 4096 to 65536 bytes, in whole 4 KiB packets\n");
+	if ((end != NULL && *end != '\0') || len < 4096 || len > 65536 || len % 4096 || depth > 64) {
+		fprintf(stderr, "tap-floor-bench: a WRITE is 4096 to 65536 bytes, in whole 4 KiB packets; depth 0 to 64\n");
 		return 2;
 	}
 	a = tap_open("ernic0");
@@ -190,40 +310,73 @@ int main(int argc, char **argv)
 	usleep(100000);
 	while (read(a, in, sizeof(in)) > 0 || read(b, in, sizeof(in)) > 0)
 		;
+	if (depth > 0) {
+		struct pipe pp = { .a = a, .b = b, .packets = packets, .depth = (unsigned)depth, .seconds = seconds };
+		pthread_t t;
+		double frames, req_us, resp_us;
+
+		if (pthread_create(&t, NULL, responder, &pp) != 0) {
+			fprintf(stderr, "tap-floor-bench: no thread\n");
+			return 1;
+		}
+		pipelined(&pp);
+		pthread_join(t, NULL);
+		frames = (double)pp.writes * frames_per_write;
+		req_us = pp.cpu_s[0] * 1e6 / frames;
+		resp_us = pp.cpu_s[1] * 1e6 / frames;
+		printf("tap floor, two threads, %lu WRITEs in flight: %llu %lu-byte WRITEs (%u frames each), the requester's "
+		       "calls %.3f us per frame, the responder's %.3f\n", depth, (unsigned long long)pp.writes, len,
+		       frames_per_write, req_us, resp_us);
+		if (argc > 2 && (csv = fopen(argv[2], "a")) != NULL) {
+			fprintf(csv, "%.3f,%.3f,%.3f\n", req_us + resp_us, req_us, resp_us);
+			fclose(csv);
+		}
+		return 0;
+	}
 	getrusage(RUSAGE_SELF, &r0);
 	t0 = bench_now_s();
 	do {
 		for (int k = 0; k < 64; k++) {
+			double m0 = bench_now_s(), m1, m2;
+
 			if (packets == 1) {
 				send_frame(a, MAC_A, MAC_B, FIRST, IN_FLIGHT);
+				m1 = bench_now_s();
 				take(b, IN_FLIGHT);
 				send_frame(b, MAC_B, MAC_A, ACK, IN_FLIGHT);
+				m2 = bench_now_s();
 				take(a, IN_FLIGHT);
 				writes += IN_FLIGHT;
-				continue;
+			} else {
+				send_frame(a, MAC_A, MAC_B, FIRST, 1);
+				if (packets > 2)
+					send_frame(a, MAC_A, MAC_B, MIDDLE, packets - 1);
+				else
+					send_frame(a, MAC_A, MAC_B, MIDDLE, 1);
+				m1 = bench_now_s();
+				take(b, packets);
+				send_frame(b, MAC_B, MAC_A, ACK, 1);
+				m2 = bench_now_s();
+				take(a, 1);
+				writes++;
 			}
-			send_frame(a, MAC_A, MAC_B, FIRST, 1);
-			if (packets > 2)
-				send_frame(a, MAC_A, MAC_B, MIDDLE, packets - 1);
-			else
-				send_frame(a, MAC_A, MAC_B, MIDDLE, 1);
-			take(b, packets);
-			send_frame(b, MAC_B, MAC_A, ACK, 1);
-			take(a, 1);
-			writes++;
+			side_s[0] += m1 - m0 + bench_now_s() - m2;
+			side_s[1] += m2 - m1;
 		}
 	} while (bench_now_s() - t0 < seconds);
 	getrusage(RUSAGE_SELF, &r1);
 	cpu_us = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) * 1e6 +
 		 (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec - r0.ru_stime.tv_usec);
 	per_frame = cpu_us / ((double)writes * frames_per_write);
+	req = side_s[0] + side_s[1] > 0 ? per_frame * side_s[0] / (side_s[0] + side_s[1]) : 0;
 	printf("tap floor: %llu %lu-byte WRITEs' system calls (%u frames each) through two TAPs and the bridge, "
 	       "%.3f us of CPU per frame (%.1f%% of it in the kernel; %llu waits)\n",
 	       (unsigned long long)writes, len, frames_per_write, per_frame,
 	       100.0 * (double)((r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) * 1000000 + r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) /
 		       cpu_us, (unsigned long long)waits);
+	printf("tap floor: the requester's calls %.3f us per frame, the responder's %.3f\n", req, per_frame - req);
 	if (argc > 2 && (csv = fopen(argv[2], "a")) != NULL) {
-		fprintf(csv, "%.3f\n", per_frame);
+		fprintf(csv, "%.3f,%.3f,%.3f\n", per_frame, req, per_frame - req);
 		fclose(csv);
 	}
 	return 0;
