@@ -160,14 +160,15 @@ const char *roce_strerror(enum roce_err err)
  */
 static uint32_t icrc_split(const uint8_t *ipudp, const uint8_t *l4, size_t l4len)
 {
-	static const uint8_t ones[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
-	uint8_t m[ROCE_ICRC_MASKED_LEN];
-	struct net_ip_hdr *iph = (struct net_ip_hdr *)m;
+	/* the 64 bits of ones, then the masked headers: one call of the CRC for both */
+	uint8_t m[8 + ROCE_ICRC_MASKED_LEN];
+	struct net_ip_hdr *iph = (struct net_ip_hdr *)(m + 8);
 	struct net_udp_hdr *udp = (struct net_udp_hdr *)(iph + 1);
 	struct roce_bth *bth = (struct roce_bth *)(udp + 1);
 	uint32_t crc;
 
-	memcpy(m, ipudp, sizeof(*iph) + sizeof(*udp));
+	memset(m, 0xff, 8);
+	memcpy(iph, ipudp, sizeof(*iph) + sizeof(*udp));
 	memcpy(bth, l4, sizeof(*bth));
 	iph->tos = 0xff;
 	iph->ttl = 0xff;
@@ -175,8 +176,7 @@ static uint32_t icrc_split(const uint8_t *ipudp, const uint8_t *l4, size_t l4len
 	udp->csum = be16_set(0xffff);
 	bth->fb_qpn = be32_set(be32_get(bth->fb_qpn) | ROCE_BTH_RESV8A_MASK);
 
-	crc = crc32_gzip_refl(0, ones, sizeof(ones));
-	crc = crc32_gzip_refl(crc, m, sizeof(m));
+	crc = crc32_gzip_refl(0, m, sizeof(m));
 	crc = crc32_gzip_refl(crc, l4 + sizeof(*bth), l4len - sizeof(*bth));
 	return crc;
 }
