@@ -5,10 +5,10 @@
  * would (tests/lib/ionic_rdma_guest), and connects an RC QP of every server to one of every other
  * (all to all: N x (N - 1) QPs, path MTU 4096, header templates naming the peer's MAC and IPv4
  * address). Each QP first WRITEs a pattern of its own into its peer's memory, checked byte for
- * byte there; then for `seconds` every QP keeps 4 (ROCE_SCALE_DEPTH: 1 to 32) signaled RDMA WRITEs
- * in flight toward its peer,
- * reposted as they complete. A WRITE is 64 KiB, or ROCE_SCALE_LEN bytes (4096 to 65536, whole
- * 4 KiB packets).
+ * byte there; then for `seconds` every QP that writes (all of them; with ROCE_SCALE_ONEWAY=1, the
+ * even servers' toward the next server) keeps 4 (ROCE_SCALE_DEPTH: 1 to 32) signaled RDMA WRITEs
+ * in flight toward its peer, reposted as they complete. A WRITE is 64 KiB, or ROCE_SCALE_LEN bytes
+ * (4096 to 65536, whole 4 KiB packets).
  *
  * Reports, as one CSV line: N, WRITEs completed per second in all, GB/s in all, RoCEv2 frames per
  * second in all (a WRITE's packets and an ACK, 17 frames for 64 KiB and 2 for 4 KiB, at least:

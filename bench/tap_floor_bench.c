@@ -290,14 +290,16 @@ int main(int argc, char **argv)
 	char *end = NULL;
 	unsigned long len = argc > 3 ? strtoul(argv[3], &end, 0) : 65536;
 	unsigned packets = (unsigned)(len / 4096), frames_per_write = packets + 1;
-	unsigned long depth = argc > 4 ? strtoul(argv[4], NULL, 0) : 0;
+	char *dend = NULL;
+	unsigned long depth = argc > 4 ? strtoul(argv[4], &dend, 0) : 0;
 	int a, b;
 	uint64_t writes = 0;
 	struct rusage r0, r1;
 	double cpu_us, per_frame, side_s[2] = { 0, 0 }, req;
 	FILE *csv;
 
-	if ((end != NULL && *end != '\0') || len < 4096 || len > 65536 || len % 4096 || depth > 64) {
+	if ((end != NULL && *end != '\0') || (dend != NULL && *dend != '\0') || len < 4096 || len > 65536 ||
+	    len % 4096 || depth > 64) {
 		fprintf(stderr, "tap-floor-bench: a WRITE is 4096 to 65536 bytes, in whole 4 KiB packets; depth 0 to 64\n");
 		return 2;
 	}
