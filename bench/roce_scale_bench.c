@@ -370,7 +370,6 @@ int main(int argc, char **argv)
 		double frames = (double)writes * frames_per_write;
 		/* every frame is sent by one server and received by another: twice handled */
 		double per_core = cpu_ns ? 2 * frames / ((double)cpu_ns / 1e9) : 0;
-		double req_us = side_ns[0] / 1e3 / frames, resp_us = side_ns[1] / 1e3 / frames;
 		char sides[64] = ",,";
 
 		printf("N=%u: %u QPs writing %u-byte WRITEs, %.0f WRITEs/s, %.2f GB/s, %.0f frames/s; servers' CPU %.1f%% each on "
@@ -381,6 +380,9 @@ int main(int argc, char **argv)
 		printf("N=%u: %.0f frames sent or received per server-core second (%.3f us of a server's CPU per frame "
 		       "it handles)\n", n, per_core, per_core > 0 ? 1e6 / per_core : 0);
 		if (oneway) {
+			/* the even servers only requested, the odd ones only responded */
+			double req_us = side_ns[0] / 1e3 / frames, resp_us = side_ns[1] / 1e3 / frames;
+
 			printf("N=%u, one way: requesters %.3f us per frame (%.0f per core second), responders %.3f us "
 			       "(%.0f per core second)\n", n, req_us, req_us > 0 ? 1e6 / req_us : 0, resp_us,
 			       resp_us > 0 ? 1e6 / resp_us : 0);

@@ -72,7 +72,7 @@
 static const uint8_t MAC_A[6] = { 0x02, 0, 0, 0, 0x01, 0x00 }, MAC_B[6] = { 0x02, 0, 0, 0, 0x01, 0x01 };
 /* per thread: the two sides of the pipelined floor each build and read frames of their own */
 static _Thread_local uint8_t buf[HDRS + MERGED * MIDDLE], in[70000];
-static _Thread_local uint64_t waits; /* reads that found nothing yet (the bridge's softirq had not run) */
+static uint64_t waits; /* one thread: reads that found nothing yet (the bridge's softirq had not run) */
 
 /*
  * TAP_FLOOR_VIA (pipelined floor only): how the requester's frames reach the bridge. "tap" (the
@@ -147,7 +147,7 @@ static void send_frame(int fd, const uint8_t *from, const uint8_t *to, size_t ud
 		/* a slot of the transmit ring: the payload already lies there (filled once); the headers go in place */
 		struct tpacket2_hdr *h = (struct tpacket2_hdr *)(tx.ring + (size_t)tx.next * tx.frame_size);
 
-		while (h->tp_status != TP_STATUS_AVAILABLE) {
+		while (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE) {
 			struct pollfd p = { .fd = fd, .events = POLLOUT };
 
 			if (send(fd, NULL, 0, MSG_DONTWAIT) < 0 && errno != EAGAIN) {
@@ -222,8 +222,12 @@ static int packet_open(const char *name, bool ring)
 		tx.fd = fd;
 		tx.frame_size = req.tp_frame_size;
 		tx.frames = req.tp_frame_nr;
-		for (unsigned i = 0; i < tx.frames; i++)
-			memset(tx.ring + (size_t)i * tx.frame_size + 128, 0x5a, tx.frame_size - 128);
+		/* every slot's payload once: what send_frame() writes in a slot is its headers */
+		for (unsigned i = 0; i < tx.frames; i++) {
+			size_t at = TPACKET_ALIGN(sizeof(struct tpacket2_hdr)) + sizeof(struct virtio_net_hdr) + HDRS;
+
+			memset(tx.ring + (size_t)i * tx.frame_size + at, 0x5a, tx.frame_size - at);
+		}
 	}
 	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
 		fprintf(stderr, "tap-floor-bench: bind to %s: %s\n", name, strerror(errno));
@@ -305,7 +309,6 @@ static bool wait_in(int fd, int ms)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 
-	waits++;
 	return poll(&p, 1, ms) == 1;
 }
 

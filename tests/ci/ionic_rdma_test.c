@@ -47,8 +47,6 @@ static struct vfc cl;
 #define BAR2 2
 #define DEVCMD 0x800
 #define DEVCMD_DATA 0x888
-#define INTR_MASK 4
-#define INTR_CREDITS 8
 
 /* IB verbs attribute-mask bits MODIFY_QP carries (big-endian on the wire). */
 #define IB_QP_STATE              (1u << 0)
@@ -562,7 +560,7 @@ static void test_admin_cqe(void **state)
 
 	/* No CQ was armed: no event, no interrupt. */
 	assert_no_eqe(&f, &f.eq);
-	assert_int_equal(rg_intr_read(&f.g, f.eq.intr, INTR_CREDITS), 0);
+	assert_int_equal(rg_intr_read(&f.g, f.eq.intr, GUEST_INTR_CREDITS), 0);
 	fx_down(&f);
 }
 
@@ -1310,11 +1308,11 @@ static void expect_event(struct fx *f, struct rg_eq *eq, uint32_t cq_id)
 	assert_false(rg_eq_poll(&f->g, eq, &evt));
 	assert_int_equal(rg_eq_wait_irq(eq, 1000), 1);
 	/* The vector masked itself (mask_on_assert) and counts one outstanding event. */
-	assert_int_equal(rg_intr_read(&f->g, eq->intr, INTR_MASK), 1);
-	assert_int_equal(rg_intr_read(&f->g, eq->intr, INTR_CREDITS), 1);
+	assert_int_equal(rg_intr_read(&f->g, eq->intr, GUEST_INTR_MASK), 1);
+	assert_int_equal(rg_intr_read(&f->g, eq->intr, GUEST_INTR_CREDITS), 1);
 	rg_eq_rearm(&f->g, eq, 1);
-	assert_int_equal(rg_intr_read(&f->g, eq->intr, INTR_MASK), 0);
-	assert_int_equal(rg_intr_read(&f->g, eq->intr, INTR_CREDITS), 0);
+	assert_int_equal(rg_intr_read(&f->g, eq->intr, GUEST_INTR_MASK), 0);
+	assert_int_equal(rg_intr_read(&f->g, eq->intr, GUEST_INTR_CREDITS), 0);
 }
 
 static void test_events(void **state)
@@ -1339,7 +1337,7 @@ static void test_events(void **state)
 	/* Not armed: a completion, no event, no interrupt. */
 	noop(&f, &f.aq);
 	assert_no_eqe(&f, &eq);
-	assert_int_equal(rg_intr_read(&f.g, eq.intr, INTR_CREDITS), 0);
+	assert_int_equal(rg_intr_read(&f.g, eq.intr, GUEST_INTR_CREDITS), 0);
 
 	/* Consumer index reported, armed (the arm index is a rolling count: any value): quiet until the next CQE. */
 	rg_cq_ack(&f.g, &cq);
@@ -1388,11 +1386,11 @@ static void test_events(void **state)
 	assert_true(rg_eq_poll(&f.g, &eq, &evt));
 	assert_int_equal(evt, 3u << 8 | 0);
 	assert_int_equal(rg_eq_wait_irq(&eq, 100), 0);          /* masked */
-	assert_int_equal(rg_intr_read(&f.g, eq.intr, INTR_CREDITS), 2);
+	assert_int_equal(rg_intr_read(&f.g, eq.intr, GUEST_INTR_CREDITS), 2);
 	rg_eq_rearm(&f.g, &eq, 1);                              /* unmask: the pending one goes out */
 	assert_int_equal(rg_eq_wait_irq(&eq, 1000), 1);
 	rg_eq_rearm(&f.g, &eq, 1);
-	assert_int_equal(rg_intr_read(&f.g, eq.intr, INTR_CREDITS), 0);
+	assert_int_equal(rg_intr_read(&f.g, eq.intr, GUEST_INTR_CREDITS), 0);
 
 	/* Ring 2 arms for solicited completions only: an admin completion is not one. */
 	rg_cq_ack(&f.g, &cq);
@@ -1700,8 +1698,8 @@ static void expect_qp_events(struct dp *d, unsigned n, const uint32_t *qid, cons
 	if (rg_eq_wait_irq(eq, 0)) /* the vector re-fired for events that came while it was masked */
 		rg_eq_rearm(&d->f.g, eq, 0);
 	rg_sync(&d->f.g);
-	assert_int_equal(rg_intr_read(&d->f.g, eq->intr, INTR_MASK), 0);
-	assert_int_equal(rg_intr_read(&d->f.g, eq->intr, INTR_CREDITS), 0);
+	assert_int_equal(rg_intr_read(&d->f.g, eq->intr, GUEST_INTR_MASK), 0);
+	assert_int_equal(rg_intr_read(&d->f.g, eq->intr, GUEST_INTR_CREDITS), 0);
 }
 
 static void expect_qp_event(struct dp *d, uint32_t qid, uint8_t code)

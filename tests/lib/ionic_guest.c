@@ -214,6 +214,11 @@ void ionic_guest_intr_write(struct ionic_guest *g, uint32_t vector, uint32_t off
 	vfc_write32(g->c, BAR0, INTR_CTRL + 32ull * vector + off, v, posted);
 }
 
+uint32_t ionic_guest_intr_read(struct ionic_guest *g, uint32_t vector, uint32_t off)
+{
+	return vfc_read32(g->c, BAR0, INTR_CTRL + 32ull * vector + off);
+}
+
 void ionic_guest_irq_rearm(struct ionic_guest *g, uint32_t credits)
 {
 	ionic_guest_intr_write(g, 0, GUEST_INTR_CREDITS, credits | GUEST_INTR_CRED_UNMASK, true);

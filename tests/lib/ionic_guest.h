@@ -133,6 +133,8 @@ void ionic_guest_irq_rearm(struct ionic_guest *g, uint32_t credits);
 #define GUEST_INTR_CRED_UNMASK    0x10000u
 /* v into word off of vector's interrupt control, posted or waiting for the reply. */
 void ionic_guest_intr_write(struct ionic_guest *g, uint32_t vector, uint32_t off, uint32_t v, bool posted);
+/* Word off of vector's interrupt control, read. */
+uint32_t ionic_guest_intr_read(struct ionic_guest *g, uint32_t vector, uint32_t off);
 
 static inline void *guest_ptr(struct ionic_guest *g, uint64_t iova)
 {

@@ -6,12 +6,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#define BAR0 0
-#define INTR_CTRL 0x2000
-#define INTR_MASK 4
-#define INTR_CREDITS 8
-#define INTR_MASK_ON_ASSERT 12
-#define CRED_UNMASK 0x10000u
 
 int rg_queue_cmd(struct ionic_guest *g, uint8_t opcode, uint16_t lif_index, uint32_t qid, uint32_t cid,
 		 uint8_t depth_log2, uint8_t stride_log2, uint64_t dma)
@@ -58,7 +52,7 @@ void rg_intr_write(struct ionic_guest *g, uint32_t i, uint32_t off, uint32_t v)
 
 uint32_t rg_intr_read(struct ionic_guest *g, uint32_t i, uint32_t off)
 {
-	return vfc_read32(g->c, BAR0, INTR_CTRL + 32ull * i + off);
+	return ionic_guest_intr_read(g, i, off);
 }
 
 /* Zero the part of [addr, addr + len) that lies in guest memory (a hostile ring may not). */
@@ -88,12 +82,12 @@ int rg_eq_create(struct ionic_guest *g, struct rg_eq *eq, uint32_t id, uint16_t 
 	guest_clear(g, ring, 4ull << depth_log2);
 	eq->irq_fd = rg_irq_eventfd(g, intr);
 	/* Masked, masked again on every assert, no coalescing, no outstanding credits. */
-	rg_intr_write(g, intr, INTR_MASK, 1);
-	rg_intr_write(g, intr, INTR_MASK_ON_ASSERT, 1);
+	rg_intr_write(g, intr, GUEST_INTR_MASK, 1);
+	rg_intr_write(g, intr, GUEST_INTR_MASK_ON_ASSERT, 1);
 	rg_intr_write(g, intr, 0, 0);
-	rg_intr_write(g, intr, INTR_CREDITS, rg_intr_read(g, intr, INTR_CREDITS) & 0xffff);
+	rg_intr_write(g, intr, GUEST_INTR_CREDITS, rg_intr_read(g, intr, GUEST_INTR_CREDITS) & 0xffff);
 	st = rg_queue_cmd(g, RG_CMD_CREATE_EQ, 0, id, intr, depth_log2, 2, ring);
-	rg_intr_write(g, intr, INTR_MASK, 0);
+	rg_intr_write(g, intr, GUEST_INTR_MASK, 0);
 	return eq->irq_fd < 0 ? -1 : st;
 }
 
@@ -134,7 +128,7 @@ uint64_t rg_eq_wait_irq(struct rg_eq *eq, int timeout_ms)
 
 void rg_eq_rearm(struct ionic_guest *g, struct rg_eq *eq, uint32_t credits)
 {
-	vfc_write32(g->c, BAR0, INTR_CTRL + 32ull * eq->intr + INTR_CREDITS, (credits & 0xffff) | CRED_UNMASK, true);
+	ionic_guest_intr_write(g, eq->intr, GUEST_INTR_CREDITS, (credits & 0xffff) | GUEST_INTR_CRED_UNMASK, true);
 }
 
 /* ---- completion queues ---- */
