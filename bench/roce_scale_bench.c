@@ -23,7 +23,8 @@
  * the EQs' interrupt eventfds (as ionic_rdma's kernel users and perftest's --use_event do), so
  * the servers have the machine's cores. Environment: ROCE_SCALE_POLL=yield (or spin) polls
  * instead, with (without) a sched_yield() between passes; ROCE_SCALE_LOG=info lets the servers
- * log their closing statistics.
+ * log their closing statistics; ROCE_SCALE_SERVER_POLL_US=N starts them with --poll-us N (they
+ * spin that long after any activity before they sleep).
  *
  * A server's frames per second per core are the frames it sends or receives over its own CPU
  * time: all to all, every server does both, and the figure is that of the servers together.
@@ -133,7 +134,9 @@ static void node_up(unsigned i, const char *bin)
 	struct node *x = &nodes[i];
 	char tap[16], mac[24];
 	const char *level = getenv("ROCE_SCALE_LOG"); /* info: the servers' closing statistics too */
-	const char *args[] = { "--backend", "roce", "--tap", tap, "--mac", mac, "-L", level ? level : "warn", NULL };
+	const char *poll = getenv("ROCE_SCALE_SERVER_POLL_US");
+	const char *args[] = { "--backend", "roce", "--tap", tap, "--mac", mac, "-L", level ? level : "warn",
+			       poll ? "--poll-us" : NULL, poll, NULL };
 	int rc;
 
 	snprintf(tap, sizeof(tap), "ernic%u", i);

@@ -24,7 +24,9 @@
  * With a depth (fourth argument, 1 to 64), the floor is pipelined instead, on two threads (see
  * pipelined() below): the cost of each side on a core of its own, as one-way traffic between two
  * servers has it. TAP_FLOOR_VIA=packet or ring then sends the requester's frames through a packet
- * socket, or its transmit ring, on the veth "va" instead of ernic0 (bench/tap_floor_via.sh).
+ * socket, or its transmit ring, on the veth "va" instead of ernic0; TAP_FLOOR_VIA=mq uses two
+ * multiqueue TAPs "mq0" and "mq1" (made with `ip tuntap ... multi_queue`) with two queues each
+ * instead of ernic0 and ernic1 (bench/tap_floor_via.sh).
  *
  * Usage: tap-floor-bench [seconds] [csv-file] [write-bytes: 4096 .. 65536, whole 4 KiB packets] [depth]
  */
@@ -80,9 +82,13 @@ static uint64_t waits; /* one thread: reads that found nothing yet (the bridge's
  * other end is on the bridge, with the same virtio_net_hdr (PACKET_VNET_HDR), one sendmsg per
  * frame. "ring": the same socket with a transmit ring (PACKET_TX_RING): the frames are built in
  * the ring's slots and the kernel is told once per burst, so no system call copies them in. The
- * issue's item 3 names a packet-socket ring beside the TAP; this measures which costs less.
+ * issue's item 3 names a packet-socket ring or a multiqueue TAP beside the TAP; this measures
+ * which costs less. "mq": both TAPs multiqueue, opened twice each (two queues): the
+ * requester writes its WRITEs to its two queues in turn and reads the ACKs from both, the
+ * responder reads both of its own (the kernel picks the queue by the flow's hash) and sleeps in
+ * poll() on the two.
  */
-static enum { VIA_TAP, VIA_PACKET, VIA_RING } via;
+static enum { VIA_TAP, VIA_PACKET, VIA_RING, VIA_MQ } via;
 static struct {
 	int fd;               /* the packet socket that owns the ring (-1: none) */
 	uint8_t *ring;
@@ -91,9 +97,9 @@ static struct {
 
 static void put16(uint8_t *p, unsigned v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
 
-static int tap_open(const char *name)
+static int tap_open(const char *name, bool mq)
 {
-	struct ifreq ifr = { .ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR };
+	struct ifreq ifr = { .ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR | (mq ? IFF_MULTI_QUEUE : 0) };
 	int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
 
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
@@ -298,18 +304,28 @@ static double thread_cpu_s(void)
  * the ACKs of the WRITEs completed since, merged. Each thread's own CPU time is its side's cost.
  */
 struct pipe {
-	int a, b;
+	int a, b, a2, b2; /* a2, b2: the second queues (TAP_FLOOR_VIA=mq), else -1 */
 	unsigned packets, depth;
 	double seconds, cpu_s[2];
 	uint64_t writes;
 	atomic_bool stop;
 };
 
-static bool wait_in(int fd, int ms)
+static bool wait_in(int fd, int fd2, int ms)
 {
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = fd2, .events = POLLIN } };
 
-	return poll(&p, 1, ms) == 1;
+	return poll(p, fd2 >= 0 ? 2 : 1, ms) > 0;
+}
+
+/* A read of fd, else of fd2 (a second queue, or -1) when fd had nothing. */
+static ssize_t read_either(int fd, int fd2)
+{
+	ssize_t r = read(fd, in, sizeof(in));
+
+	if (r < 0 && errno == EAGAIN && fd2 >= 0)
+		r = read(fd2, in, sizeof(in));
+	return r;
 }
 
 static void *responder(void *arg)
@@ -319,7 +335,7 @@ static void *responder(void *arg)
 	double c0 = thread_cpu_s();
 
 	while (!atomic_load(&pp->stop)) {
-		ssize_t r = read(pp->b, in, sizeof(in));
+		ssize_t r = read_either(pp->b, pp->b2);
 
 		if (r < 0 && errno == EAGAIN) {
 			while (acks > 0) {
@@ -328,7 +344,7 @@ static void *responder(void *arg)
 				send_frame(pp->b, MAC_B, MAC_A, ACK, m);
 				acks -= m;
 			}
-			wait_in(pp->b, 100);
+			wait_in(pp->b, pp->b2, 100);
 			continue;
 		}
 		pkts += datagrams(r);
@@ -341,7 +357,7 @@ static void *responder(void *arg)
 
 static void pipelined(struct pipe *pp)
 {
-	unsigned inflight = 0;
+	unsigned inflight = 0, turn = 0;
 	bool sending = true;
 	double c0 = thread_cpu_s(), t0 = bench_now_s();
 
@@ -349,21 +365,23 @@ static void pipelined(struct pipe *pp)
 		ssize_t r;
 
 		while (sending && inflight < pp->depth) {
+			int fd = pp->a2 >= 0 && turn++ % 2 ? pp->a2 : pp->a; /* mq: the queues in turn */
+
 			if (pp->packets == 1) {
 				unsigned m = pp->depth - inflight < MERGED ? pp->depth - inflight : MERGED;
 
-				send_frame(pp->a, MAC_A, MAC_B, FIRST, m);
+				send_frame(fd, MAC_A, MAC_B, FIRST, m);
 				inflight += m;
 				continue;
 			}
-			send_frame(pp->a, MAC_A, MAC_B, FIRST, 1);
-			send_frame(pp->a, MAC_A, MAC_B, MIDDLE, pp->packets - 1);
+			send_frame(fd, MAC_A, MAC_B, FIRST, 1);
+			send_frame(fd, MAC_A, MAC_B, MIDDLE, pp->packets - 1);
 			inflight++;
 		}
 		ring_flush();
-		r = read(pp->a, in, sizeof(in));
+		r = read_either(pp->a, pp->a2);
 		if (r < 0 && errno == EAGAIN) {
-			if (!wait_in(pp->a, 2000)) {
+			if (!wait_in(pp->a, pp->a2, 2000)) {
 				fprintf(stderr, "tap-floor-bench: frames lost on the bridge\n");
 				exit(1);
 			}
@@ -390,7 +408,7 @@ int main(int argc, char **argv)
 	unsigned packets = (unsigned)(len / 4096), frames_per_write = packets + 1;
 	char *dend = NULL;
 	unsigned long depth = argc > 4 ? strtoul(argv[4], &dend, 0) : 0;
-	int a, b;
+	int a, b, a2 = -1, b2 = -1;
 	uint64_t writes = 0;
 	struct rusage r0, r1;
 	double cpu_us, per_frame, side_s[2] = { 0, 0 }, req;
@@ -404,24 +422,32 @@ int main(int argc, char **argv)
 	if (getenv("TAP_FLOOR_VIA") != NULL) {
 		const char *v = getenv("TAP_FLOOR_VIA");
 
-		via = strcmp(v, "packet") == 0 ? VIA_PACKET : strcmp(v, "ring") == 0 ? VIA_RING : VIA_TAP;
+		via = strcmp(v, "packet") == 0 ? VIA_PACKET : strcmp(v, "ring") == 0 ? VIA_RING :
+		      strcmp(v, "mq") == 0 ? VIA_MQ : VIA_TAP;
 		if ((via == VIA_TAP && strcmp(v, "tap") != 0) || (via != VIA_TAP && depth == 0)) {
-			fprintf(stderr, "tap-floor-bench: TAP_FLOOR_VIA is tap, packet or ring (the last two with a depth)\n");
+			fprintf(stderr, "tap-floor-bench: TAP_FLOOR_VIA is tap, packet, ring or mq (the last three with a depth)\n");
 			return 2;
 		}
 	}
-	a = via == VIA_TAP ? tap_open("ernic0") : packet_open("va", via == VIA_RING);
-	b = tap_open("ernic1");
+	if (via == VIA_MQ) {
+		a = tap_open("mq0", true);
+		a2 = tap_open("mq0", true);
+		b = tap_open("mq1", true);
+		b2 = tap_open("mq1", true);
+	} else {
+		a = via == VIA_TAP ? tap_open("ernic0", false) : packet_open("va", via == VIA_RING);
+		b = tap_open("ernic1", false);
+	}
 	memset(buf + HDRS, 0x5a, sizeof(buf) - HDRS);
 	/* the bridge learns both MACs first */
 	send_frame(b, MAC_B, MAC_A, ACK, 1);
 	send_frame(a, MAC_A, MAC_B, ACK, 1);
 	ring_flush();
 	usleep(100000);
-	while (read(a, in, sizeof(in)) > 0 || read(b, in, sizeof(in)) > 0)
+	while (read_either(a, a2) > 0 || read_either(b, b2) > 0)
 		;
 	if (depth > 0) {
-		struct pipe pp = { .a = a, .b = b, .packets = packets, .depth = (unsigned)depth, .seconds = seconds };
+		struct pipe pp = { .a = a, .b = b, .a2 = a2, .b2 = b2, .packets = packets, .depth = (unsigned)depth, .seconds = seconds };
 		pthread_t t;
 		double frames, req_us, resp_us;
 
@@ -436,7 +462,8 @@ int main(int argc, char **argv)
 		resp_us = pp.cpu_s[1] * 1e6 / frames;
 		printf("tap floor, two threads, %lu WRITEs in flight, the requester %s: %llu %lu-byte WRITEs (%u frames "
 		       "each), the requester's calls %.3f us per frame, the responder's %.3f\n", depth,
-		       via == VIA_TAP ? "on its TAP" : via == VIA_PACKET ? "on a packet socket" : "on a transmit ring",
+		       via == VIA_TAP ? "on its TAP" : via == VIA_PACKET ? "on a packet socket" :
+		       via == VIA_RING ? "on a transmit ring" : "on two queues of a multiqueue TAP",
 		       (unsigned long long)pp.writes, len, frames_per_write, req_us, resp_us);
 		if (argc > 2 && (csv = fopen(argv[2], "a")) != NULL) {
 			fprintf(csv, "%.3f,%.3f,%.3f\n", req_us + resp_us, req_us, resp_us);
