@@ -158,26 +158,33 @@ const char *roce_strerror(enum roce_err err)
  * UDP header, and l4, the BTH onwards, l4len bytes up to the ICRC itself
  * (at least a BTH).
  */
-static uint32_t icrc_split(const uint8_t *ipudp, const uint8_t *l4, size_t l4len)
+/* The fields of the IPv4, UDP and base headers (ROCE_ICRC_MASKED_LEN bytes at h) that the ICRC leaves out, made ones. */
+static void icrc_mask(uint8_t *h)
 {
-	/* the 64 bits of ones, then the masked headers: one call of the CRC for both */
-	uint8_t m[8 + ROCE_ICRC_MASKED_LEN];
-	struct net_ip_hdr *iph = (struct net_ip_hdr *)(m + 8);
+	struct net_ip_hdr *iph = (struct net_ip_hdr *)h;
 	struct net_udp_hdr *udp = (struct net_udp_hdr *)(iph + 1);
 	struct roce_bth *bth = (struct roce_bth *)(udp + 1);
-	uint32_t crc;
 
-	memset(m, 0xff, 8);
-	memcpy(iph, ipudp, sizeof(*iph) + sizeof(*udp));
-	memcpy(bth, l4, sizeof(*bth));
 	iph->tos = 0xff;
 	iph->ttl = 0xff;
 	iph->csum = be16_set(0xffff);
 	udp->csum = be16_set(0xffff);
 	bth->fb_qpn = be32_set(be32_get(bth->fb_qpn) | ROCE_BTH_RESV8A_MASK);
+}
+
+static uint32_t icrc_split(const uint8_t *ipudp, const uint8_t *l4, size_t l4len)
+{
+	/* the 64 bits of ones, then the masked headers: one call of the CRC for both */
+	uint8_t m[8 + ROCE_ICRC_MASKED_LEN];
+	uint32_t crc;
+
+	memset(m, 0xff, 8);
+	memcpy(m + 8, ipudp, sizeof(struct net_ip_hdr) + sizeof(struct net_udp_hdr));
+	memcpy(m + 8 + sizeof(struct net_ip_hdr) + sizeof(struct net_udp_hdr), l4, sizeof(struct roce_bth));
+	icrc_mask(m + 8);
 
 	crc = crc32_gzip_refl(0, m, sizeof(m));
-	crc = crc32_gzip_refl(crc, l4 + sizeof(*bth), l4len - sizeof(*bth));
+	crc = crc32_gzip_refl(crc, l4 + sizeof(struct roce_bth), l4len - sizeof(struct roce_bth));
 	return crc;
 }
 
@@ -214,7 +221,14 @@ size_t roce_payload_offset(uint8_t opcode)
 	return op == NULL ? 0 : ROCE_L2L4_LEN + sizeof(struct roce_bth) + roce_hdrs_len(op->hdrs);
 }
 
-enum roce_err roce_build(const struct roce_frame_desc *d, uint8_t *buf, size_t cap, size_t *len)
+/*
+ * The headers of the frame d describes, Ethernet through the extension
+ * headers, into p: their length in *hlen, the whole frame's (payload, pad
+ * and ICRC included) in *total_len. Checks d, and that the frame (whole) or
+ * its headers fit in cap.
+ */
+static enum roce_err build_head(const struct roce_frame_desc *d, uint8_t *p, size_t cap, bool whole, size_t *hlen,
+				size_t *total_len)
 {
 	const struct roce_opcode_info *op = roce_opcode_info(d->opcode);
 	struct net_eth_hdr eth;
@@ -222,7 +236,6 @@ enum roce_err roce_build(const struct roce_frame_desc *d, uint8_t *buf, size_t c
 	struct net_udp_hdr udp;
 	struct roce_bth bth;
 	size_t hdrs, l4, total, off;
-	uint8_t *p;
 
 	if (op == NULL)
 		return ROCE_ERR_OPCODE;
@@ -243,7 +256,7 @@ enum roce_err roce_build(const struct roce_frame_desc *d, uint8_t *buf, size_t c
 	if (sizeof(ip) + l4 > UINT16_MAX)
 		return ROCE_ERR_ARG;
 	total = sizeof(eth) + sizeof(ip) + l4;
-	if (total > cap)
+	if ((whole ? total : ROCE_L2L4_LEN + hdrs) > cap)
 		return ROCE_ERR_NOSPACE;
 
 	memcpy(eth.dst, d->dst_mac, sizeof(eth.dst));
@@ -274,7 +287,6 @@ enum roce_err roce_build(const struct roce_frame_desc *d, uint8_t *buf, size_t c
 	bth.fb_qpn = be32_set((d->fecn ? ROCE_BTH_FECN : 0) | (d->becn ? ROCE_BTH_BECN : 0) | d->dqpn);
 	bth.a_psn = be32_set((d->ackreq ? ROCE_BTH_ACKREQ : 0) | d->psn);
 
-	p = buf;
 	memcpy(p, &eth, sizeof(eth));
 	memcpy(p + sizeof(eth), &ip, sizeof(ip));
 	memcpy(p + sizeof(eth) + sizeof(ip), &udp, sizeof(udp));
@@ -330,14 +342,59 @@ enum roce_err roce_build(const struct roce_frame_desc *d, uint8_t *buf, size_t c
 		memset(p + off, 0, ROCE_CNP_RSVD_LEN);
 		off += ROCE_CNP_RSVD_LEN;
 	}
+	*hlen = off;
+	*total_len = total;
+	return ROCE_OK;
+}
+
+enum roce_err roce_build(const struct roce_frame_desc *d, uint8_t *buf, size_t cap, size_t *len)
+{
+	uint8_t *p = buf;
+	size_t off, total;
+	enum roce_err rc = build_head(d, p, cap, true, &off, &total);
+
+	if (rc != ROCE_OK)
+		return rc;
 	if (d->payload_len > 0 && d->payload != p + off)
 		memcpy(p + off, d->payload, d->payload_len);
 	off += d->payload_len;
 	memset(p + off, 0, d->pad);
 	off += d->pad;
-	roce_icrc_put(p + off, roce_icrc(p + sizeof(eth), off - sizeof(eth)));
+	roce_icrc_put(p + off, roce_icrc(p + sizeof(struct net_eth_hdr), off - sizeof(struct net_eth_hdr)));
 	off += ROCE_ICRC_LEN;
 	*len = off;
+	return ROCE_OK;
+}
+
+enum roce_err roce_build_pieces(const struct roce_frame_desc *d, uint8_t *hdr, size_t cap, size_t *hlen,
+				uint8_t trailer[ROCE_TRAILER_MAX], size_t *tlen)
+{
+	static const uint8_t zeros[ROCE_BTH_PAD_MASK];
+	/* the 64 bits of ones, the masked IPv4, UDP and base headers, the extension headers: one call */
+	uint8_t m[8 + ROCE_ICRC_MASKED_LEN + ROCE_EXT_HDRS_MAX];
+	const size_t bth_end = ROCE_L2L4_LEN + sizeof(struct roce_bth);
+	size_t off, total, ext;
+	uint32_t crc;
+	enum roce_err rc = build_head(d, hdr, cap, false, &off, &total);
+
+	if (rc != ROCE_OK)
+		return rc;
+	ext = off - bth_end;
+	if (ext > ROCE_EXT_HDRS_MAX)
+		return ROCE_ERR_ARG; /* never: the table's longest set of extension headers fits */
+	memset(m, 0xff, 8);
+	memcpy(m + 8, hdr + sizeof(struct net_eth_hdr), ROCE_ICRC_MASKED_LEN);
+	icrc_mask(m + 8);
+	memcpy(m + 8 + ROCE_ICRC_MASKED_LEN, hdr + bth_end, ext);
+	crc = crc32_gzip_refl(0, m, 8 + ROCE_ICRC_MASKED_LEN + ext);
+	if (d->payload_len > 0)
+		crc = crc32_gzip_refl(crc, d->payload, d->payload_len);
+	if (d->pad > 0)
+		crc = crc32_gzip_refl(crc, zeros, d->pad);
+	memset(trailer, 0, d->pad);
+	roce_icrc_put(trailer + d->pad, crc);
+	*hlen = off;
+	*tlen = (size_t)d->pad + ROCE_ICRC_LEN;
 	return ROCE_OK;
 }
 

@@ -380,6 +380,22 @@ size_t roce_payload_offset(uint8_t opcode);
  */
 enum roce_err roce_build(const struct roce_frame_desc *d, uint8_t *buf, size_t cap, size_t *len);
 
+/* The most extension headers one packet carries (RETH and ImmDt, AtomicETH, ...), with room to spare. */
+#define ROCE_EXT_HDRS_MAX 32
+/* A frame's bytes after its payload: the pad (0 to 3 bytes) and the ICRC. */
+#define ROCE_TRAILER_MAX (ROCE_BTH_PAD_MASK + ROCE_ICRC_LEN)
+
+/*
+ * The same frame in three pieces, its payload left where d->payload points:
+ * the headers (Ethernet through the extension headers) into hdr[0..cap),
+ * their length in *hlen; the pad and the ICRC (computed over the three) into
+ * trailer, their length in *tlen. The frame is hdr, then the payload, then
+ * the trailer: byte for byte what roce_build() writes. Refuses what it
+ * refuses; ROCE_ERR_NOSPACE when the headers do not fit.
+ */
+enum roce_err roce_build_pieces(const struct roce_frame_desc *d, uint8_t *hdr, size_t cap, size_t *hlen,
+				uint8_t trailer[ROCE_TRAILER_MAX], size_t *tlen);
+
 /* ---- Parser ----------------------------------------------------------------------- */
 
 /* Views into a frame roce_parse() accepted; headers the opcode lacks are NULL. */

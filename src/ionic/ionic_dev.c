@@ -78,6 +78,13 @@ int ionic_dma_copy(struct ionic_dev *dev, uint64_t dst, uint64_t src, size_t len
 	return dm ? dma_map_copy(dm, dst, src, len) : -EFAULT;
 }
 
+const void *ionic_dma_peek(struct ionic_dev *dev, uint64_t addr, size_t len)
+{
+	struct dma_map *dm = guest_mem(dev);
+
+	return dm ? dma_map_translate(dm, addr, len, DMA_PROT_READ | DMA_MAP_NOFAULT) : NULL;
+}
+
 /* ---- interrupts ---- */
 
 static void intr_send(struct ionic_dev *dev, uint32_t idx)

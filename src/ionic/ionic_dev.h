@@ -301,6 +301,14 @@ void ionic_dev_set_rdma_wire(struct ionic_dev *dev, const struct ionic_rdma_wire
 /* Copy len bytes at offset of send WQE wr_id's local SGL to buf (to_guest false) or from buf into it. */
 int ionic_rdma_wire_local(struct ionic_dev *dev, uint32_t qpn, uint64_t wr_id, uint32_t offset, void *buf,
 			  uint32_t len, bool to_guest);
+/*
+ * Where len bytes at offset of send WQE wr_id's local SGL lie in this
+ * process, to be read in place until the loop turns: when they are one
+ * piece of memory that cannot fault (sealed); else NULL, and the transport
+ * copies them with ionic_rdma_wire_local (which also says what is wrong).
+ */
+const void *ionic_rdma_wire_local_peek(struct ionic_dev *dev, uint32_t qpn, uint64_t wr_id, uint32_t offset,
+				       uint32_t len);
 /* Send WQE wr_id is done, in posting order (atomics: orig is the remote value before). */
 void ionic_rdma_wire_send_done(struct ionic_dev *dev, uint32_t qpn, uint64_t wr_id,
 			       enum ionic_rdma_wire_status st, uint64_t orig);

@@ -133,6 +133,13 @@ int ionic_dma_read(struct ionic_dev *dev, uint64_t addr, void *buf, size_t len);
 int ionic_dma_write(struct ionic_dev *dev, uint64_t addr, const void *buf, size_t len);
 /* Guest to guest, both ranges inside one mapping each (else -EFAULT, nothing moved). */
 int ionic_dma_copy(struct ionic_dev *dev, uint64_t dst, uint64_t src, size_t len);
+/*
+ * Where len readable bytes at addr lie in this process, when they lie inside
+ * one mapping whose memory cannot fault (a sealed file, DMA_MAP_NOFAULT);
+ * else NULL, and the caller copies. Valid until the loop turns (a mapping
+ * goes away only in a message handled by this thread).
+ */
+const void *ionic_dma_peek(struct ionic_dev *dev, uint64_t addr, size_t len);
 
 /*
  * Execute one 64-byte command (from dev_cmd or the admin queue) into a 16-byte

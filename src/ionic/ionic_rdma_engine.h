@@ -116,6 +116,14 @@ int rdma_move_bytes(struct ionic_dev *dev, const struct endpoint *src, const str
 		    bool *src_failed);
 int rdma_sgl_copy_at(struct ionic_dev *dev, struct rdma_qp *qp, const struct sgl *sgl, uint64_t offset, void *buf,
 		     uint32_t len, enum rdma_xfer dir, uint16_t need);
+/*
+ * Where len bytes at offset of a local SGL lie, to be read where they are:
+ * inside one SGE, one registered page and one mapping that cannot fault
+ * (ionic_dma_peek). NULL otherwise (also when they do not resolve): the
+ * caller copies with rdma_sgl_copy_at, which says why.
+ */
+const void *rdma_sgl_peek_at(struct ionic_dev *dev, struct rdma_qp *qp, const struct sgl *sgl, uint64_t offset,
+			     uint32_t len);
 
 /* ionic_rdma_qp.c */
 void rdma_qp_error(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp, uint8_t code);

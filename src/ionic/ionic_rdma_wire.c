@@ -448,6 +448,15 @@ int ionic_rdma_wire_local(struct ionic_dev *dev, uint32_t qpn, uint64_t wr_id, u
 				to_guest ? IONIC_MRF_LOCAL_WRITE : 0);
 }
 
+const void *ionic_rdma_wire_local_peek(struct ionic_dev *dev, uint32_t qpn, uint64_t wr_id, uint32_t offset,
+				       uint32_t len)
+{
+	struct rdma_qp *qp = wire_qp(dev, qpn);
+	struct wire_wr *e = qp ? wire_wr_find(qp->wire, wr_id) : NULL;
+
+	return e ? rdma_sgl_peek_at(dev, qp, &e->sgl, offset, len) : NULL;
+}
+
 void ionic_rdma_wire_send_done(struct ionic_dev *dev, uint32_t qpn, uint64_t wr_id,
 			       enum ionic_rdma_wire_status st, uint64_t orig)
 {

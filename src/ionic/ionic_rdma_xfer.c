@@ -299,3 +299,26 @@ int rdma_sgl_copy_at(struct ionic_dev *dev, struct rdma_qp *qp, const struct sgl
 	rdma_charge(dev->rdma, len);
 	return rdma_ep_xfer(dev, &ep, &c, &unused, buf, len, dir);
 }
+
+const void *rdma_sgl_peek_at(struct ionic_dev *dev, struct rdma_qp *qp, const struct sgl *sgl, uint64_t offset,
+			     uint32_t len)
+{
+	struct endpoint ep = { .qp = qp, .sgl = sgl, .need = 0 };
+	struct cursor c = { sgl, 0, 0 };
+	const void *p;
+	uint64_t bus;
+	size_t n;
+
+	if (len == 0 || offset > sgl->total || len > sgl->total - offset)
+		return NULL;
+	while (c.i < sgl->n && offset >= sgl->e[c.i].len) {
+		offset -= sgl->e[c.i].len;
+		c.i++;
+	}
+	c.off = offset;
+	/* one SGE, one registered page, one mapping that cannot fault: else the caller copies */
+	if (!ep_span(dev, &ep, &c, 0, len, &bus, &n) || n != len || (p = ionic_dma_peek(dev, bus, len)) == NULL)
+		return NULL;
+	rdma_charge(dev->rdma, len);
+	return p;
+}

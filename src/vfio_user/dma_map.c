@@ -140,8 +140,9 @@ static uint8_t *resolve(const struct dma_map *dm, uint64_t iova, uint64_t len, i
 void *dma_map_translate(const struct dma_map *dm, uint64_t iova, uint64_t len, int prot)
 {
 	const struct dma_entry *e;
+	uint8_t *p = resolve(dm, iova, len, prot & ~DMA_MAP_NOFAULT, &e);
 
-	return resolve(dm, iova, len, prot, &e);
+	return p != NULL && (!(prot & DMA_MAP_NOFAULT) || e->nofault) ? p : NULL;
 }
 
 /*

@@ -54,7 +54,10 @@ uint32_t dma_map_count(const struct dma_map *dm);
 /*
  * A host pointer for [iova, iova + len) when the whole range lies inside one
  * mapping with host memory that allows prot; NULL otherwise. len 0 is NULL.
- * The pointer is valid until the mapping is removed.
+ * The pointer is valid until the mapping is removed. With DMA_MAP_NOFAULT in
+ * prot, only a mapping added with it answers: one that no access can fault,
+ * so the caller may touch the bytes (or hand them to a system call) without
+ * the SIGBUS guard.
  */
 void *dma_map_translate(const struct dma_map *dm, uint64_t iova, uint64_t len, int prot);
 

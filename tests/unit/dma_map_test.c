@@ -79,6 +79,18 @@ static void test_translate_and_copy(void **state)
 	assert_null(dma_map_translate(dm, 0x10000, 0, DMA_PROT_READ));
 	assert_null(dma_map_translate(dm, 0x10000, UINT64_MAX, DMA_PROT_READ));
 	assert_null(dma_map_translate(dm, 0xffff, 2, DMA_PROT_READ));
+	/* Asked for memory that cannot fault: none of these was added as such. */
+	assert_null(dma_map_translate(dm, 0x10010, 16, DMA_PROT_READ | DMA_MAP_NOFAULT));
+	{
+		static uint8_t c[0x1000];
+
+		assert_int_equal(dma_map_add(dm, 0x30000, sizeof(c), c, DMA_PROT_READ | DMA_MAP_NOFAULT), 0);
+		assert_ptr_equal(dma_map_translate(dm, 0x30010, 16, DMA_PROT_READ | DMA_MAP_NOFAULT), c + 0x10);
+		assert_ptr_equal(dma_map_translate(dm, 0x30010, 16, DMA_PROT_READ), c + 0x10);
+		assert_null(dma_map_translate(dm, 0x30010, 16, DMA_PROT_WRITE | DMA_MAP_NOFAULT)); /* read-only */
+		assert_null(dma_map_translate(dm, 0x30ff0, 17, DMA_PROT_READ | DMA_MAP_NOFAULT));  /* past its end */
+		assert_int_equal(dma_map_remove(dm, 0x30000, sizeof(c), NULL), 0);
+	}
 
 	/* Copies may cross adjacent mappings. */
 	assert_int_equal(dma_map_read(dm, 0x12800, out, 0x1000), 0);

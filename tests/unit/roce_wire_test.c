@@ -269,6 +269,59 @@ static void test_round_trip_every_opcode(void **state)
 }
 
 /*
+ * The frame in pieces (headers, the payload where it lies, pad and ICRC):
+ * joined, byte for byte the frame roce_build() writes, for every opcode,
+ * every pad and an empty payload, the fields and ICRC the parser's; the
+ * headers refused when they do not fit, a bad pad refused.
+ */
+static void test_build_pieces(void **state)
+{
+	static uint8_t whole[4200], joined[4200];
+	uint8_t hdr[128], trailer[ROCE_TRAILER_MAX];
+	struct roce_pkt p;
+	unsigned n = 0;
+
+	(void)state;
+	setup_payload();
+	for (unsigned o = 0; o < 256; o++) {
+		const struct roce_opcode_info *op = roce_opcode_info((uint8_t)o);
+
+		if (op == NULL)
+			continue;
+		for (uint32_t plen = 0; plen <= 7; plen++) {
+			struct roce_frame_desc d = desc_for((uint8_t)o, plen == 7 ? (op->payload ? MTU : 0) : plen);
+			size_t len, hlen, tlen;
+
+			d.se = plen & 1;
+			assert_int_equal(roce_build(&d, whole, sizeof(whole), &len), ROCE_OK);
+			memset(trailer, 0xee, sizeof(trailer));
+			assert_int_equal(roce_build_pieces(&d, hdr, sizeof(hdr), &hlen, trailer, &tlen), ROCE_OK);
+			assert_int_equal(hlen + d.payload_len + tlen, len);
+			assert_int_equal(hlen, roce_payload_offset(d.opcode));
+			assert_int_equal(tlen, d.pad + ROCE_ICRC_LEN);
+			memcpy(joined, hdr, hlen);
+			if (d.payload_len)
+				memcpy(joined + hlen, d.payload, d.payload_len);
+			memcpy(joined + hlen + d.payload_len, trailer, tlen);
+			assert_memory_equal(joined, whole, len);
+			assert_int_equal(roce_parse(joined, len, MTU, &p), ROCE_OK);
+			check_fields(&d, joined, len, &p);
+			/* headers one byte too long for the buffer */
+			assert_int_equal(roce_build_pieces(&d, hdr, hlen - 1, &hlen, trailer, &tlen), ROCE_ERR_NOSPACE);
+			n++;
+		}
+	}
+	assert_int_equal(n, 38 * 8);
+	{
+		struct roce_frame_desc d = desc_for(ROCE_RC_SEND_ONLY, 5);
+		size_t hlen, tlen;
+
+		d.pad = 2; /* 5 + 2 is no multiple of four */
+		assert_int_equal(roce_build_pieces(&d, hdr, sizeof(hdr), &hlen, trailer, &tlen), ROCE_ERR_ARG);
+	}
+}
+
+/*
  * A payload put first where roce_payload_offset() says: the same frame, byte
  * for byte, as one copied in from elsewhere; and the offset is where the
  * parser finds the payload, for every opcode that carries one.
@@ -757,6 +810,7 @@ int main(void)
 		cmocka_unit_test(test_strerror),
 		cmocka_unit_test(test_round_trip_every_opcode),
 		cmocka_unit_test(test_payload_in_place),
+		cmocka_unit_test(test_build_pieces),
 		cmocka_unit_test(test_aeth_syndromes),
 		cmocka_unit_test(test_truncated_every_byte),
 		cmocka_unit_test(test_refusals),
