@@ -55,8 +55,8 @@ struct net_port {
 	 */
 	void (*deliver_offload)(void *ctx, const uint8_t *frame, size_t len, const struct net_offload *off);
 	/*
-	 * Wire ports only, optional: take a frame with offloads in pieces, as
-	 * net_switch_input_pieces() got it (the pieces are valid during the
+	 * Wire ports only, optional: take a frame with offloads (or none: off
+	 * NULL) in pieces, as net_switch_input_pieces() got it (the pieces are valid during the
 	 * call only). A port with this has deliver_offload too.
 	 */
 	void (*deliver_pieces)(void *ctx, const struct iovec *piece, unsigned n, const struct net_offload *off);
@@ -107,7 +107,9 @@ void net_switch_input_offload(struct net_switch *sw, int id, const uint8_t *fram
 /*
  * A frame with offloads in n pieces (an in-process host's TCP super-segment:
  * piece[0] holds every header, Ethernet through the TCP options; the rest is
- * payload where the application keeps it; at most NET_SWITCH_MAX_PIECES).
+ * payload where the application keeps it; at most NET_SWITCH_MAX_PIECES), or
+ * without any (off NULL: a RoCEv2 packet, its headers, its payload where it
+ * lies in guest memory, its pad and ICRC).
  * Handed over as it is, with no copy, when it is unicast to a MAC last seen
  * on a wire port that takes pieces, no endpoint wants it (each is asked with piece[0]: their filters
  * look at headers only) and no monitor is set. Otherwise nothing is done and

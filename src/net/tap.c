@@ -490,8 +490,29 @@ static bool udp_continues(const struct coalesce *c, const uint8_t *f, long n)
 	       n <= c->gso_size && c->len + (size_t)n <= sizeof(c->frame);
 }
 
-/* A RoCEv2 datagram: merged with those before it, or the first of a new merge. */
-static void deliver_udp(struct tap *t, const uint8_t *frame, size_t len, long n)
+/* The bytes of the pieces from byte skip on, into dst. */
+static void gather(uint8_t *dst, const struct iovec *piece, unsigned np, size_t skip)
+{
+	for (unsigned i = 0; i < np; i++) {
+		size_t l = piece[i].iov_len;
+
+		if (skip >= l) {
+			skip -= l;
+			continue;
+		}
+		memcpy(dst, (const uint8_t *)piece[i].iov_base + skip, l - skip);
+		dst += l - skip;
+		skip = 0;
+	}
+}
+
+/*
+ * A RoCEv2 datagram of len bytes in np pieces (frame: the first, which holds
+ * its Ethernet, IPv4 and UDP headers): merged with those before it, or the
+ * first of a new merge. Its bytes are copied once, into the merge.
+ */
+static void deliver_udp(struct tap *t, const uint8_t *frame, const struct iovec *piece, unsigned np, size_t len,
+			long n)
 {
 	struct coalesce *c = NULL;
 	const uint8_t *ip = frame + ETH_HLEN;
@@ -519,14 +540,14 @@ static void deliver_udp(struct tap *t, const uint8_t *frame, size_t len, long n)
 	 * the rest lack. It goes alone, and the rest merge after it.
 	 */
 	if (udp_continues(c, frame, n) && !(c->segs == 1 && n < c->gso_size)) {
-		memcpy(c->frame + c->len, frame + UDP_HDRS, (size_t)n);
+		gather(c->frame + c->len, piece, np, UDP_HDRS);
 		c->len += (size_t)n;
 		c->segs++;
 		c->next_seq = (uint16_t)(c->next_seq + 1);
 		c->last_short = n < c->gso_size;
 	} else {
 		flush_co(t, c);
-		memcpy(c->frame, frame, len);
+		gather(c->frame, piece, np, 0);
 		c->len = len;
 		c->hdr = UDP_HDRS;
 		c->udp = true;
@@ -544,8 +565,10 @@ static void deliver(void *ctx, const uint8_t *frame, size_t len)
 	struct coalesce *c = &t->co;
 	long n;
 
-	if (t->uso && (n = udp_mergeable(frame, len)) > 0) {
-		deliver_udp(t, frame, len, n);
+	if (t->uso && (n = udp_mergeable(frame, len)) > 0 && len <= GSO_MAX_FRAME) {
+		struct iovec whole = { .iov_base = (void *)frame, .iov_len = len };
+
+		deliver_udp(t, frame, &whole, 1, len, n);
 		return;
 	}
 	if (pure_ack(frame, len)) {
@@ -621,16 +644,37 @@ static void deliver_offload(void *ctx, const uint8_t *frame, size_t len, const s
 	write_frame(t, &vh, frame, off->gso_size ? off->pkt_len : len);
 }
 
-/* The same in pieces: one writev() of the header and the pieces, the payload copied by the kernel alone. */
+/*
+ * The same in pieces: one writev() of the header and the pieces, the payload
+ * copied by the kernel alone. A frame without offloads (off NULL: a RoCEv2
+ * packet around a payload that lies in guest memory) that may merge is
+ * merged as deliver() would, its pieces copied into the merge, the one copy
+ * of them in this process.
+ */
 static void deliver_pieces(void *ctx, const struct iovec *piece, unsigned n, const struct net_offload *off)
 {
 	struct tap *t = ctx;
 	struct virtio_net_hdr vh;
 	struct iovec iov[1 + NET_SWITCH_MAX_PIECES];
+	static const struct net_offload none;
 
 	if (n == 0 || n > NET_SWITCH_MAX_PIECES) {
 		t->stats.tx_dropped++;  /* the switch never passes more */
 		return;
+	}
+	if (off == NULL) {
+		size_t len = 0;
+		long m;
+
+		for (unsigned i = 0; i < n; i++)
+			len += piece[i].iov_len;
+		if (t->uso && piece[0].iov_len >= UDP_HDRS && len <= GSO_MAX_FRAME &&
+		    (m = udp_mergeable(piece[0].iov_base, len)) > 0) {
+			t->stats.udp_pieces++;
+			deliver_udp(t, piece[0].iov_base, piece, n, len, m);
+			return;
+		}
+		off = &none;
 	}
 	offload_hdr(t, off, &vh);
 	iov[0].iov_base = &vh;
@@ -791,7 +835,7 @@ void tap_close(struct tap *t)
 	t->flush_pending = false;
 	LOG_INFO("tap %s: %llu frames in (%llu of them segmentation-offload super-frames, %llu of those UDP, "
 		 "%llu refused), %llu out (%llu of them merged segmentation-offload writes, %llu of RoCEv2 datagrams "
-		 "carrying %llu, %llu ACKs folded into later ones, %llu super-segments of the in-process hosts), "
+		 "carrying %llu (%llu taken in pieces), %llu ACKs folded into later ones, %llu super-segments of the in-process hosts), "
 		 "%llu dropped (%llu with %u held already), %llu held until the kernel could take them; "
 		 "%llu wakeups read a queue that kept growing",
 		 t->name, (unsigned long long)t->stats.rx_frames, (unsigned long long)t->stats.offload.gso_frames,
@@ -799,7 +843,7 @@ void tap_close(struct tap *t)
 		 (unsigned long long)t->stats.rx_dropped, (unsigned long long)t->stats.tx_frames,
 		 (unsigned long long)(t->stats.gso_frames + t->stats.gso_udp_frames),
 		 (unsigned long long)t->stats.gso_udp_frames, (unsigned long long)t->stats.udp_merged,
-		 (unsigned long long)t->stats.acks_superseded, (unsigned long long)t->stats.gso_super_frames,
+		 (unsigned long long)t->stats.udp_pieces, (unsigned long long)t->stats.acks_superseded, (unsigned long long)t->stats.gso_super_frames,
 		 (unsigned long long)t->stats.tx_dropped, (unsigned long long)t->stats.tx_held_full, TAP_TX_HOLD,
 		 (unsigned long long)t->stats.tx_held, (unsigned long long)t->stats.behind_wakeups);
 	/* A persistent device keeps its features: the next reader may not want super-frames. */

@@ -52,6 +52,7 @@ struct tap_stats {
 	uint64_t gso_frames;  /* writes that carried several merged TCP segments */
 	uint64_t gso_udp_frames; /* writes that carried several merged RoCEv2 datagrams */
 	uint64_t udp_merged;  /* the datagrams they carried */
+	uint64_t udp_pieces;  /* RoCEv2 datagrams handed over in pieces (their payload in guest memory), merged from there */
 	uint64_t gso_super_frames; /* super-frames written as an in-process host handed them over (its TCP's) */
 	uint64_t acks_superseded;
 	uint64_t behind_wakeups;  /* wakeups that read a queue which had outlasted TAP_BEHIND_WAKEUPS budgets */  /* pure ACKs never written: a later one of the batch said more */

@@ -892,6 +892,82 @@ static void test_udp_merged(void **state)
 	free(msg);
 }
 
+/* Frame f of len bytes handed to the switch in three pieces cut at a and b (0 < a <= b < len). */
+static bool send_in_pieces(struct world *w, const uint8_t *f, size_t len, size_t a, size_t b)
+{
+	struct iovec iov[3] = {
+		{ .iov_base = (void *)f, .iov_len = a },
+		{ .iov_base = (void *)(f + a), .iov_len = b - a },
+		{ .iov_base = (void *)(f + b), .iov_len = len - b },
+	};
+
+	return net_switch_input_pieces(w->sw, w->ep, iov, 3, NULL);
+}
+
+/*
+ * RoCEv2 datagrams handed over in pieces without offloads (headers, the payload where it lies
+ * in guest memory, pad and ICRC), as a RoCEv2 node sends a WRITE: on the wire exactly what the
+ * same frames whole make. The first alone, the rest merged into one write the kernel cuts into
+ * the datagrams sent; a datagram to another port goes alone, whole, behind an empty header; a
+ * first piece too short for the headers is written as it is, in order.
+ */
+static void test_udp_pieces(void **state)
+{
+	struct world *w = *state;
+	static uint8_t sent[MAX_DGRAMS][DGRAM_CAP];
+	size_t sent_len[MAX_DGRAMS];
+	uint8_t *msg = malloc(VH + NET_MAX_FRAME);
+	const struct tap_stats *st = tap_stats(w->tap);
+	unsigned k = 0;
+	size_t n;
+
+	host_hello(w);
+	sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, HOST_IP, 100, 0, ROCE_PORT, 1040);
+	k++;
+	for (; k < 14; k++)
+		sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, HOST_IP, (uint16_t)(100 + k), 0, ROCE_PORT, 1028);
+	sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, HOST_IP, (uint16_t)(100 + k), 0, ROCE_PORT, 500);
+	k++;
+	/* cut after the base header and before the ICRC, as a node does; one cut right after the UDP header */
+	for (unsigned i = 0; i < k; i++)
+		assert_true(send_in_pieces(w, sent[i], sent_len[i], i == 3 ? 42 : 54, sent_len[i] - 4));
+	run_batch(w);
+	n = host_read_raw(w, msg, VH + NET_MAX_FRAME);
+	assert_int_equal(n, VH + sent_len[0]);
+	for (int i = 0; i < VH; i++)
+		assert_int_equal(msg[i], 0);
+	assert_memory_equal(msg + VH, sent[0], sent_len[0]);
+	n = host_read_raw(w, msg, VH + NET_MAX_FRAME);
+	assert_int_equal(n, VH + 42 + 13 * 1028 + 500);
+	assert_int_equal(kernel_cuts(msg, n, sent + 1, sent_len + 1), 14);
+	assert_int_equal(host_read_raw(w, msg, VH + NET_MAX_FRAME), 0);
+	assert_int_equal(st->udp_pieces, 15);
+	assert_int_equal(st->udp_merged, 14);
+	assert_int_equal(st->tx_frames, 2);
+
+	/* Not RoCEv2 (another port): one write of the pieces, an empty header before them. */
+	sent_len[0] = roce_frame(sent[0], host_mac, ep_mac, EP_IP, HOST_IP, 400, 0, 4792, 700);
+	/* A first piece shorter than the headers: not merged, written as it is, behind the merged one before it. */
+	sent_len[1] = roce_frame(sent[1], host_mac, ep_mac, EP_IP, HOST_IP, 500, 0, ROCE_PORT, 600);
+	sent_len[2] = roce_frame(sent[2], host_mac, ep_mac, EP_IP, HOST_IP, 501, 0, ROCE_PORT, 600);
+	assert_true(send_in_pieces(w, sent[1], sent_len[1], 54, 300));
+	assert_true(send_in_pieces(w, sent[2], sent_len[2], 30, 300));
+	assert_true(send_in_pieces(w, sent[0], sent_len[0], 20, 100));
+	run_batch(w);
+	for (unsigned i = 1; i <= 3; i++) {
+		unsigned j = i % 3;
+
+		n = host_read_raw(w, msg, VH + NET_MAX_FRAME);
+		assert_int_equal(n, VH + sent_len[j]);
+		assert_int_equal(msg[1], 0);
+		assert_memory_equal(msg + VH, sent[j], sent_len[j]);
+	}
+	assert_int_equal(host_read_raw(w, msg, VH + NET_MAX_FRAME), 0);
+	assert_int_equal(st->udp_pieces, 16);
+	assert_int_equal(st->tx_dropped, 0);
+	free(msg);
+}
+
 /* A UDP super-frame from the host reaches the segment as its datagrams, each whole and checked. */
 static void test_rx_udp_super_frame(void **state)
 {
@@ -945,6 +1021,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tx_super_segment, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tx_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_udp_merged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_udp_pieces, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rx_udp_super_frame, setup, teardown),
 	};
 
