@@ -95,6 +95,13 @@ static int c_local_read(void *ctx, uint64_t wr_id, uint32_t offset, void *buf, u
 	return ionic_rdma_wire_local(q->g->dev, q->qpn, wr_id, offset, buf, len, false);
 }
 
+static const void *c_local_peek(void *ctx, uint64_t wr_id, uint32_t offset, uint32_t len)
+{
+	struct glue_qp *q = ctx;
+
+	return ionic_rdma_wire_local_peek(q->g->dev, q->qpn, wr_id, offset, len);
+}
+
 static int c_local_write(void *ctx, uint64_t wr_id, uint32_t offset, const void *data, uint32_t len)
 {
 	struct glue_qp *q = ctx;
@@ -141,7 +148,7 @@ static void c_complete(void *ctx, uint64_t wr_id, enum roce_rc_req_wc status, ui
 }
 
 static const struct roce_rc_req_ops req_ops = {
-	.local_read = c_local_read, .local_write = c_local_write, .complete = c_complete,
+	.local_read = c_local_read, .local_peek = c_local_peek, .local_write = c_local_write, .complete = c_complete,
 };
 
 /* ---- the responder's callbacks ------------------------------------------------------------- */
@@ -586,11 +593,12 @@ void roce_glue_log_stats(const struct roce_glue *g)
 		if (g->qp[i].used)
 			gq_count(g, g->qp[i].qpn, &tot);
 	ps = roce_port_stats(g->port);
-	snprintf(line, sizeof(line), "roce: %llu frames in, %llu out (802.1Q tagged: %llu in, %llu out); UD %llu in, %llu out; "
+	snprintf(line, sizeof(line), "roce: %llu frames in, %llu out (802.1Q tagged: %llu in, %llu out; %llu out in pieces, "
+		 "their payload copied once from guest memory); UD %llu in, %llu out; "
 		 "%llu super-frames cut (%llu datagrams handled where they lay, the rest through the ring); dropped:",
 		 (unsigned long long)ps->frames_in, (unsigned long long)ps->frames_out,
 		 (unsigned long long)ps->vlan_in, (unsigned long long)ps->vlan_out,
-		 (unsigned long long)ps->ud_in, (unsigned long long)ps->ud_out, (unsigned long long)ps->super_in,
+		 (unsigned long long)ps->frames_in_pieces, (unsigned long long)ps->ud_in, (unsigned long long)ps->ud_out, (unsigned long long)ps->super_in,
 		 (unsigned long long)ps->rx_in_place);
 	put_counts(line, sizeof(line), ps->drops, ROCE_PORT_DROP_NUM, drop_name);
 	put_counts(line, sizeof(line), ps->parse_err, ROCE_ERR_NUM, parse_name);

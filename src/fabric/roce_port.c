@@ -133,22 +133,30 @@ static void ect_mark(uint8_t *frame, size_t len)
  * The frame is changed where it lies (MACs, ECN, and with ROCE_FRAME_HEADROOM
  * bytes before it, the QP's 802.1Q tag): no copy on the way to the switch.
  */
-void rport_qp_send(struct port_qp *qp, uint8_t *frame, size_t len, bool roce)
+/* The MAC qp's frames go to; NULL when it is not known (asked for, the frame counted dropped). */
+static const uint8_t *qp_dmac(struct port_qp *qp)
 {
 	struct roce_port *port = qp->port;
 	struct neigh *n = qp->remote_mac_known ? NULL : rport_neigh_find(port, qp->remote_ip);
-	const uint8_t *dmac = qp->remote_mac;
 
 	if (!qp->remote_mac_known && (n == NULL || n->state != NEIGH_REACHABLE)) {
 		if (n == NULL || !n->asked || port->now_us - n->asked_us >= ROCE_PORT_ARP_RETRY_US)
 			roce_port_arp_request(port, qp->remote_ip, port->now_us);
 		rport_drop(port, ROCE_PORT_DROP_TX_UNRESOLVED);
-		return;
+		return NULL;
 	}
+	return n != NULL ? n->mac : qp->remote_mac;
+}
+
+void rport_qp_send(struct port_qp *qp, uint8_t *frame, size_t len, bool roce)
+{
+	struct roce_port *port = qp->port;
+	const uint8_t *dmac = qp_dmac(qp);
+
+	if (dmac == NULL)
+		return;
 	if (len > ROCE_PORT_FRAME_MAX || len < sizeof(struct net_eth_hdr))
 		return; /* never: the QPs build at most ROCE_PORT_FRAME_MAX bytes */
-	if (n != NULL)
-		dmac = n->mac;
 	memcpy(((struct net_eth_hdr *)frame)->dst, dmac, NET_ETH_ALEN);
 	memcpy(((struct net_eth_hdr *)frame)->src, qp->local_mac, NET_ETH_ALEN);
 	if (roce)
@@ -166,6 +174,54 @@ void rport_qp_send(struct port_qp *qp, uint8_t *frame, size_t len, bool roce)
 	if (roce)
 		roce_rate_sent(&qp->rate, len, port->now_us);
 	rport_out(port, frame, len);
+}
+
+/*
+ * A QP's RoCEv2 packet in three pieces (roce_build_pieces): its headers, its
+ * payload where it lies in guest memory, its pad and ICRC. Handed to the
+ * switch as they are, so that the payload is copied once, into the TAP's
+ * merged write; joined here first when the switch cannot take them so (a
+ * frame it floods, a monitor, an endpoint that wants it), or when the frame
+ * needs an 802.1Q tag or meets the test hook, and then sent as any frame.
+ */
+void rport_qp_send_pieces(struct port_qp *qp, uint8_t *hdr, size_t hlen, const void *payload, size_t plen,
+			  const uint8_t *trailer, size_t tlen)
+{
+	struct roce_port *port = qp->port;
+	uint8_t buf[ROCE_FRAME_HEADROOM + ROCE_PORT_FRAME_MAX];
+	uint8_t *f = buf + ROCE_FRAME_HEADROOM;
+	size_t len = hlen + plen + tlen;
+	const uint8_t *dmac;
+	struct iovec iov[3] = {
+		{ .iov_base = hdr, .iov_len = hlen },
+		{ .iov_base = (void *)payload, .iov_len = plen },
+		{ .iov_base = (void *)trailer, .iov_len = tlen },
+	};
+
+	if (len > ROCE_PORT_FRAME_MAX || hlen < ROCE_L2L4_LEN + sizeof(struct roce_bth))
+		return; /* never: the QPs build at most ROCE_PORT_FRAME_MAX bytes, headers whole */
+	if (qp->vlan || port->tx_hook != NULL) {
+		memcpy(f, hdr, hlen);
+		memcpy(f + hlen, payload, plen);
+		memcpy(f + hlen + plen, trailer, tlen);
+		rport_qp_send(qp, f, len, true);
+		return;
+	}
+	if ((dmac = qp_dmac(qp)) == NULL)
+		return;
+	memcpy(((struct net_eth_hdr *)hdr)->dst, dmac, NET_ETH_ALEN);
+	memcpy(((struct net_eth_hdr *)hdr)->src, qp->local_mac, NET_ETH_ALEN);
+	ect_mark(hdr, hlen);
+	roce_rate_sent(&qp->rate, len, port->now_us);
+	port->stats.frames_out++;
+	if (net_switch_input_pieces(port->sw, port->sw_port, iov, 3, NULL)) {
+		port->stats.frames_in_pieces++;
+		return;
+	}
+	memcpy(f, hdr, hlen);
+	memcpy(f + hlen, payload, plen);
+	memcpy(f + hlen + plen, trailer, tlen);
+	net_switch_input(port->sw, port->sw_port, f, len);
 }
 
 /*
@@ -351,6 +407,19 @@ static void t_send_frame(void *ctx, uint8_t *frame, size_t len)
 	rport_qp_send(ctx, frame, len, true);
 }
 
+static const void *t_local_peek(void *ctx, uint64_t wr_id, uint32_t offset, uint32_t len)
+{
+	struct port_qp *qp = ctx;
+
+	return qp->req_ops->local_peek != NULL ? qp->req_ops->local_peek(qp->req_ctx, wr_id, offset, len) : NULL;
+}
+
+static void t_send_pieces(void *ctx, uint8_t *hdr, size_t hlen, const void *payload, size_t plen,
+			  const uint8_t *trailer, size_t tlen)
+{
+	rport_qp_send_pieces(ctx, hdr, hlen, payload, plen, trailer, tlen);
+}
+
 static const struct roce_rc_ops resp_tramp = {
 	.recv_take = t_recv_take, .recv_write = t_recv_write, .recv_complete = t_recv_complete,
 	.mem_write = t_mem_write, .mem_read = t_mem_read, .atomic = t_atomic, .invalidate = t_invalidate,
@@ -359,7 +428,7 @@ static const struct roce_rc_ops resp_tramp = {
 
 static const struct roce_rc_req_ops req_tramp = {
 	.local_read = t_local_read, .local_write = t_local_write, .complete = t_complete,
-	.send_frame = t_send_frame,
+	.send_frame = t_send_frame, .local_peek = t_local_peek, .send_pieces = t_send_pieces,
 };
 
 /* ---- QPs ----------------------------------------------------------------------- */

@@ -103,6 +103,7 @@ struct roce_port_stats {
 	uint64_t super_in;              /* UDP super-frames taken whole and cut here (their datagrams are in frames_in) */
 	uint64_t rx_in_place;           /* of their datagrams, handled where they lay (cfg.clock_us), not queued */
 	uint64_t frames_out;            /* given to the switch (ARP included) */
+	uint64_t frames_in_pieces;      /* of them: taken in pieces, their payload where it lay in guest memory */
 	uint64_t vlan_in, vlan_out;     /* of them, with an 802.1Q tag */
 	uint64_t to_requester, to_responder;
 	uint64_t arp_requests, arp_replies;     /* sent */

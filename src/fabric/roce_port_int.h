@@ -158,6 +158,8 @@ int rport_lmac_find(const struct roce_port *port, const uint8_t *mac, bool get);
 
 /* frame: ROCE_FRAME_HEADROOM writable bytes before it (roce_port.c) */
 void rport_qp_send(struct port_qp *qp, uint8_t *frame, size_t len, bool roce);
+void rport_qp_send_pieces(struct port_qp *qp, uint8_t *hdr, size_t hlen, const void *payload, size_t plen,
+			  const uint8_t *trailer, size_t tlen);
 int rport_peer_find(struct roce_port *port, uint32_t ip, bool make);
 
 /* roce_port_echo.c: the probes of a READ's reader (roce_echo.h) */

@@ -145,7 +145,7 @@ int roce_rc_req_init(struct roce_rc_req *q, const struct roce_rc_req_cfg *cfg)
 	const struct roce_rc_req_ops *o = cfg->ops;
 
 	if (o == NULL || o->local_read == NULL || o->local_write == NULL || o->complete == NULL ||
-	    o->send_frame == NULL)
+	    o->send_frame == NULL || (o->local_peek == NULL) != (o->send_pieces == NULL))
 		return -EINVAL;
 	/* The IBA path MTUs; the 2^23-PSN window below relies on at least 256 (2^31 / 256 = 2^23). */
 	if (cfg->pmtu != 256 && cfg->pmtu != 512 && cfg->pmtu != 1024 && cfg->pmtu != 2048 && cfg->pmtu != 4096)
@@ -562,6 +562,7 @@ static bool send_packet(struct roce_rc_req *q, struct roce_rc_req_wqe *w, uint32
 	uint8_t *frame = buf + ROCE_FRAME_HEADROOM, *data;
 	const struct roce_rc_req_wr *wr = &w->wr;
 	const bool last = k == w->npsn - 1;
+	const void *in_place = NULL; /* the payload, read where it lies in the WR's buffer */
 	struct roce_frame_desc d;
 	uint32_t off = k * q->cfg.pmtu;     /* k < npsn: off < len <= 2^31, or 0 */
 	size_t flen;
@@ -616,18 +617,36 @@ static bool send_packet(struct roce_rc_req *q, struct roce_rc_req_wqe *w, uint32
 		d.se = last && wr->solicited &&
 		       (wr->op == ROCE_RC_REQ_SEND || wr->op == ROCE_RC_REQ_SEND_IMM || wr->op == ROCE_RC_REQ_SEND_INV ||
 			wr->op == ROCE_RC_REQ_WRITE_IMM);
-		/* the bytes read straight into their place in the frame (chunk <= pmtu <= 4096) */
-		data = frame + roce_payload_offset(d.opcode);
-		if (chunk > 0 && q->ops->local_read(q->ctx, wr->wr_id, off, data, chunk) != 0) {
+		/*
+		 * The bytes read where they lie (the owner copies them once, into what it sends), or
+		 * read straight into their place in the frame (chunk <= pmtu <= 4096).
+		 */
+		if (chunk > 0 && q->ops->local_peek != NULL)
+			in_place = q->ops->local_peek(q->ctx, wr->wr_id, off, chunk);
+		data = in_place != NULL ? (uint8_t *)NULL : frame + roce_payload_offset(d.opcode);
+		if (chunk > 0 && in_place == NULL && q->ops->local_read(q->ctx, wr->wr_id, off, data, chunk) != 0) {
 			w->status = ROCE_RC_REQ_WC_LOC_PROT_ERR;
 			enter_error(q);
 			return false;
 		}
-		d.payload = chunk ? data : NULL;
+		d.payload = chunk == 0 ? NULL : in_place != NULL ? in_place : data;
 		d.payload_len = chunk;
 		d.pad = (uint8_t)((4 - chunk % 4) % 4);
 		break;
 	}
+	}
+	if (in_place != NULL) {
+		uint8_t trailer[ROCE_TRAILER_MAX];
+		size_t hlen, tlen;
+
+		if (roce_build_pieces(&d, frame, ROCE_RC_REQ_FRAME_MAX, &hlen, trailer, &tlen) != ROCE_OK) {
+			q->build_errors++; /* as below */
+			return true;
+		}
+		q->frames_sent++;
+		q->frames_in_place++;
+		q->ops->send_pieces(q->ctx, frame, hlen, in_place, d.payload_len, trailer, tlen);
+		return true;
 	}
 	if (roce_build(&d, frame, ROCE_RC_REQ_FRAME_MAX, &flen) != ROCE_OK) {
 		/* Only a bug of ours gets here (every field is in range); count it, send nothing. */

@@ -134,6 +134,16 @@ struct roce_rc_req_ops {
 	/* One whole Ethernet frame (no FCS) to the responder; loss is recovered by the retries. The
 	 * frame is the callee's to change for the call, ROCE_FRAME_HEADROOM bytes before it too. */
 	void (*send_frame)(void *ctx, uint8_t *frame, size_t len);
+	/*
+	 * Optional, both or neither. local_peek: where len bytes at offset of the WR's local buffer
+	 * can be read in place for the rest of the call (NULL: local_read copies them, and says
+	 * what is wrong). send_pieces: the frame of such a payload in three pieces, as
+	 * roce_build_pieces() makes it: hdr (the callee's to change, ROCE_FRAME_HEADROOM bytes
+	 * before it too), the payload where it lies, the trailer (pad and ICRC).
+	 */
+	const void *(*local_peek)(void *ctx, uint64_t wr_id, uint32_t offset, uint32_t len);
+	void (*send_pieces)(void *ctx, uint8_t *hdr, size_t hlen, const void *payload, size_t plen,
+			    const uint8_t *trailer, size_t tlen);
 };
 
 struct roce_rc_req_cfg {
@@ -209,6 +219,7 @@ struct roce_rc_req {
 	/* counters */
 	uint64_t stats[ROCE_RC_REQ_IN_NUM];
 	uint64_t frames_sent, retransmits, timeouts, rd_blocked, window_blocked, build_errors;
+	uint64_t frames_in_place;       /* of frames_sent: their payload sent from where it lies (send_pieces) */
 	/* since una last moved (for a failure's post-mortem: a silent responder, or one answering stale PSNs) */
 	uint64_t una_moved_us;          /* when it last moved (0: never) */
 	uint64_t last_response_us;      /* when the last response of any kind came (0: none yet) */

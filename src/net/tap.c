@@ -835,7 +835,7 @@ void tap_close(struct tap *t)
 	t->flush_pending = false;
 	LOG_INFO("tap %s: %llu frames in (%llu of them segmentation-offload super-frames, %llu of those UDP, "
 		 "%llu refused), %llu out (%llu of them merged segmentation-offload writes, %llu of RoCEv2 datagrams "
-		 "carrying %llu (%llu taken in pieces), %llu ACKs folded into later ones, %llu super-segments of the in-process hosts), "
+		 "carrying %llu, %llu RoCEv2 datagrams taken in pieces, %llu ACKs folded into later ones, %llu super-segments of the in-process hosts), "
 		 "%llu dropped (%llu with %u held already), %llu held until the kernel could take them; "
 		 "%llu wakeups read a queue that kept growing",
 		 t->name, (unsigned long long)t->stats.rx_frames, (unsigned long long)t->stats.offload.gso_frames,

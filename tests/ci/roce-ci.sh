@@ -98,6 +98,17 @@ if grep -Eq "roce: requesters: [1-9][0-9]* packets, [1-9][0-9]* resent" "$TMP/a.
 else
 	fail roce-stats-logged "$(grep 'roce:' "$TMP/a.log" | tail -4 | tr '\n' '|')"
 fi
+# The client's guest memory is sealed, as QEMU's memfd backend seals it: the WRITEs' and SENDs'
+# payloads went from where they lay in it, copied once, into the TAP's merged writes (the client
+# checked every byte of them on the wire and in the peer's memory).
+for l in a b; do
+	if grep -Eq "roce: [0-9]+ frames in, [0-9]+ out \(802.1Q tagged: [0-9]+ in, [0-9]+ out; [1-9][0-9]* out in pieces" "$TMP/$l.log" &&
+		grep -Eq "tap ernic[AB]: .* RoCEv2 datagrams carrying [0-9]+, [1-9][0-9]* RoCEv2 datagrams taken in pieces" "$TMP/$l.log"; then
+		pass "roce-payload-in-place-$l"
+	else
+		fail "roce-payload-in-place-$l" "$(grep 'roce: [0-9]* frames in\|tap ernic.*frames in' "$TMP/$l.log" | tr '\n' '|')"
+	fi
+done
 # Bulk: fresh servers on the same TAPs, the bridge clean again, 1 MiB and 16 MiB by WRITE, READ
 # and SEND both ways. Nothing may be dropped at either TAP (the kernel's count of frames its queue
 # toward a server had no room for) and no requester told of a lost packet (no sequence or implied
@@ -134,6 +145,13 @@ for l in c d; do
 		else
 			fail "roce-bulk-udp-whole-$l" "$(grep 'roce: [0-9]* frames in' "$TMP/$l.log")"
 		fi
+	fi
+	# The bulk area is a memfd the client did not seal: no payload was read in place from it (a
+	# client could shrink the file under a read), every one was copied under the SIGBUS guard.
+	if grep -Eq "roce: [0-9]+ frames in, [1-9][0-9]* out \(802.1Q tagged: [0-9]+ in, [0-9]+ out; 0 out in pieces" "$TMP/$l.log"; then
+		pass "roce-bulk-unsealed-copied-$l"
+	else
+		fail "roce-bulk-unsealed-copied-$l" "$(grep 'roce: [0-9]* frames in' "$TMP/$l.log")"
 	fi
 	if grep -Eq "roce: requesters: [0-9]+ packets, [0-9]+ resent, [0-9]+ timeouts; responses:( (ack|read-resp|atomic-ack|rnr-nak|stale|echo)=[0-9]+)*;" "$TMP/$l.log"; then
 		pass "roce-bulk-no-loss-$l"

@@ -108,6 +108,7 @@ struct link {
 	bool local_fail;
 	struct comp comp[4096];
 	unsigned ncomp;
+	unsigned peeks, peeks_refused, pieces; /* local_peek and send_pieces (test_payload_in_place) */
 };
 
 static struct link *L;
@@ -373,6 +374,42 @@ static const struct roce_rc_req_ops req_ops = {
 	.local_read = l_read, .local_write = l_write, .complete = l_complete, .send_frame = req_send_frame,
 };
 
+/* In place, but not every third payload (then local_read copies it, as for memory that is not sealed). */
+static const void *l_peek(void *ctx, uint64_t wr_id, uint32_t off, uint32_t len)
+{
+	(void)ctx;
+	assert_true(wr_id < NWR);
+	assert_true(len > 0 && len <= LMTU);
+	if (L->local_fail || off > LBUF || len > LBUF - off || L->peeks++ % 3 == 2) {
+		L->peeks_refused++;
+		return NULL;
+	}
+	return L->lbuf[wr_id] + off;
+}
+
+/* The three pieces joined as the port joins them when the switch cannot take them so: then checked as any frame. */
+static void req_send_pieces(void *ctx, uint8_t *hdr, size_t hlen, const void *payload, size_t plen,
+			    const uint8_t *trailer, size_t tlen)
+{
+	uint8_t buf[ROCE_FRAME_HEADROOM + FCAP];
+	uint8_t *f = buf + ROCE_FRAME_HEADROOM;
+
+	assert_int_equal(hlen, roce_payload_offset(hdr[ROCE_L2L4_LEN]));
+	assert_true(plen > 0 && plen <= LMTU);
+	assert_true(tlen >= ROCE_ICRC_LEN && tlen <= ROCE_TRAILER_MAX && (plen + tlen - ROCE_ICRC_LEN) % 4 == 0);
+	assert_true(hlen + plen + tlen <= FCAP);
+	memcpy(f, hdr, hlen);
+	memcpy(f + hlen, payload, plen);
+	memcpy(f + hlen + plen, trailer, tlen);
+	L->pieces++;
+	req_send_frame(ctx, f, hlen + plen + tlen);
+}
+
+static const struct roce_rc_req_ops req_ops_in_place = {
+	.local_read = l_read, .local_write = l_write, .complete = l_complete, .send_frame = req_send_frame,
+	.local_peek = l_peek, .send_pieces = req_send_pieces,
+};
+
 /* ---- setup ---- */
 
 static struct roce_rc_req_cfg req_cfg(uint32_t psn)
@@ -523,6 +560,70 @@ static void test_write_multi_imm(void **state)
 	assert_true(L->rcqe[0].has_imm && L->rcqe[0].imm == 0xabc00003u && L->rcqe[0].byte_len == 1000);
 	/* the AckReq on packet 1 produced an ACK that acknowledged the first two PSNs on the way */
 	assert_true(L->req.stats[ROCE_RC_REQ_IN_ACK] >= 3);
+}
+
+/*
+ * Payloads read where they lie (local_peek) and sent in pieces, mixed with payloads copied
+ * (every third peek refused), through a link that drops, duplicates and reorders: every SEND and
+ * WRITE lands byte for byte, the frames parse with their ICRCs, the retransmissions go in
+ * pieces too, and a requester given one of the two callbacks without the other is refused.
+ */
+static void test_payload_in_place(void **state)
+{
+	struct roce_rc_req_cfg rc = req_cfg(0xfffff0);
+	unsigned n = 0;
+
+	(void)state;
+	rc.ops = &req_ops_in_place;
+	setup_with(&rc);
+	L->p_drop = 50;
+	L->p_dup = 20;
+	L->p_reorder = 30;
+	for (unsigned i = 0; i < 12; i++) /* 8 SENDs, 4 WRITEs with immediate */
+		post_recv(RQ_BUF);
+	for (uint64_t id = 0; id < 16; id++) {
+		uint32_t len = (uint32_t)(id * 97 % 1300 + 1);
+
+		fill(id, len, (unsigned)id);
+		if (id % 2 == 0)
+			assert_int_equal(post(id, id % 4 == 0 ? ROCE_RC_REQ_SEND : ROCE_RC_REQ_SEND_IMM, len, 0), 0);
+		else
+			assert_int_equal(post(id, id % 4 == 1 ? ROCE_RC_REQ_WRITE : ROCE_RC_REQ_WRITE_IMM, len, id * 2000), 0);
+	}
+	run();
+	assert_int_equal(L->ncomp, 16);
+	for (uint64_t id = 0; id < 16; id++) {
+		uint32_t len = (uint32_t)(id * 97 % 1300 + 1);
+
+		expect_comp((unsigned)id, id, ROCE_RC_REQ_WC_SUCCESS, len);
+		if (id % 2 == 0) {
+			assert_int_equal(L->rcqe[n].byte_len, len);
+			assert_memory_equal(L->rq_buf[L->rcqe_h[n]], L->lbuf[id], len);
+			n++;
+		} else {
+			assert_memory_equal(L->mr + id * 2000, L->lbuf[id], len);
+			if (id % 4 == 3)
+				n++; /* WRITE with immediate: a receive completion too */
+		}
+	}
+	assert_int_equal(L->nrcqe, n);
+	assert_true(L->dropped > 0 && L->req.retransmits > 0);
+	assert_true(L->pieces > 0 && L->peeks_refused > 0);
+	assert_int_equal(L->req.frames_in_place, L->pieces);
+	assert_int_equal(L->peeks, L->pieces + L->peeks_refused);
+	assert_true(L->req.frames_sent > L->req.frames_in_place);
+	/* both or neither */
+	{
+		struct roce_rc_req q;
+		struct roce_rc_req_ops half = req_ops_in_place;
+
+		half.send_pieces = NULL;
+		rc.ops = &half;
+		assert_int_equal(roce_rc_req_init(&q, &rc), -EINVAL);
+		half = req_ops_in_place;
+		half.local_peek = NULL;
+		assert_int_equal(roce_rc_req_init(&q, &rc), -EINVAL);
+	}
 }
 
 static void test_read(void **state)
@@ -1706,6 +1807,7 @@ int main(void)
 		cmocka_unit_test(test_send_sizes),
 		cmocka_unit_test(test_uc),
 		cmocka_unit_test(test_write_multi_imm),
+		cmocka_unit_test(test_payload_in_place),
 		cmocka_unit_test(test_read),
 		cmocka_unit_test(test_atomics),
 		cmocka_unit_test(test_psn_wrap),
