@@ -204,6 +204,16 @@ static int c_mem_read(void *ctx, uint32_t rkey, uint64_t va, void *buf, uint32_t
 	return rc;
 }
 
+static const void *c_mem_peek(void *ctx, uint32_t rkey, uint64_t va, uint32_t len)
+{
+	struct glue_qp *q = ctx;
+	const void *p = ionic_rdma_peer_peek(q->g->dev, q->qpn, rkey, va, len);
+
+	if (p != NULL)
+		q->access_failed = false;
+	return p;
+}
+
 static int c_atomic(void *ctx, uint32_t rkey, uint64_t va, bool cmp_swap, uint64_t swap_add, uint64_t compare,
 		    uint64_t *orig)
 {
@@ -232,7 +242,8 @@ static void c_resp_fatal(void *ctx)
 
 static const struct roce_rc_ops resp_ops = {
 	.recv_take = c_recv_take, .recv_write = c_recv_write, .recv_complete = c_recv_complete,
-	.mem_write = c_mem_write, .mem_read = c_mem_read, .atomic = c_atomic, .invalidate = c_invalidate,
+	.mem_write = c_mem_write, .mem_read = c_mem_read, .mem_peek = c_mem_peek, .atomic = c_atomic,
+	.invalidate = c_invalidate,
 };
 
 /* ---- the device's wire ops ------------------------------------------------------------------ */

@@ -358,6 +358,16 @@ static int t_mem_write(void *ctx, uint32_t rkey, uint64_t va, const void *data, 
 	return qp->resp_ops->mem_write(qp->resp_ctx, rkey, va, data, len);
 }
 
+static const void *t_mem_peek(void *ctx, uint32_t rkey, uint64_t va, uint32_t len)
+{
+	struct port_qp *qp = ctx;
+
+	return qp->resp_ops->mem_peek != NULL ? qp->resp_ops->mem_peek(qp->resp_ctx, rkey, va, len) : NULL;
+}
+
+static void t_send_pieces(void *ctx, uint8_t *hdr, size_t hlen, const void *payload, size_t plen,
+			  const uint8_t *trailer, size_t tlen);
+
 static int t_mem_read(void *ctx, uint32_t rkey, uint64_t va, void *buf, uint32_t len)
 {
 	struct port_qp *qp = ctx;
@@ -423,7 +433,7 @@ static void t_send_pieces(void *ctx, uint8_t *hdr, size_t hlen, const void *payl
 static const struct roce_rc_ops resp_tramp = {
 	.recv_take = t_recv_take, .recv_write = t_recv_write, .recv_complete = t_recv_complete,
 	.mem_write = t_mem_write, .mem_read = t_mem_read, .atomic = t_atomic, .invalidate = t_invalidate,
-	.send_frame = t_send_frame,
+	.send_frame = t_send_frame, .mem_peek = t_mem_peek, .send_pieces = t_send_pieces,
 };
 
 static const struct roce_rc_req_ops req_tramp = {

@@ -63,7 +63,7 @@ int roce_rc_resp_init(struct roce_rc_resp *q, const struct roce_rc_resp_cfg *cfg
 
 	if (o == NULL || o->recv_take == NULL || o->recv_write == NULL || o->recv_complete == NULL ||
 	    o->mem_write == NULL || o->mem_read == NULL || o->atomic == NULL || o->invalidate == NULL ||
-	    o->send_frame == NULL)
+	    o->send_frame == NULL || (o->mem_peek == NULL) != (o->send_pieces == NULL))
 		return -EINVAL;
 	/* The IBA path MTUs; the READ segmentation and the 2^23-packet bound below rely on them. */
 	if (cfg->pmtu != 256 && cfg->pmtu != 512 && cfg->pmtu != 1024 && cfg->pmtu != 2048 && cfg->pmtu != 4096)
@@ -94,7 +94,7 @@ int roce_rc_resp_init(struct roce_rc_resp *q, const struct roce_rc_resp_cfg *cfg
  * swapped: the responder has no address vector of its own.
  */
 static void resp_build_send(struct roce_rc_resp *q, uint8_t *frame, uint8_t opcode, uint32_t psn, uint8_t syndrome,
-			    uint32_t msn, uint64_t orig, const void *payload, uint32_t len)
+			    uint32_t msn, uint64_t orig, const void *payload, uint32_t len, bool in_place)
 {
 	struct roce_frame_desc d;
 	size_t flen;
@@ -119,6 +119,20 @@ static void resp_build_send(struct roce_rc_resp *q, uint8_t *frame, uint8_t opco
 	d.payload = payload;
 	d.payload_len = len;
 	d.pad = (uint8_t)((4 - len % 4) % 4);
+	if (in_place) {
+		/* the payload where mem_peek found it: the frame goes in pieces around it */
+		uint8_t trailer[ROCE_TRAILER_MAX];
+		size_t hlen, tlen;
+
+		if (roce_build_pieces(&d, frame, ROCE_RC_FRAME_MAX, &hlen, trailer, &tlen) != ROCE_OK) {
+			q->build_errors++; /* as below */
+			return;
+		}
+		q->frames_sent++;
+		q->frames_in_place++;
+		q->ops->send_pieces(q->ctx, frame, hlen, payload, len, trailer, tlen);
+		return;
+	}
 	if (roce_build(&d, frame, ROCE_RC_FRAME_MAX, &flen) != ROCE_OK) {
 		/* Only a bug of ours gets here (every field is in range); count it, send nothing. */
 		q->build_errors++;
@@ -134,7 +148,7 @@ static void resp_send_msn(struct roce_rc_resp *q, uint8_t opcode, uint32_t psn, 
 {
 	uint8_t buf[ROCE_FRAME_HEADROOM + ROCE_RC_FRAME_MAX];
 
-	resp_build_send(q, buf + ROCE_FRAME_HEADROOM, opcode, psn, syndrome, msn, orig, payload, len);
+	resp_build_send(q, buf + ROCE_FRAME_HEADROOM, opcode, psn, syndrome, msn, orig, payload, len, false);
 }
 
 static void resp_send(struct roce_rc_resp *q, uint8_t opcode, uint32_t psn, uint8_t syndrome, uint64_t orig,
@@ -784,6 +798,7 @@ unsigned roce_rc_resp_pump(struct roce_rc_resp *q, unsigned budget)
 			uint32_t chunk = o->len - off < q->pmtu ? o->len - off : q->pmtu;
 			uint32_t psn = roce_psn_add(o->psn, o->next);
 			uint8_t opcode, *data;
+			const void *in_place;
 
 			if (o->len == 0)
 				chunk = 0;
@@ -795,16 +810,22 @@ unsigned roce_rc_resp_pump(struct roce_rc_resp *q, unsigned budget)
 				opcode = ROCE_RC_RDMA_READ_RESPONSE_LAST;
 			else
 				opcode = ROCE_RC_RDMA_READ_RESPONSE_MIDDLE;
-			/* the bytes read straight into their place in the frame (chunk <= pmtu <= 4096) */
+			/*
+			 * The bytes read where they lie (the owner copies them once, into what it sends),
+			 * or read straight into their place in the frame (chunk <= pmtu <= 4096).
+			 */
+			in_place = chunk > 0 && q->ops->mem_peek != NULL ? q->ops->mem_peek(q->ctx, o->rkey, o->va + off, chunk)
+									 : NULL;
 			data = frame + roce_payload_offset(opcode);
-			if (chunk > 0 && q->ops->mem_read(q->ctx, o->rkey, o->va + off, data, chunk) != 0) {
+			if (chunk > 0 && in_place == NULL && q->ops->mem_read(q->ctx, o->rkey, o->va + off, data, chunk) != 0) {
 				/* The memory went while the responses were leaving: NAK this one, the QP to error. */
 				resp_send_msn(q, ROCE_RC_ACKNOWLEDGE, psn, roce_syn_nak(ROCE_NAK_REM_ACCESS_ERR),
 					      o->msn - 1, 0, NULL, 0);
 				roce_rc_resp_set_error(q);
 				break;
 			}
-			resp_build_send(q, frame, opcode, psn, syn_ack(), o->msn, 0, chunk ? data : NULL, chunk);
+			resp_build_send(q, frame, opcode, psn, syn_ack(), o->msn, 0,
+					chunk == 0 ? NULL : in_place != NULL ? in_place : data, chunk, in_place != NULL);
 			q->read_bytes_sent += chunk;
 			if (++o->next == o->n) {
 				q->reads_sent++;

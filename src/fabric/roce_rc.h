@@ -107,6 +107,15 @@ struct roce_rc_ops {
 	/* Remote memory through an R_Key; nonzero: the key, range or access right is wrong. */
 	int (*mem_write)(void *ctx, uint32_t rkey, uint64_t va, const void *data, uint32_t len);
 	int (*mem_read)(void *ctx, uint32_t rkey, uint64_t va, void *buf, uint32_t len);
+	/*
+	 * Optional, both or neither. mem_peek: where len bytes of a READ's range can be read in place
+	 * for the rest of the call (NULL: mem_read copies them, and says what is wrong).
+	 * send_pieces: a response of such a payload in three pieces, as roce_build_pieces() makes
+	 * it (hdr the callee's to change, ROCE_FRAME_HEADROOM bytes before it too).
+	 */
+	const void *(*mem_peek)(void *ctx, uint32_t rkey, uint64_t va, uint32_t len);
+	void (*send_pieces)(void *ctx, uint8_t *hdr, size_t hlen, const void *payload, size_t plen,
+			    const uint8_t *trailer, size_t tlen);
 	/* An 8-byte atomic at an 8-byte aligned va (checked before the call); *orig the old value. */
 	int (*atomic)(void *ctx, uint32_t rkey, uint64_t va, bool cmp_swap, uint64_t swap_add, uint64_t compare,
 		      uint64_t *orig);
@@ -217,6 +226,7 @@ struct roce_rc_resp {
 	/* counters */
 	uint64_t stats[ROCE_RC_IN_NUM];
 	uint64_t frames_sent, build_errors;
+	uint64_t frames_in_place;       /* of frames_sent: READ responses sent from where their payload lies (send_pieces) */
 	uint64_t out_full;      /* a response the outbox had no room for (not sent: the requester retries) */
 	uint64_t read_again;    /* READs asked for again after their responses had gone out (lost on the way) */
 	uint64_t read_waited;   /* READs asked for again before their responses went (the requester's timer ran out) */

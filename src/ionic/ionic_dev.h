@@ -178,6 +178,14 @@ int ionic_rdma_peer_deliver(struct ionic_dev *dev, uint32_t guest_qpn, uint32_t 
  */
 int ionic_rdma_peer_xfer(struct ionic_dev *dev, uint32_t guest_qpn, uint32_t rkey, uint64_t addr, void *buf,
 			 size_t len, bool write);
+/*
+ * Where the len bytes a peer READs at (rkey, addr) lie in this process, to be
+ * read in place until the loop turns: when the READ is allowed and they are
+ * one piece of memory that cannot fault (sealed); else NULL, and the
+ * transport copies them with ionic_rdma_peer_xfer (which says what is wrong).
+ */
+const void *ionic_rdma_peer_peek(struct ionic_dev *dev, uint32_t guest_qpn, uint32_t rkey, uint64_t addr,
+				 uint32_t len);
 
 /*
  * RDMA READ (write false) or WRITE against guest memory named by an rkey

@@ -124,6 +124,9 @@ int rdma_sgl_copy_at(struct ionic_dev *dev, struct rdma_qp *qp, const struct sgl
  */
 const void *rdma_sgl_peek_at(struct ionic_dev *dev, struct rdma_qp *qp, const struct sgl *sgl, uint64_t offset,
 			     uint32_t len);
+/* The same for len bytes at va through key with the rights need (a peer's READ of our memory). */
+const void *rdma_key_peek(struct ionic_dev *dev, struct rdma_qp *qp, uint32_t key, uint64_t va, uint32_t len,
+			  uint16_t need);
 
 /* ionic_rdma_qp.c */
 void rdma_qp_error(struct ionic_dev *dev, uint32_t qpid, struct rdma_qp *qp, uint8_t code);

@@ -407,6 +407,16 @@ int ionic_rdma_peer_xfer(struct ionic_dev *dev, uint32_t guest_qpn, uint32_t rke
 			    write ? IONIC_MRF_REMOTE_WRITE : IONIC_MRF_REMOTE_READ);
 }
 
+const void *ionic_rdma_peer_peek(struct ionic_dev *dev, uint32_t guest_qpn, uint32_t rkey, uint64_t addr,
+				 uint32_t len)
+{
+	struct rdma_qp *qp = peer_target(dev, guest_qpn);
+
+	if (!qp || !(qp->access & IONIC_QPF_REMOTE_READ))
+		return NULL;
+	return rdma_key_peek(dev, qp, rkey, addr, len, IONIC_MRF_REMOTE_READ);
+}
+
 int ionic_rdma_key_xfer(struct ionic_dev *dev, uint32_t rkey, uint64_t addr, void *buf, size_t len, bool write)
 {
 	/* No QP here: the key's own PD applies, and a type 2 window (bound to a QP) serves no one. */

@@ -300,6 +300,23 @@ int rdma_sgl_copy_at(struct ionic_dev *dev, struct rdma_qp *qp, const struct sgl
 	return rdma_ep_xfer(dev, &ep, &c, &unused, buf, len, dir);
 }
 
+const void *rdma_key_peek(struct ionic_dev *dev, struct rdma_qp *qp, uint32_t key, uint64_t va, uint32_t len,
+			  uint16_t need)
+{
+	struct endpoint ep = { .qp = qp, .rkey = key, .rva = va, .need = need };
+	struct cursor c = { NULL, 0, 0 };
+	const void *p;
+	uint64_t bus;
+	size_t n;
+
+	/* one registered page, one mapping that cannot fault: else the caller copies */
+	if (len == 0 || !ep_span(dev, &ep, &c, 0, len, &bus, &n) || n != len ||
+	    (p = ionic_dma_peek(dev, bus, len)) == NULL)
+		return NULL;
+	rdma_charge(dev->rdma, len);
+	return p;
+}
+
 const void *rdma_sgl_peek_at(struct ionic_dev *dev, struct rdma_qp *qp, const struct sgl *sgl, uint64_t offset,
 			     uint32_t len)
 {

@@ -61,6 +61,7 @@ struct fake {
 	unsigned atomics, invalidates;
 	uint32_t inv_rkey;
 	int invalidate_fails;
+	unsigned peeks, peeks_refused, pieces; /* mem_peek and send_pieces (test_read_in_place) */
 };
 
 static struct fake F;
@@ -173,6 +174,44 @@ static const struct roce_rc_ops fake_ops = {
 	.atomic = f_atomic,
 	.invalidate = f_invalidate,
 	.send_frame = f_send_frame,
+};
+
+/* Region i's bytes where they lie, but not every third time (then mem_read copies them). */
+static const void *f_mem_peek(void *ctx, uint32_t rkey, uint64_t va, uint32_t len)
+{
+	struct fake *f = ctx;
+	unsigned i = rkey - 0x1000;
+	uint64_t base = 0x100000ull * (i + 1);
+
+	assert_true(len > 0 && len <= MTU);
+	if (f->peeks++ % 3 == 2 || i >= NMR || va < base || va - base > MR_LEN || len > MR_LEN - (va - base)) {
+		f->peeks_refused++;
+		return NULL;
+	}
+	return f->mr[i].buf + (va - base);
+}
+
+/* The pieces joined, then checked as any frame the responder sends. */
+static void f_send_pieces(void *ctx, uint8_t *hdr, size_t hlen, const void *payload, size_t plen,
+			  const uint8_t *trailer, size_t tlen)
+{
+	struct fake *f = ctx;
+	uint8_t buf[ROCE_RC_FRAME_MAX];
+
+	assert_int_equal(hlen, roce_payload_offset(hdr[ROCE_L2L4_LEN]));
+	assert_true(plen > 0 && tlen >= ROCE_ICRC_LEN && tlen <= ROCE_TRAILER_MAX);
+	assert_true(hlen + plen + tlen <= sizeof(buf));
+	memcpy(buf, hdr, hlen);
+	memcpy(buf + hlen, payload, plen);
+	memcpy(buf + hlen + plen, trailer, tlen);
+	f->pieces++;
+	f_send_frame(ctx, buf, hlen + plen + tlen);
+}
+
+static const struct roce_rc_ops fake_ops_in_place = {
+	.recv_take = f_recv_take, .recv_write = f_recv_write, .recv_complete = f_recv_complete,
+	.mem_write = f_mem_write, .mem_read = f_mem_read, .atomic = f_atomic, .invalidate = f_invalidate,
+	.send_frame = f_send_frame, .mem_peek = f_mem_peek, .send_pieces = f_send_pieces,
 };
 
 static void post_recv(uint32_t cap)
@@ -542,6 +581,51 @@ static void test_read(void **state)
 	expect_aeth(5, ROCE_RC_RDMA_READ_RESPONSE_ONLY, 505, roce_syn_ack(ROCE_AETH_CREDITS_INVALID), 4);
 	assert_int_equal(sent(5).payload_len, 0);
 	assert_int_equal(q.epsn, 506);
+}
+
+/*
+ * READ responses whose payload is read where it lies (mem_peek) go in pieces, mixed with ones
+ * copied (every third peek refused): the same responses, byte for byte, as test_read's; a
+ * responder given one of the two callbacks without the other is refused.
+ */
+static void test_read_in_place(void **state)
+{
+	struct roce_rc_resp q;
+	struct roce_rc_resp_cfg cfg = {
+		.ops = &fake_ops_in_place, .ctx = &F, .rqpn = RQPN, .epsn = 501, .pkey = PKEY, .pmtu = MTU,
+		.min_rnr_timer = RNR_TIMER, .sport = SPORT,
+	};
+	const uint32_t len = MTU * 11 / 2 + 1; /* six packets, the last 129 bytes with its pad */
+
+	(void)state;
+	setup_qp(&q, 501);
+	assert_int_equal(roce_rc_resp_init(&q, &cfg), 0);
+	assert_int_equal(feed_reth(&q, ROCE_RC_RDMA_READ_REQUEST, 501, 0, 0x1002, 0x300020, len), ROCE_RC_IN_EXECUTED);
+	assert_int_equal(F.nframes, 6);
+	for (unsigned k = 0; k < 6; k++) {
+		struct roce_pkt p = sent(k);
+
+		assert_int_equal(roce_bth_psn(p.bth), 501 + k);
+		assert_int_equal(p.bth->opcode, k == 0 ? ROCE_RC_RDMA_READ_RESPONSE_FIRST
+					       : k == 5 ? ROCE_RC_RDMA_READ_RESPONSE_LAST : ROCE_RC_RDMA_READ_RESPONSE_MIDDLE);
+		assert_int_equal(p.payload_len, k < 5 ? MTU : len - 5 * MTU);
+		assert_memory_equal(p.payload, F.mr[2].buf + 0x20 + k * MTU, p.payload_len);
+	}
+	assert_int_equal(F.peeks, 6);
+	assert_int_equal(F.peeks_refused, 2);
+	assert_int_equal(F.pieces, 4);
+	assert_int_equal(q.frames_in_place, 4);
+	assert_int_equal(q.epsn, 507);
+	{
+		struct roce_rc_ops half = fake_ops_in_place;
+
+		half.send_pieces = NULL;
+		cfg.ops = &half;
+		assert_int_equal(roce_rc_resp_init(&q, &cfg), -EINVAL);
+		half = fake_ops_in_place;
+		half.mem_peek = NULL;
+		assert_int_equal(roce_rc_resp_init(&q, &cfg), -EINVAL);
+	}
 }
 
 static void test_read_bad_rkey(void **state)
@@ -1557,6 +1641,7 @@ int main(void)
 		cmocka_unit_test(test_write_multi_imm),
 		cmocka_unit_test(test_write_longer_than_reth),
 		cmocka_unit_test(test_read),
+		cmocka_unit_test(test_read_in_place),
 		cmocka_unit_test(test_read_bad_rkey),
 		cmocka_unit_test(test_read_region_gone),
 		cmocka_unit_test(test_outbox_order),
