@@ -2,6 +2,7 @@
 #include "fuzz_guest.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -230,7 +231,7 @@ static int dma_map_cmd(const void *req, size_t len, const int *fds, unsigned nfd
 	struct vfu_dma_map m;
 	struct stat st;
 	void *host;
-	int rc;
+	int rc, seals;
 
 	if (len < sizeof(m) || nfds != 1)
 		return EINVAL;
@@ -252,7 +253,10 @@ static int dma_map_cmd(const void *req, size_t len, const int *fds, unsigned nfd
 			kept_map.host = host;
 		}
 	}
-	rc = dma_map_add(fg.dm, m.iova, m.size, host, DMA_PROT_READ | DMA_PROT_WRITE);
+	/* as the server: memory sealed against shrinking cannot fault (ionic_guest_seal_memory) */
+	seals = fcntl(fds[0], F_GET_SEALS);
+	rc = dma_map_add(fg.dm, m.iova, m.size, host,
+			 DMA_PROT_READ | DMA_PROT_WRITE | (seals >= 0 && (seals & F_SEAL_SHRINK) ? DMA_MAP_NOFAULT : 0));
 	if (rc) {
 		munmap(host, m.size);
 		return -rc;

@@ -9,7 +9,10 @@
  * the same way.
  *
  * Each input starts from this world (no header: every input gets it):
- *   the RDMA LIF as the driver's probe leaves it; guest MAC 02:45:52:4e:49:43,
+ *   the RDMA LIF as the driver's probe leaves it, its memory sealed as QEMU's
+ *   memfd RAM is (so payloads the node sends leave in pieces from where they
+ *   lie, through the switch to the wire port, which reads every byte of
+ *   them); guest MAC 02:45:52:4e:49:43,
  *   IPv4 10.0.0.3; a fictitious remote host 10.0.0.9 (MAC 02:00:00:00:00:09)
  *   behind a wire port of the switch, which is where the frames come from;
  *   RC QPs 20, 21, 22 on the wire (MODIFY_QP with a header template) to
@@ -129,6 +132,7 @@ static struct roce_glue *glue;
 static int wire_id;
 static uint64_t now;            /* the fake clock, microseconds, never going back */
 static uint64_t wire_frames;    /* frames the node sent to the remote host */
+static uint64_t wire_pieces_seen; /* of them, in pieces (their payload where it lay in guest memory) */
 
 static struct {
 	struct fg_rdma r;
@@ -156,6 +160,30 @@ static void wire_deliver(void *ctx, const uint8_t *frame, size_t len)
 	wire_frames++;
 }
 
+/* The same as a wire port takes it with offloads (the node sends none) or in pieces (a payload in sealed guest memory). */
+static void wire_offload(void *ctx, const uint8_t *frame, size_t len, const struct net_offload *off)
+{
+	(void)off;
+	wire_deliver(ctx, frame, len);
+}
+
+static void wire_pieces(void *ctx, const struct iovec *piece, unsigned n, const struct net_offload *off)
+{
+	static uint8_t joined[ROCE_PORT_FRAME_MAX + 64];
+	size_t len = 0;
+
+	if (off != NULL || n == 0 || n > NET_SWITCH_MAX_PIECES)
+		abort(); /* a node's packet in pieces has no offloads */
+	for (unsigned i = 0; i < n; i++) {
+		if (piece[i].iov_len > sizeof(joined) - len)
+			abort();
+		memcpy(joined + len, piece[i].iov_base, piece[i].iov_len); /* every byte readable */
+		len += piece[i].iov_len;
+	}
+	wire_pieces_seen++;
+	wire_deliver(ctx, joined, len);
+}
+
 /* The node's clock between runs: the fake one. */
 static uint64_t fake_clock(void)
 {
@@ -165,7 +193,8 @@ static uint64_t fake_clock(void)
 static void once(void)
 {
 	static const struct roce_config cfg = { .mtu = 4096, .timeout = 8, .retry = 3 };
-	struct net_port wp = { .name = "wire", .deliver = wire_deliver };
+	struct net_port wp = { .name = "wire", .deliver = wire_deliver, .deliver_offload = wire_offload,
+			       .deliver_pieces = wire_pieces };
 	char err[128];
 
 	sw = net_switch_new();
@@ -285,6 +314,8 @@ static int world_up(void)
 {
 	uint8_t t[RG_ROCE4_HDR_LEN];
 
+	/* guest RAM sealed, as QEMU's memfd backend gives it: payloads leave in pieces from where they lie */
+	ionic_guest_seal_memory(true);
 	if (fg_rdma_up(&w.r, fg_open()))
 		return -1;
 	roce_glue_attach(glue, fg_dev());
@@ -622,8 +653,9 @@ static void print_stats(void)
 	const struct roce_port_stats *st = roce_port_stats(roce_glue_port(glue));
 
 	fprintf(stderr, "in %" PRIu64 " (in place %" PRIu64 ") out %" PRIu64 " to_resp %" PRIu64 " to_req %" PRIu64
-		" ud %" PRIu64 " wire %" PRIu64,
-		st->frames_in, st->rx_in_place, st->frames_out, st->to_responder, st->to_requester, st->ud_in, wire_frames);
+		" ud %" PRIu64 " wire %" PRIu64 " (in pieces %" PRIu64 ")",
+		st->frames_in, st->rx_in_place, st->frames_out, st->to_responder, st->to_requester, st->ud_in, wire_frames,
+		wire_pieces_seen);
 	for (int i = 0; i < ROCE_PORT_DROP_NUM; i++)
 		if (st->drops[i])
 			fprintf(stderr, " %s %" PRIu64, roce_port_drop_name(i), st->drops[i]);
