@@ -8,7 +8,9 @@
 # per frame (ROCE_SCALE_ONEWAY=1 only: server 2k writes to 2k + 1, nothing comes back but ACKs),
 # the TAP floor per frame measured before and after that N (both ends, then the requester's
 # calls and the responder's), and the ratio of the servers' cost per frame to the floor's.
-# Usage: [ROCE_SCALE_LEN=bytes] [ROCE_SCALE_ONEWAY=1] roce_scale.sh path/to/rocm-ernic path/to/roce-scale-bench [csv] [seconds] [N...]
+# ROCE_SCALE_OP=read: RDMA READs instead (the responders send the payload; one way, each side is
+# set beside the floor of the side that sends the payload, or the requests and ACKs).
+# Usage: [ROCE_SCALE_LEN=bytes] [ROCE_SCALE_ONEWAY=1] [ROCE_SCALE_OP=read] roce_scale.sh path/to/rocm-ernic path/to/roce-scale-bench [csv] [seconds] [N...]
 set -u
 BIN=${1:?usage: $0 path/to/rocm-ernic path/to/roce-scale-bench [csv] [seconds] [N...]}
 BENCH=${2:?usage}
@@ -46,7 +48,10 @@ for n in $COUNTS; do
 	floor
 	ip netns exec "$NS" "$BENCH" "$BIN" "$n" "$SECS" "$TMPCSV" || exit 1
 	floor
-	f=$(awk -F, '{ s += $1; r += $2; p += $3; k++ } END { if (k) printf "%.3f,%.3f,%.3f", s / k, r / k, p / k }' "$TMPCSV.floor")
+	# READs (ROCE_SCALE_OP=read): the responder sends the payload, the requester the request; each
+	# side beside the floor of the side that does its work (the floor's WRITE requester sends the payload).
+	f=$(awk -F, -v rd="${ROCE_SCALE_OP:-write}" '{ s += $1; r += $2; p += $3; k++ }
+		END { if (k && rd == "read") printf "%.3f,%.3f,%.3f", s / k, p / k, r / k; else if (k) printf "%.3f,%.3f,%.3f", s / k, r / k, p / k }' "$TMPCSV.floor")
 	awk -F, -v f="$f" '{ split(f, x, ","); printf "%s,%s,%.2f\n", $0, f, (x[1] > 0 ? $6 / x[1] : 0) }' "$TMPCSV" | tee -a "$CSV" |
 		awk -F, '{ printf "N=%s: %s us per frame against the TAP floor of %s us: %sx; %s frames per server-core second\n", $1, $6, $13, $16, $10
 			   if ($11 != "") printf "N=%s, one way: requesters %s us per frame (the floor %s), responders %s (the floor %s)\n", $1, $11, $14, $12, $15 }'

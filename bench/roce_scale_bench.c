@@ -8,7 +8,9 @@
  * byte there; then for `seconds` every QP that writes (all of them; with ROCE_SCALE_ONEWAY=1, the
  * even servers' toward the next server) keeps 4 (ROCE_SCALE_DEPTH: 1 to 32) signaled RDMA WRITEs
  * in flight toward its peer, reposted as they complete. A WRITE is 64 KiB, or ROCE_SCALE_LEN bytes
- * (4096 to 65536, whole 4 KiB packets).
+ * (4096 to 65536, whole 4 KiB packets). ROCE_SCALE_OP=read makes them RDMA READs of the peer's
+ * pattern (checked the same way, here): the responder then sends the payload and the requester
+ * the one request, and a READ's frames are counted as a WRITE's (its packets and one more).
  *
  * Reports, as one CSV line: N, WRITEs completed per second in all, GB/s in all, RoCEv2 frames per
  * second in all (a WRITE's packets and an ACK, 17 frames for 64 KiB and 2 for 4 KiB, at least:
@@ -89,6 +91,7 @@ static uint32_t wr_len = WR_MAX;         /* ROCE_SCALE_LEN: 4096 .. 65536, whole
 static unsigned frames_per_write = WR_MAX / 4096 + 1; /* its packets and an ACK */
 static unsigned depth = 4;               /* ROCE_SCALE_DEPTH: WRITEs in flight per QP, 1 .. K_MAX */
 static bool oneway;                      /* ROCE_SCALE_ONEWAY=1: server 2k writes to 2k + 1 only */
+static bool reads;                       /* ROCE_SCALE_OP=read: RDMA READs of the peer's pattern instead */
 
 /* Does server i keep WRITEs in flight toward p in the timed run? */
 static bool writes_to(unsigned i, unsigned p)
@@ -184,11 +187,17 @@ static void qp_up(unsigned i, unsigned p)
 		die("QP to RTS", i, rc);
 }
 
+/* Node i's next operation toward peer p: a WRITE of its pattern into the peer, or a READ of the peer's into it. */
 static void post_write(unsigned i, unsigned p)
 {
 	struct node *x = &nodes[i];
 	struct rg_sge sge = { SRC, wr_len, LKEY };
 
+	if (reads) {
+		sge.va = TARGET(p); /* the peer's pattern lands where a WRITE of it would have */
+		rg_post_rdma(&x->g, &x->qp[p], ++x->wqe_id, RG_WR_RDMA_READ, RG_WQE_SIG, 0, SRC, LKEY, &sge, 1);
+		return;
+	}
 	rg_post_rdma(&x->g, &x->qp[p], ++x->wqe_id, RG_WR_RDMA_WRITE, RG_WQE_SIG, 0, TARGET(i), LKEY, &sge, 1);
 }
 
@@ -278,6 +287,13 @@ int main(int argc, char **argv)
 		depth = (unsigned)v;
 	}
 	oneway = getenv("ROCE_SCALE_ONEWAY") != NULL && strcmp(getenv("ROCE_SCALE_ONEWAY"), "1") == 0;
+	if (getenv("ROCE_SCALE_OP") != NULL) {
+		reads = strcmp(getenv("ROCE_SCALE_OP"), "read") == 0;
+		if (!reads && strcmp(getenv("ROCE_SCALE_OP"), "write") != 0) {
+			fprintf(stderr, "roce-scale-bench: ROCE_SCALE_OP is write or read\n");
+			return 2;
+		}
+	}
 	if (getenv("ROCE_SCALE_POLL") != NULL)
 		idle_wait = strcmp(getenv("ROCE_SCALE_POLL"), "spin") == 0 ? WAIT_SPIN : WAIT_YIELD;
 	if (bin == NULL || n < 2 || n > MAX_N || seconds <= 0 || (oneway && n % 2)) {
@@ -312,9 +328,10 @@ int main(int argc, char **argv)
 			while (reap(i, freed) == 0)
 				if (bench_now_s() - w0 > 30)
 					die("the checked WRITE did not complete", i, (int)p);
-			dst = guest_ptr(&nodes[p].g, TARGET(i));
+			/* a WRITE's bytes in the peer, a READ's (the peer's pattern) here */
+			dst = reads ? guest_ptr(&nodes[i].g, TARGET(p)) : guest_ptr(&nodes[p].g, TARGET(i));
 			for (uint32_t k = 0; k < wr_len; k++)
-				if (dst[k] != (uint8_t)(pat(i, 0, k)))
+				if (dst[k] != (uint8_t)(pat(reads ? p : i, 0, k)))
 					die("a WRITE landed wrong bytes", i, (int)p);
 		}
 	}
@@ -375,11 +392,13 @@ int main(int argc, char **argv)
 		double per_core = cpu_ns ? 2 * frames / ((double)cpu_ns / 1e9) : 0;
 		char sides[64] = ",,";
 
-		printf("N=%u: %u QPs writing %u-byte WRITEs, %.0f WRITEs/s, %.2f GB/s, %.0f frames/s; servers' CPU %.1f%% each on "
-		       "average, %.3f us per frame, %.2f us per WRITE (memcpy of its bytes %.2f us)\n", n,
-		       oneway ? n / 2 : n * (n - 1),
-		       wr_len, wps, wps * wr_len / 1e9, fps, (double)cpu_ns / 1e9 / (t - t0) / n * 100,
-		       per_write / frames_per_write, per_write, mc);
+		const char *op = reads ? "READ" : "WRITE";
+
+		printf("N=%u: %u QPs %s %u-byte %ss, %.0f %ss/s, %.2f GB/s, %.0f frames/s; servers' CPU %.1f%% each on "
+		       "average, %.3f us per frame, %.2f us per %s (memcpy of its bytes %.2f us)\n", n,
+		       oneway ? n / 2 : n * (n - 1), reads ? "reading" : "writing",
+		       wr_len, op, wps, op, wps * wr_len / 1e9, fps, (double)cpu_ns / 1e9 / (t - t0) / n * 100,
+		       per_write / frames_per_write, per_write, op, mc);
 		printf("N=%u: %.0f frames sent or received per server-core second (%.3f us of a server's CPU per frame "
 		       "it handles)\n", n, per_core, per_core > 0 ? 1e6 / per_core : 0);
 		if (oneway) {

@@ -27,6 +27,8 @@ echo "== RoCEv2 at scale: N servers on one bridge, all to all, no guests (bench/
 bench/roce_scale.sh build-bench/rocm-ernic build-bench/roce-scale-bench bench/results/roce-scale.csv
 echo "== RoCEv2 one way, 16 WRITEs in flight: each side's CPU per frame beside its floor on two cores (bench/results/roce-oneway.csv)"
 ROCE_SCALE_ONEWAY=1 ROCE_SCALE_DEPTH=16 bench/roce_scale.sh build-bench/rocm-ernic build-bench/roce-scale-bench bench/results/roce-oneway.csv 3 2 4
+echo "== RoCEv2 one way, 16 READs in flight: the responders send the payload (bench/results/roce-oneway-read.csv)"
+ROCE_SCALE_OP=read ROCE_SCALE_ONEWAY=1 ROCE_SCALE_DEPTH=16 bench/roce_scale.sh build-bench/rocm-ernic build-bench/roce-scale-bench bench/results/roce-oneway-read.csv 3 2
 echo "== the requester's way onto the bridge: its TAP, a packet socket, a transmit ring, a multiqueue TAP (bench/results/floor-via.csv)"
 bench/tap_floor_via.sh build-bench/tap-floor-bench bench/results/floor-via.csv
 echo "== RoCEv2 at scale, 4 KiB WRITEs (bench/results/roce-scale-4k.csv)"
