@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fabric/roce_wire.h"
+
 static struct roce_fake_mr *mem_new(struct roce_fake_mem *m, uint32_t rkey, uint64_t va, uint32_t len,
 				    uint8_t access)
 {
@@ -123,4 +125,17 @@ int roce_fake_mem_invalidate(struct roce_fake_mem *m, uint32_t rkey)
 		}
 	}
 	return -1;
+}
+
+size_t roce_fake_join(uint8_t *buf, size_t cap, const uint8_t *hdr, size_t hlen, const void *payload, size_t plen,
+		      const uint8_t *trailer, size_t tlen)
+{
+	if (hlen <= ROCE_L2L4_LEN || hlen != roce_payload_offset(hdr[ROCE_L2L4_LEN]) || plen == 0 ||
+	    tlen < ROCE_ICRC_LEN || tlen > ROCE_TRAILER_MAX || (plen + tlen - ROCE_ICRC_LEN) % 4 != 0 ||
+	    hlen + plen + tlen > cap)
+		return 0;
+	memcpy(buf, hdr, hlen);
+	memcpy(buf + hlen, payload, plen);
+	memcpy(buf + hlen + plen, trailer, tlen);
+	return hlen + plen + tlen;
 }

@@ -14,6 +14,7 @@
 #define ERNIC_TESTS_ROCE_FAKE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define ROCE_FAKE_NMR 4
@@ -64,5 +65,14 @@ int roce_fake_mem_atomic(struct roce_fake_mem *m, uint32_t rkey, uint64_t va, bo
 			 uint64_t compare, uint64_t *orig);
 /* Marks the valid region with rkey that may be invalidated invalid. */
 int roce_fake_mem_invalidate(struct roce_fake_mem *m, uint32_t rkey);
+
+/*
+ * A frame in the three pieces a RoCEv2 sender hands over (roce_build_pieces: headers, the
+ * payload where it lies, pad and ICRC) joined into buf[0..cap): its length, or 0 when the pieces
+ * are not of that shape (the headers not the opcode's, no payload, a trailer that is not pad and
+ * ICRC, or more than cap bytes).
+ */
+size_t roce_fake_join(uint8_t *buf, size_t cap, const uint8_t *hdr, size_t hlen, const void *payload, size_t plen,
+		      const uint8_t *trailer, size_t tlen);
 
 #endif

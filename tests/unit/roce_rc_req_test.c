@@ -393,16 +393,11 @@ static void req_send_pieces(void *ctx, uint8_t *hdr, size_t hlen, const void *pa
 {
 	uint8_t buf[ROCE_FRAME_HEADROOM + FCAP];
 	uint8_t *f = buf + ROCE_FRAME_HEADROOM;
+	size_t len = roce_fake_join(f, FCAP, hdr, hlen, payload, plen, trailer, tlen);
 
-	assert_int_equal(hlen, roce_payload_offset(hdr[ROCE_L2L4_LEN]));
-	assert_true(plen > 0 && plen <= LMTU);
-	assert_true(tlen >= ROCE_ICRC_LEN && tlen <= ROCE_TRAILER_MAX && (plen + tlen - ROCE_ICRC_LEN) % 4 == 0);
-	assert_true(hlen + plen + tlen <= FCAP);
-	memcpy(f, hdr, hlen);
-	memcpy(f + hlen, payload, plen);
-	memcpy(f + hlen + plen, trailer, tlen);
+	assert_true(len > 0 && plen <= LMTU);
 	L->pieces++;
-	req_send_frame(ctx, f, hlen + plen + tlen);
+	req_send_frame(ctx, f, len);
 }
 
 static const struct roce_rc_req_ops req_ops_in_place = {

@@ -749,6 +749,38 @@ static unsigned kernel_cuts(const uint8_t *msg, size_t n, uint8_t (*sent)[DGRAM_
 	return k;
 }
 
+/* A WRITE's 15 datagrams of one flow toward the host: the first larger (its RETH), 13 alike, a shorter last. */
+static unsigned write_datagrams(uint8_t (*sent)[DGRAM_CAP], size_t *sent_len)
+{
+	unsigned k = 0;
+
+	sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, HOST_IP, 100, 0, ROCE_PORT, 1040);
+	k++;
+	for (; k < 14; k++)
+		sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, HOST_IP, (uint16_t)(100 + k), 0, ROCE_PORT, 1028);
+	sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, HOST_IP, (uint16_t)(100 + k), 0, ROCE_PORT, 500);
+	return k + 1;
+}
+
+/* What the host reads of them: the first alone, as it was sent, behind an empty header; the other 14 in one write. */
+static void expect_write_datagrams(struct world *w, uint8_t *msg, uint8_t (*sent)[DGRAM_CAP], const size_t *sent_len)
+{
+	const struct tap_stats *st = tap_stats(w->tap);
+	size_t n = host_read_raw(w, msg, VH + NET_MAX_FRAME);
+
+	assert_int_equal(n, VH + sent_len[0]);
+	for (int i = 0; i < VH; i++)
+		assert_int_equal(msg[i], 0);
+	assert_memory_equal(msg + VH, sent[0], sent_len[0]);
+	n = host_read_raw(w, msg, VH + NET_MAX_FRAME);
+	assert_int_equal(n, VH + 42 + 13 * 1028 + 500);
+	assert_int_equal(kernel_cuts(msg, n, sent + 1, sent_len + 1), 14);
+	assert_int_equal(host_read_raw(w, msg, VH + NET_MAX_FRAME), 0);
+	assert_int_equal(st->gso_udp_frames, 1);
+	assert_int_equal(st->udp_merged, 14);
+	assert_int_equal(st->tx_frames, 2);
+}
+
 /*
  * RoCEv2 datagrams of one flow toward the host: the first (larger, as a WRITE's first with its
  * RETH) alone, the rest, of equal size and a shorter last, in one UDP segmentation-offload write
@@ -767,29 +799,11 @@ static void test_udp_merged(void **state)
 	size_t n;
 
 	host_hello(w);
-	sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, HOST_IP, 100, 0, ROCE_PORT, 1040);
-	k++;
-	for (; k < 14; k++)
-		sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, HOST_IP, (uint16_t)(100 + k), 0, ROCE_PORT, 1028);
-	sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, HOST_IP, (uint16_t)(100 + k), 0, ROCE_PORT, 500);
-	k++;
+	k = write_datagrams(sent, sent_len);
 	for (unsigned i = 0; i < k; i++)
 		net_switch_input(w->sw, w->ep, sent[i], sent_len[i]);
 	run_batch(w);
-	/* The first alone, as it was sent, behind an empty header. */
-	n = host_read_raw(w, msg, VH + NET_MAX_FRAME);
-	assert_int_equal(n, VH + sent_len[0]);
-	for (int i = 0; i < VH; i++)
-		assert_int_equal(msg[i], 0);
-	assert_memory_equal(msg + VH, sent[0], sent_len[0]);
-	/* The other 14 in one write. */
-	n = host_read_raw(w, msg, VH + NET_MAX_FRAME);
-	assert_int_equal(n, VH + 42 + 13 * 1028 + 500);
-	assert_int_equal(kernel_cuts(msg, n, sent + 1, sent_len + 1), 14);
-	assert_int_equal(host_read_raw(w, msg, VH + NET_MAX_FRAME), 0);
-	assert_int_equal(st->gso_udp_frames, 1);
-	assert_int_equal(st->udp_merged, 14);
-	assert_int_equal(st->tx_frames, 2);
+	expect_write_datagrams(w, msg, sent, sent_len);
 
 	/* What ends a merge in one flow: each of these goes in a write of its own, in order. */
 	k = 0;
@@ -922,28 +936,13 @@ static void test_udp_pieces(void **state)
 	size_t n;
 
 	host_hello(w);
-	sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, HOST_IP, 100, 0, ROCE_PORT, 1040);
-	k++;
-	for (; k < 14; k++)
-		sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, HOST_IP, (uint16_t)(100 + k), 0, ROCE_PORT, 1028);
-	sent_len[k] = roce_frame(sent[k], host_mac, ep_mac, EP_IP, HOST_IP, (uint16_t)(100 + k), 0, ROCE_PORT, 500);
-	k++;
+	k = write_datagrams(sent, sent_len);
 	/* cut after the base header and before the ICRC, as a node does; one cut right after the UDP header */
 	for (unsigned i = 0; i < k; i++)
 		assert_true(send_in_pieces(w, sent[i], sent_len[i], i == 3 ? 42 : 54, sent_len[i] - 4));
 	run_batch(w);
-	n = host_read_raw(w, msg, VH + NET_MAX_FRAME);
-	assert_int_equal(n, VH + sent_len[0]);
-	for (int i = 0; i < VH; i++)
-		assert_int_equal(msg[i], 0);
-	assert_memory_equal(msg + VH, sent[0], sent_len[0]);
-	n = host_read_raw(w, msg, VH + NET_MAX_FRAME);
-	assert_int_equal(n, VH + 42 + 13 * 1028 + 500);
-	assert_int_equal(kernel_cuts(msg, n, sent + 1, sent_len + 1), 14);
-	assert_int_equal(host_read_raw(w, msg, VH + NET_MAX_FRAME), 0);
+	expect_write_datagrams(w, msg, sent, sent_len);
 	assert_int_equal(st->udp_pieces, 15);
-	assert_int_equal(st->udp_merged, 14);
-	assert_int_equal(st->tx_frames, 2);
 
 	/* Not RoCEv2 (another port): one write of the pieces, an empty header before them. */
 	sent_len[0] = roce_frame(sent[0], host_mac, ep_mac, EP_IP, HOST_IP, 400, 0, 4792, 700);
