@@ -9,7 +9,8 @@
 # the TAP floor per frame measured before and after that N (both ends, then the requester's
 # calls and the responder's), and the ratio of the servers' cost per frame to the floor's.
 # ROCE_SCALE_OP=read: RDMA READs instead (the responders send the payload; one way, each side is
-# set beside the floor of the side that sends the payload, or the requests and ACKs).
+# set beside the floor of the side that sends the payload, or the requests and ACKs). The CSV's
+# columns keep their names: writes_per_s and the per-WRITE figures are then per READ.
 # Usage: [ROCE_SCALE_LEN=bytes] [ROCE_SCALE_ONEWAY=1] [ROCE_SCALE_OP=read] roce_scale.sh path/to/rocm-ernic path/to/roce-scale-bench [csv] [seconds] [N...]
 set -u
 BIN=${1:?usage: $0 path/to/rocm-ernic path/to/roce-scale-bench [csv] [seconds] [N...]}

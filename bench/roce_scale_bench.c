@@ -212,7 +212,7 @@ static unsigned reap(unsigned i, unsigned freed[MAX_N])
 		uint32_t qid = rg_cqe_qid(cqe);
 
 		if (rg_cqe_error(cqe) || rg_cqe_type(cqe) != RG_CQE_SEND_MSN || qid < QP_BASE || qid >= QP_BASE + n)
-			die("a WRITE completed wrong", i, (int)rg_cqe_error(cqe));
+			die(reads ? "a READ completed wrong" : "a WRITE completed wrong", i, (int)rg_cqe_error(cqe));
 		freed[qid - QP_BASE]++;
 		got++;
 	}
@@ -327,12 +327,12 @@ int main(int argc, char **argv)
 			rg_sq_ring(&nodes[i].g, &nodes[i].qp[p]);
 			while (reap(i, freed) == 0)
 				if (bench_now_s() - w0 > 30)
-					die("the checked WRITE did not complete", i, (int)p);
+					die(reads ? "the checked READ did not complete" : "the checked WRITE did not complete", i, (int)p);
 			/* a WRITE's bytes in the peer, a READ's (the peer's pattern) here */
 			dst = reads ? guest_ptr(&nodes[i].g, TARGET(p)) : guest_ptr(&nodes[p].g, TARGET(i));
 			for (uint32_t k = 0; k < wr_len; k++)
 				if (dst[k] != (uint8_t)(pat(reads ? p : i, 0, k)))
-					die("a WRITE landed wrong bytes", i, (int)p);
+					die(reads ? "a READ brought wrong bytes" : "a WRITE landed wrong bytes", i, (int)p);
 		}
 	}
 	/* depth WRITEs in flight on every QP, reposted as they complete. */
@@ -383,7 +383,7 @@ int main(int argc, char **argv)
 		side_ns[i % 2] += d;
 	}
 	if (writes == 0)
-		die("no WRITE completed", 0, 0);
+		die(reads ? "no READ completed" : "no WRITE completed", 0, 0);
 	{
 		double wps = (double)writes / (t - t0), fps = wps * frames_per_write;
 		double per_write = (double)cpu_ns / 1e3 / (double)writes, mc = bench_memcpy_us(wr_len, 0.2);

@@ -198,30 +198,30 @@ void rport_qp_send_pieces(struct port_qp *qp, uint8_t *hdr, size_t hlen, const v
 		{ .iov_base = (void *)trailer, .iov_len = tlen },
 	};
 
+	/* a tag or the hook: the frame as any other, from the start */
+	bool as_pieces = !qp->vlan && port->tx_hook == NULL;
+
 	if (len > ROCE_PORT_FRAME_MAX || hlen < ROCE_L2L4_LEN + sizeof(struct roce_bth))
 		return; /* never: the QPs build at most ROCE_PORT_FRAME_MAX bytes, headers whole */
-	if (qp->vlan || port->tx_hook != NULL) {
-		memcpy(f, hdr, hlen);
-		memcpy(f + hlen, payload, plen);
-		memcpy(f + hlen + plen, trailer, tlen);
+	if (as_pieces) {
+		if ((dmac = qp_dmac(qp)) == NULL)
+			return;
+		memcpy(((struct net_eth_hdr *)hdr)->dst, dmac, NET_ETH_ALEN);
+		memcpy(((struct net_eth_hdr *)hdr)->src, qp->local_mac, NET_ETH_ALEN);
+		ect_mark(hdr, hlen);
+		roce_rate_sent(&qp->rate, len, port->now_us);
+		port->stats.frames_out++;
+		if (net_switch_input_pieces(port->sw, port->sw_port, iov, 3, NULL)) {
+			port->stats.frames_in_pieces++;
+			return;
+		}
+	}
+	for (size_t i = 0, at = 0; i < 3; at += iov[i].iov_len, i++)
+		memcpy(f + at, iov[i].iov_base, iov[i].iov_len);
+	if (as_pieces)
+		net_switch_input(port->sw, port->sw_port, f, len); /* addressed and counted above */
+	else
 		rport_qp_send(qp, f, len, true);
-		return;
-	}
-	if ((dmac = qp_dmac(qp)) == NULL)
-		return;
-	memcpy(((struct net_eth_hdr *)hdr)->dst, dmac, NET_ETH_ALEN);
-	memcpy(((struct net_eth_hdr *)hdr)->src, qp->local_mac, NET_ETH_ALEN);
-	ect_mark(hdr, hlen);
-	roce_rate_sent(&qp->rate, len, port->now_us);
-	port->stats.frames_out++;
-	if (net_switch_input_pieces(port->sw, port->sw_port, iov, 3, NULL)) {
-		port->stats.frames_in_pieces++;
-		return;
-	}
-	memcpy(f, hdr, hlen);
-	memcpy(f + hlen, payload, plen);
-	memcpy(f + hlen + plen, trailer, tlen);
-	net_switch_input(port->sw, port->sw_port, f, len);
 }
 
 /*

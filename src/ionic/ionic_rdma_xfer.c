@@ -279,25 +279,51 @@ int rdma_rq_take(struct ionic_dev *dev, struct rdma_qp *qp, le64 *wqe_id, struct
 	return rc;
 }
 
+/* A cursor at offset of sgl, for len bytes there; false when they are not all inside it. */
+static bool sgl_seek(const struct sgl *sgl, uint64_t offset, uint32_t len, struct cursor *c)
+{
+	if (offset > sgl->total || len > sgl->total - offset)
+		return false;
+	*c = (struct cursor){ sgl, 0, 0 };
+	while (c->i < sgl->n && offset >= sgl->e[c->i].len) {
+		offset -= sgl->e[c->i].len;
+		c->i++;
+	}
+	c->off = offset;
+	return true;
+}
+
 /* Bytes at offset of a local SGL, copied to or from buf. 0 or -errno. */
 int rdma_sgl_copy_at(struct ionic_dev *dev, struct rdma_qp *qp, const struct sgl *sgl, uint64_t offset,
 		     void *buf, uint32_t len, enum rdma_xfer dir, uint16_t need)
 {
 	struct endpoint ep = { .qp = qp, .sgl = sgl, .need = need };
-	struct cursor c = { sgl, 0, 0 };
+	struct cursor c;
 	uint64_t unused = 0;
 
-	if (offset > sgl->total || len > sgl->total - offset)
+	if (!sgl_seek(sgl, offset, len, &c))
 		return -EFAULT;
 	if (len == 0)
 		return 0;
-	while (c.i < sgl->n && offset >= sgl->e[c.i].len) {
-		offset -= sgl->e[c.i].len;
-		c.i++;
-	}
-	c.off = offset;
 	rdma_charge(dev->rdma, len);
 	return rdma_ep_xfer(dev, &ep, &c, &unused, buf, len, dir);
+}
+
+/*
+ * The len bytes of ep at cursor c, read in place: one SGE (or the key's
+ * range), one registered page, one mapping that cannot fault; else NULL and
+ * the caller copies. Charged to the budget as a copy would be.
+ */
+static const void *ep_peek(struct ionic_dev *dev, const struct endpoint *ep, struct cursor *c, uint32_t len)
+{
+	const void *p;
+	uint64_t bus;
+	size_t n;
+
+	if (len == 0 || !ep_span(dev, ep, c, 0, len, &bus, &n) || n != len || (p = ionic_dma_peek(dev, bus, len)) == NULL)
+		return NULL;
+	rdma_charge(dev->rdma, len);
+	return p;
 }
 
 const void *rdma_key_peek(struct ionic_dev *dev, struct rdma_qp *qp, uint32_t key, uint64_t va, uint32_t len,
@@ -305,37 +331,15 @@ const void *rdma_key_peek(struct ionic_dev *dev, struct rdma_qp *qp, uint32_t ke
 {
 	struct endpoint ep = { .qp = qp, .rkey = key, .rva = va, .need = need };
 	struct cursor c = { NULL, 0, 0 };
-	const void *p;
-	uint64_t bus;
-	size_t n;
 
-	/* one registered page, one mapping that cannot fault: else the caller copies */
-	if (len == 0 || !ep_span(dev, &ep, &c, 0, len, &bus, &n) || n != len ||
-	    (p = ionic_dma_peek(dev, bus, len)) == NULL)
-		return NULL;
-	rdma_charge(dev->rdma, len);
-	return p;
+	return ep_peek(dev, &ep, &c, len);
 }
 
 const void *rdma_sgl_peek_at(struct ionic_dev *dev, struct rdma_qp *qp, const struct sgl *sgl, uint64_t offset,
 			     uint32_t len)
 {
 	struct endpoint ep = { .qp = qp, .sgl = sgl, .need = 0 };
-	struct cursor c = { sgl, 0, 0 };
-	const void *p;
-	uint64_t bus;
-	size_t n;
+	struct cursor c;
 
-	if (len == 0 || offset > sgl->total || len > sgl->total - offset)
-		return NULL;
-	while (c.i < sgl->n && offset >= sgl->e[c.i].len) {
-		offset -= sgl->e[c.i].len;
-		c.i++;
-	}
-	c.off = offset;
-	/* one SGE, one registered page, one mapping that cannot fault: else the caller copies */
-	if (!ep_span(dev, &ep, &c, 0, len, &bus, &n) || n != len || (p = ionic_dma_peek(dev, bus, len)) == NULL)
-		return NULL;
-	rdma_charge(dev->rdma, len);
-	return p;
+	return sgl_seek(sgl, offset, len, &c) ? ep_peek(dev, &ep, &c, len) : NULL;
 }

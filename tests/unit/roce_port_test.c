@@ -67,6 +67,7 @@ struct node {
 	struct roce_rc_recv_cqe rcqe[RQ_MAX];
 	unsigned nrcqe;
 	uint8_t lbuf[NWR][LBUF];
+	unsigned peeks;         /* l_peek's calls: every other one answers, the rest leave the copy to l_read */
 	struct comp comp[NCOMP];
 	unsigned ncomp;
 	/* the send-path hook */
@@ -389,6 +390,20 @@ static int l_write(void *ctx, uint64_t wr_id, uint32_t off, const void *data, ui
 	return 0;
 }
 
+/*
+ * Every other payload read where it lies: the node sends it in pieces, and (the tests' hook set on
+ * every node) joins them before the hook sees the frame; the others are copied (l_read).
+ */
+static const void *l_peek(void *ctx, uint64_t wr_id, uint32_t off, uint32_t len)
+{
+	struct node *n = ctx;
+
+	assert_true(wr_id < NWR);
+	if (n->peeks++ % 2 || off > LBUF || len > LBUF - off)
+		return NULL;
+	return n->lbuf[wr_id] + off;
+}
+
 static void l_complete(void *ctx, uint64_t wr_id, enum roce_rc_req_wc status, uint32_t byte_len, uint64_t orig)
 {
 	struct node *n = ctx;
@@ -403,7 +418,7 @@ static const struct roce_rc_ops resp_ops = {
 };
 
 static const struct roce_rc_req_ops req_ops = {
-	.local_read = l_read, .local_write = l_write, .complete = l_complete,
+	.local_read = l_read, .local_peek = l_peek, .local_write = l_write, .complete = l_complete,
 };
 
 /* ---- running ---- */
