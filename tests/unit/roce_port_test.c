@@ -105,6 +105,7 @@ struct world {
 	struct node n[2];               /* [0]: A, [1]: B */
 	uint64_t now;
 	unsigned clock_reads;           /* the nodes' readings of the world's clock */
+	unsigned (*shuttle)(void);      /* moves what is between switches each turn (test_pieces_link) */
 	/* the wire port's record */
 	unsigned w_frames, w_bcast, w_arp_req, w_arp_reply, w_roce;
 	uint8_t w_last[128];
@@ -441,6 +442,9 @@ static void run_until(uint64_t tmax)
 		unsigned done = roce_port_pump(A->port, 16, W->now) + roce_port_pump(B->port, 16, W->now);
 		uint64_t d;
 
+		if (W->shuttle != NULL)
+			done += W->shuttle();
+
 		if (done != 0) {
 			W->now++;
 			roce_port_tick(A->port, W->now);
@@ -467,7 +471,8 @@ static void run(void) { run_until(UINT64_MAX - 1); }
 static void settle(void)
 {
 	for (unsigned i = 0; i < 100; i++)
-		if (roce_port_pump(A->port, 16, W->now) + roce_port_pump(B->port, 16, W->now) == 0)
+		if (roce_port_pump(A->port, 16, W->now) + roce_port_pump(B->port, 16, W->now) +
+			    (W->shuttle != NULL ? W->shuttle() : 0) == 0)
 			return;
 	fail_msg("no settle");
 }
@@ -2303,6 +2308,189 @@ static void test_guest_local_macs(void **state)
 	teardown_world();
 }
 
+/*
+ * ---- two switches joined by a link: two servers' TAPs on one bridge, in one process ----
+ * What A's switch hands the link goes into B's switch at the next turn, and back, as a bridge
+ * carries it. The link takes frames in pieces as a TAP does (deliver_pieces) and joins them.
+ */
+#define LINK_Q 64
+static struct link {
+	struct net_switch *sw[2];       /* [0]: W->sw, A's; [1]: B's */
+	int id[2];                      /* the link's port on each */
+	unsigned nq[2];                 /* frames waiting to enter sw[i] */
+	uint8_t q[2][LINK_Q][ROCE_PORT_FRAME_MAX];
+	size_t len[2][LINK_Q];
+	unsigned pieces, whole;         /* RoCEv2 frames taken from A's switch in pieces, and whole */
+	unsigned monitored;             /* A's RoCEv2 frames its switch showed its monitor */
+} *L;
+
+static bool link_is_a(void *ctx) { return ctx == &L->id[0]; }
+
+static void link_queue(int to, const uint8_t *f, size_t len)
+{
+	assert_true(L->nq[to] < LINK_Q);
+	assert_true(len <= ROCE_PORT_FRAME_MAX);
+	memcpy(L->q[to][L->nq[to]], f, len);
+	L->len[to][L->nq[to]++] = len;
+}
+
+/* A's RoCEv2 frame as the wire must carry it: valid to its ICRC, ECN-capable, its IPv4 checksum right. */
+static void link_check(const uint8_t *f, size_t len)
+{
+	const struct net_ip_hdr *ip = (const struct net_ip_hdr *)(f + sizeof(struct net_eth_hdr));
+	struct roce_pkt p;
+
+	assert_int_equal(roce_parse(f, len, MTU, &p), ROCE_OK);
+	assert_int_equal(ip->tos & ROCE_ECN_MASK, ROCE_ECN_ECT0);
+	assert_int_equal(inet_csum_fold(inet_csum_add(0, ip, sizeof(*ip))), 0);
+}
+
+static void link_deliver(void *ctx, const uint8_t *f, size_t len)
+{
+	if (link_is_a(ctx) && is_roce(f, len)) {
+		L->whole++;
+		link_check(f, len);
+	}
+	link_queue(link_is_a(ctx) ? 1 : 0, f, len);
+}
+
+static void link_deliver_offload(void *ctx, const uint8_t *f, size_t len, const struct net_offload *off)
+{
+	(void)off; /* RoCEv2 only here: no offloads reach the link */
+	link_deliver(ctx, f, len);
+}
+
+/* Pieces joined, and the joined frame checked as the wire would (its ICRC over every piece). */
+static void link_deliver_pieces(void *ctx, const struct iovec *piece, unsigned n, const struct net_offload *off)
+{
+	uint8_t f[ROCE_PORT_FRAME_MAX];
+	size_t len = 0;
+
+	assert_null(off);
+	assert_true(link_is_a(ctx));
+	for (unsigned i = 0; i < n; i++) {
+		assert_true(piece[i].iov_len <= sizeof(f) - len);
+		memcpy(f + len, piece[i].iov_base, piece[i].iov_len);
+		len += piece[i].iov_len;
+	}
+	assert_true(is_roce(f, len));
+	link_check(f, len);
+	L->pieces++;
+	link_queue(1, f, len);
+}
+
+static void link_monitor(void *ctx, const uint8_t *f, size_t len)
+{
+	(void)ctx;
+	if (is_roce(f, len) && memcmp(f + 6, MAC_A, 6) == 0)
+		L->monitored++;
+}
+
+/* What waits on the link, into the switch on its other side. */
+static unsigned link_shuttle(void)
+{
+	unsigned moved = 0;
+
+	for (int to = 0; to < 2; to++) {
+		unsigned n = L->nq[to];
+
+		L->nq[to] = 0;
+		for (unsigned i = 0; i < n; i++)
+			net_switch_input(L->sw[to], L->id[to], L->q[to][i], L->len[to][i]);
+		moved += n;
+	}
+	return moved;
+}
+
+/*
+ * A's payloads read where they lie go to B over the link in pieces; where A's switch must see
+ * the frame whole (a capture on it, or B's MAC not learnt so it floods), the node joins the
+ * pieces and the frame goes as any other. Every way, every byte lands and every frame on the
+ * link is whole and valid.
+ */
+static void pieces_link(bool monitor, bool flood)
+{
+	struct net_port l0 = { .name = "link", .ctx = &L->id[0], .deliver = link_deliver,
+			       .deliver_offload = link_deliver_offload, .deliver_pieces = link_deliver_pieces,
+			       .no_learn = flood /* B's MAC never learnt on A's side: A's frames flood */ },
+			l1 = { .name = "link", .ctx = &L->id[1], .deliver = link_deliver };
+	struct roce_port_cfg cb = { .name = "B", .ip = IP_B, .clock_us = world_clock };
+	uint32_t wlen = 5 * MTU + 200, slen = 3 * MTU;
+	struct roce_port_qp_cfg c;
+	uint64_t in_pieces;
+
+	setup(false);
+	memset(L, 0, sizeof(*L));
+	roce_port_free(B->port);
+	L->sw[0] = W->sw;
+	L->sw[1] = net_switch_new();
+	assert_non_null(L->sw[1]);
+	memcpy(cb.mac, MAC_B, 6);
+	B->port = roce_port_new(&cb, L->sw[1]);
+	assert_non_null(B->port);
+	L->id[0] = net_switch_attach(L->sw[0], &l0);
+	L->id[1] = net_switch_attach(L->sw[1], &l1);
+	assert_true(L->id[0] >= 0 && L->id[1] >= 0);
+	W->shuttle = link_shuttle;
+	if (monitor)
+		net_switch_set_monitor(L->sw[0], link_monitor, NULL);
+	roce_port_set_tx_hook(A->port, NULL, NULL); /* no hook: the node may send in pieces */
+	roce_port_set_tx_hook(B->port, NULL, NULL);
+	c = qp_cfg(A);
+	assert_int_equal(roce_port_qp_create(A->port, QPN_A, &c, W->now), 0);
+	c = qp_cfg(B);
+	assert_int_equal(roce_port_qp_create(B->port, QPN_B, &c, W->now), 0);
+	settle();
+
+	B->posted = 1;
+	fill(A, 1, wlen, 11);
+	fill(A, 2, slen, 12);
+	assert_int_equal(post(A, 1, ROCE_RC_REQ_WRITE, wlen, 1000), 0);
+	assert_int_equal(post(A, 2, ROCE_RC_REQ_SEND, slen, 0), 0);
+	run();
+	assert_int_equal(A->ncomp, 2);
+	expect_comp(A, 0, 1, ROCE_RC_REQ_WC_SUCCESS, wlen);
+	expect_comp(A, 1, 2, ROCE_RC_REQ_WC_SUCCESS, slen);
+	assert_memory_equal(B->mr + 1000, A->lbuf[1], wlen);
+	assert_memory_equal(B->rq_buf[0], A->lbuf[2], slen);
+	assert_true(A->peeks >= 9);             /* every packet's payload was asked for in place */
+	in_pieces = roce_port_stats(A->port)->frames_in_pieces;
+	assert_int_equal(L->pieces, in_pieces);
+	if (monitor || flood) {
+		/* the switch refused the pieces: joined, and sent whole (the monitor saw each) */
+		assert_int_equal(in_pieces, 0);
+		assert_true(L->whole >= 9);
+		if (monitor)
+			assert_int_equal(L->monitored, L->whole);
+		/* a flood reaches the wire port too (which checks each); a unicast does not */
+		assert_true(flood ? W->w_roce >= 9 : W->w_roce == 0);
+	} else {
+		assert_true(in_pieces >= 4);            /* every other payload read in place */
+		assert_true(L->whole >= 4);             /* the rest copied, as before: 9 packets */
+		assert_int_equal(W->w_roce, 0);
+		assert_int_equal(net_switch_stats(L->sw[0])->pieces_passed, in_pieces);
+	}
+	W->shuttle = NULL;
+	roce_port_free(B->port);
+	B->port = NULL;
+	net_switch_detach(L->sw[0], L->id[0]);
+	net_switch_free(L->sw[1]);
+	roce_port_free(A->port);
+	net_switch_free(W->sw);
+}
+
+static void test_pieces_link(void **state)
+{
+	(void)state;
+	L = calloc(1, sizeof(*L));
+	assert_non_null(L);
+	pieces_link(false, false);
+	pieces_link(true, false);
+	pieces_link(false, true);
+	free(L);
+	L = NULL;
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -2345,6 +2533,7 @@ int main(void)
 		cmocka_unit_test(test_congestion),
 		cmocka_unit_test(test_ecn),
 		cmocka_unit_test(test_vlan),
+		cmocka_unit_test(test_pieces_link),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
