@@ -18,7 +18,8 @@
  * CPU (the mean share of a CPU; microseconds per frame, its sender's and its receiver's together),
  * the WRITE's length, the servers' CPU per WRITE, memcpy of a WRITE's bytes, the frames sent or
  * received per server-core second, and with ROCE_SCALE_ONEWAY=1 the requesters' and the
- * responders' microseconds per frame (empty fields otherwise). Beside them, printed: one
+ * responders' microseconds per frame (empty fields otherwise; printed beside, the share of each
+ * side's CPU the kernel took, from the servers' user and system ticks). Beside them, printed: one
  * vfio-user message's round trip (REGION_READ) and the server's CPU for it, after the run.
  *
  * When a pass over the devices finds no completion, the driver arms the send CQs and sleeps on
@@ -112,6 +113,30 @@ static uint64_t server_ns(const struct node *x)
 		fclose(f);
 	}
 	return ns;
+}
+
+/*
+ * Server x's CPU time so far in user space and in the kernel, in clock ticks (/proc/PID/stat,
+ * utime and stime: sampled at each tick, so a share of them over seconds is the split of the CPU
+ * time schedstat counts exactly).
+ */
+static void server_ticks(const struct node *x, unsigned long long *user, unsigned long long *sys)
+{
+	char path[64], buf[1024], *p;
+	size_t got;
+	FILE *f;
+
+	*user = *sys = 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)x->srv.pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return;
+	got = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[got] = 0;
+	/* after the command's closing parenthesis: state is field 3, utime 14 and stime 15 */
+	if ((p = strrchr(buf, ')')) == NULL ||
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", user, sys) != 2)
+		*user = *sys = 0;
 }
 
 static void die(const char *what, unsigned i, int rc)
@@ -262,6 +287,7 @@ int main(int argc, char **argv)
 	const char *bin = argc > 1 ? argv[1] : NULL;
 	double seconds = argc > 3 && argv[3][0] ? atof(argv[3]) : 3.0, t0, t;
 	uint64_t writes = 0, ns0[MAX_N], cpu_ns = 0, side_ns[2] = { 0, 0 };
+	unsigned long long u0[MAX_N], s0[MAX_N], side_user[2] = { 0, 0 }, side_sys[2] = { 0, 0 };
 	FILE *csv = NULL;
 
 	n = argc > 2 ? (unsigned)atoi(argv[2]) : 0;
@@ -338,6 +364,7 @@ int main(int argc, char **argv)
 	/* depth WRITEs in flight on every QP, reposted as they complete. */
 	for (unsigned i = 0; i < n; i++) {
 		ns0[i] = server_ns(&nodes[i]);
+		server_ticks(&nodes[i], &u0[i], &s0[i]);
 		for (unsigned p = 0; p < n; p++) {
 			if (!writes_to(i, p))
 				continue;
@@ -378,9 +405,13 @@ int main(int argc, char **argv)
 	} while (t - t0 < seconds);
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t d = server_ns(&nodes[i]) - ns0[i];
+		unsigned long long u, k;
 
 		cpu_ns += d;
 		side_ns[i % 2] += d;
+		server_ticks(&nodes[i], &u, &k);
+		side_user[i % 2] += u - u0[i];
+		side_sys[i % 2] += k - s0[i];
 	}
 	if (writes == 0)
 		die(reads ? "no READ completed" : "no WRITE completed", 0, 0);
@@ -409,6 +440,14 @@ int main(int argc, char **argv)
 			       "(%.0f per core second)\n", n, req_us, req_us > 0 ? 1e6 / req_us : 0, resp_us,
 			       resp_us > 0 ? 1e6 / resp_us : 0);
 			snprintf(sides, sizeof(sides), ",%.3f,%.3f", req_us, resp_us);
+			/* each side's CPU split by its ticks: what the kernel took, set beside the TAP floor */
+			if (side_user[0] + side_sys[0] && side_user[1] + side_sys[1])
+				printf("N=%u, one way, in the kernel: requesters %.3f us per frame (%.0f%% of their CPU), "
+				       "responders %.3f (%.0f%%)\n", n,
+				       req_us * side_sys[0] / (side_user[0] + side_sys[0]),
+				       100.0 * side_sys[0] / (side_user[0] + side_sys[0]),
+				       resp_us * side_sys[1] / (side_user[1] + side_sys[1]),
+				       100.0 * side_sys[1] / (side_user[1] + side_sys[1]));
 		}
 		printf("N=%u: the driver waited %s; %" PRIu64 " waits, %" PRIu64 " events\n", n,
 		       idle_wait == WAIT_IRQ ? "for interrupts" : idle_wait == WAIT_YIELD ? "polling, yielding" : "spinning",
