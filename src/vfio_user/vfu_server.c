@@ -62,12 +62,16 @@ struct vfu_server {
 };
 
 /* What one handler produced: a payload to send back (with descriptors, not owned), or an errno. */
+/* A reply at most this long (a doorbell's REGION_WRITE echo, a register read) needs no allocation. */
+#define REPLY_SMALL 64
+
 struct reply {
-	uint8_t *data;
+	uint8_t *data;        /* small, or allocated when longer */
 	size_t len;
 	int err;
 	int fds[1];
 	unsigned nfds;
+	uint8_t small[REPLY_SMALL];
 };
 
 /* ---- interrupts (the table: vfu_irq.c) ---- */
@@ -96,7 +100,13 @@ struct dma_map *vfu_server_dma(struct vfu_server *srv)
 
 static int reply_alloc(struct reply *r, size_t len)
 {
-	r->data = calloc(1, len ? len : 1);
+	if (len <= sizeof(r->small)) {
+		memset(r->small, 0, len);
+		r->data = r->small;
+		r->len = len;
+		return 0;
+	}
+	r->data = calloc(1, len);
 	if (r->data == NULL)
 		return r->err = ENOMEM;
 	r->len = len;
@@ -154,7 +164,7 @@ static int send_reply(struct vfu_conn *c, const struct vfu_hdr *req, const struc
 		.command = req->command,
 		.flags = VFU_F_TYPE_REPLY,
 	};
-	uint8_t *out;
+	uint8_t small[sizeof(h) + REPLY_SMALL], *out = small;
 	int rc;
 
 	if (r->err) {
@@ -164,14 +174,14 @@ static int send_reply(struct vfu_conn *c, const struct vfu_hdr *req, const struc
 		return send_all(c->fd, &h, sizeof(h), NULL, 0);
 	}
 	h.size = (uint32_t)(sizeof(h) + r->len);
-	out = malloc(h.size);
-	if (out == NULL)
+	if (h.size > sizeof(small) && (out = malloc(h.size)) == NULL)
 		return -ENOMEM;
 	memcpy(out, &h, sizeof(h));
 	if (r->len)
 		memcpy(out + sizeof(h), r->data, r->len);
 	rc = send_all(c->fd, out, h.size, r->fds, r->nfds);
-	free(out);
+	if (out != small)
+		free(out);
 	return rc;
 }
 
@@ -683,7 +693,8 @@ static int dispatch(struct vfu_server *srv, struct vfu_conn *c)
 		rc = send_reply(c, h, &r);
 	} else if (r.err && h->command != VFU_CMD_REGION_WRITE_MULTI)
 		LOG_WARN("vfio-user: posted %s failed: %s", hd && hd->name ? hd->name : "command", strerror(r.err));
-	free(r.data);
+	if (r.data != r.small)
+		free(r.data);
 	return rc ? -1 : 0;
 }
 
