@@ -104,6 +104,8 @@ struct s3_store {
 	uint32_t nuploads;        /* this bucket's uploads in progress */
 	unsigned ops;             /* requests begun on this bucket and not finished */
 	struct s3_op *spare_op;   /* root: the last request's, kept for the next (a request allocates nothing) */
+	EVP_MD_CTX *spare_md5;    /* root: the last PUT's MD5 context, kept for the next */
+	EVP_MD *md5;              /* root: MD5, fetched once (an implicit fetch per PUT costs a lookup); NULL: EVP_md5() */
 };
 
 enum op_kind {

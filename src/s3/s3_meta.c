@@ -91,13 +91,14 @@ static void strip_aws_chunked(const char *v, char *out, size_t cap)
 
 enum s3_err s3_meta_from_request(const struct http_request *h, const char *default_type, struct s3_meta **out)
 {
-	struct meta_build *b = calloc(1, sizeof(*b));
+	struct meta_build mb, *b = &mb; /* 8 KiB on the stack: nothing allocated but what is stored */
 	size_t user = 0;
 	struct s3_meta *m;
 
 	*out = NULL;
-	if (b == NULL)
-		return S3_ERR_INTERNAL;
+	b->len = 0;
+	b->n = 0;
+	b->full = false;
 	for (size_t k = 0; k < sizeof(stored_headers) / sizeof(stored_headers[0]); k++) {
 		const char *v = http_header_get(h, stored_headers[k]);
 		char enc[256];
@@ -118,33 +119,24 @@ enum s3_err s3_meta_from_request(const struct http_request *h, const char *defau
 
 		if (nlen <= strlen(META_PREFIX) || strncasecmp(name, META_PREFIX, strlen(META_PREFIX)) != 0)
 			continue;
-		if (nlen >= sizeof(lower)) {
-			free(b);
+		if (nlen >= sizeof(lower))
 			return S3_ERR_METADATA_TOO_LARGE;
-		}
 		for (size_t j = 0; j <= nlen; j++)
 			lower[j] = (char)tolower((unsigned char)name[j]);
 		/* S3 counts the name after the prefix and the value, in bytes. */
 		user += nlen - strlen(META_PREFIX) + strlen(h->headers[i].value);
-		if (user > S3_MAX_USER_META) {
-			free(b);
+		if (user > S3_MAX_USER_META)
 			return S3_ERR_METADATA_TOO_LARGE;
-		}
 		add_pair(b, lower, nlen, h->headers[i].value);
 	}
-	if (b->full) {
-		free(b);
+	if (b->full)
 		return S3_ERR_METADATA_TOO_LARGE;
-	}
 	m = malloc(sizeof(*m) + b->len);
-	if (m == NULL) {
-		free(b);
+	if (m == NULL)
 		return S3_ERR_INTERNAL;
-	}
 	m->len = b->len;
 	m->n = b->n;
 	memcpy(m->data, b->buf, b->len);
-	free(b);
 	*out = m;
 	return S3_OK;
 }

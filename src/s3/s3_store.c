@@ -214,6 +214,7 @@ struct s3_store *s3_store_new(const struct s3_config *cfg, const struct s3_token
 	else
 		st->server_token.transport = S3_TRANSPORT_RC;
 	st->md5w = s3_md5w_new(); /* without it, bodies are hashed inline */
+	st->md5 = EVP_MD_fetch(NULL, "MD5", NULL); /* NULL: each PUT names EVP_md5() */
 	if (persist_open(st)) {
 		s3_store_free(st);
 		return NULL;
@@ -233,6 +234,8 @@ void s3_store_free(struct s3_store *st)
 	}
 	s3_md5w_free(st->md5w);
 	free(st->spare_op);
+	EVP_MD_CTX_free(st->spare_md5);
+	EVP_MD_free(st->md5);
 	store_release(st);
 	map_cache_drain();
 }

@@ -351,8 +351,9 @@ void put_begin(struct s3_op *op, const struct req *rq, enum op_kind kind)
 		return;
 	}
 	/* On any failure from here, s3_op_finish() gives back the blob, the reservation and the context. */
-	op->md5 = EVP_MD_CTX_new();
-	if (op->md5 == NULL || EVP_DigestInit_ex(op->md5, EVP_md5(), NULL) != 1) {
+	op->md5 = st->root->spare_md5 ? st->root->spare_md5 : EVP_MD_CTX_new();
+	st->root->spare_md5 = NULL;
+	if (op->md5 == NULL || EVP_DigestInit_ex(op->md5, st->root->md5 ? st->root->md5 : EVP_md5(), NULL) != 1) {
 		op_error(op, S3_ERR_INTERNAL, NULL);
 		return;
 	}
@@ -676,6 +677,18 @@ void s3_op_body(struct s3_op *op, const uint8_t *data, size_t len)
 		op->body_err = S3_ERR_INTERNAL;
 }
 
+/* Done with the body's MD5 context: kept as the root's spare (the next PUT initializes it again), or freed. */
+static void md5_release(struct s3_op *op)
+{
+	struct s3_store *root = op->st->root;
+
+	if (root->spare_md5 == NULL)
+		root->spare_md5 = op->md5;
+	else
+		EVP_MD_CTX_free(op->md5);
+	op->md5 = NULL;
+}
+
 /* Give back the capacity and memory of a body that will not be stored. */
 void drop_body(struct s3_op *op)
 {
@@ -685,8 +698,7 @@ void drop_body(struct s3_op *op)
 	op->reserved = 0;
 	s3_blob_put(op->blob);
 	op->blob = NULL;
-	EVP_MD_CTX_free(op->md5);
-	op->md5 = NULL;
+	md5_release(op);
 }
 
 /* The body is complete and checked: op->blob holds exactly op->filled bytes. */
