@@ -61,10 +61,10 @@ struct vfu_server {
 	struct vfu_irqs irqs;
 };
 
-/* What one handler produced: a payload to send back (with descriptors, not owned), or an errno. */
 /* A reply at most this long (a doorbell's REGION_WRITE echo, a register read) needs no allocation. */
 #define REPLY_SMALL 64
 
+/* What one handler produced: a payload to send back (with descriptors, not owned), or an errno. */
 struct reply {
 	uint8_t *data;        /* small, or allocated when longer */
 	size_t len;
