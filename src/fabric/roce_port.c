@@ -126,15 +126,13 @@ static void ect_mark(uint8_t *frame, size_t len)
 }
 
 /*
- * A QP's frame: to the neighbour's MAC when it is known. Otherwise ask (not
- * more often than ROCE_PORT_ARP_RETRY_US) and drop: the requester's retries
- * send it again. roce: a RoCEv2 packet (ECN-capable, counted against the
- * QP's rate); else a frame of the node's own to the same peer (a probe).
- * The frame is changed where it lies (MACs, ECN, and with ROCE_FRAME_HEADROOM
- * bytes before it, the QP's 802.1Q tag): no copy on the way to the switch.
+ * qp's frame (its headers at least) addressed: to the neighbour's MAC when it
+ * is known, from the QP's own, and for a RoCEv2 packet (roce) ECN-capable.
+ * When the neighbour is not known: ask (not more often than
+ * ROCE_PORT_ARP_RETRY_US), count the frame dropped and return false; the
+ * requester's retries send it again.
  */
-/* The MAC qp's frames go to; NULL when it is not known (asked for, the frame counted dropped). */
-static const uint8_t *qp_dmac(struct port_qp *qp)
+static bool qp_address(struct port_qp *qp, uint8_t *frame, size_t len, bool roce)
 {
 	struct roce_port *port = qp->port;
 	struct neigh *n = qp->remote_mac_known ? NULL : rport_neigh_find(port, qp->remote_ip);
@@ -143,24 +141,30 @@ static const uint8_t *qp_dmac(struct port_qp *qp)
 		if (n == NULL || !n->asked || port->now_us - n->asked_us >= ROCE_PORT_ARP_RETRY_US)
 			roce_port_arp_request(port, qp->remote_ip, port->now_us);
 		rport_drop(port, ROCE_PORT_DROP_TX_UNRESOLVED);
-		return NULL;
+		return false;
 	}
-	return n != NULL ? n->mac : qp->remote_mac;
-}
-
-void rport_qp_send(struct port_qp *qp, uint8_t *frame, size_t len, bool roce)
-{
-	struct roce_port *port = qp->port;
-	const uint8_t *dmac = qp_dmac(qp);
-
-	if (dmac == NULL)
-		return;
-	if (len > ROCE_PORT_FRAME_MAX || len < sizeof(struct net_eth_hdr))
-		return; /* never: the QPs build at most ROCE_PORT_FRAME_MAX bytes */
-	memcpy(((struct net_eth_hdr *)frame)->dst, dmac, NET_ETH_ALEN);
+	memcpy(((struct net_eth_hdr *)frame)->dst, n != NULL ? n->mac : qp->remote_mac, NET_ETH_ALEN);
 	memcpy(((struct net_eth_hdr *)frame)->src, qp->local_mac, NET_ETH_ALEN);
 	if (roce)
 		ect_mark(frame, len);
+	return true;
+}
+
+/*
+ * A QP's frame, addressed (qp_address). roce: a RoCEv2 packet, counted
+ * against the QP's rate; else a frame of the node's own to the same peer (a
+ * probe). The frame is changed where it lies (MACs, ECN, and with
+ * ROCE_FRAME_HEADROOM bytes before it, the QP's 802.1Q tag): no copy on the
+ * way to the switch.
+ */
+void rport_qp_send(struct port_qp *qp, uint8_t *frame, size_t len, bool roce)
+{
+	struct roce_port *port = qp->port;
+
+	if (len > ROCE_PORT_FRAME_MAX || len < sizeof(struct net_eth_hdr))
+		return; /* never: the QPs build at most ROCE_PORT_FRAME_MAX bytes */
+	if (!qp_address(qp, frame, len, roce))
+		return;
 	if (qp->vlan) {
 		/* the tag goes between the source MAC and the EtherType: the MACs move into the headroom */
 		memmove(frame - 4, frame, 12);
@@ -191,7 +195,6 @@ void rport_qp_send_pieces(struct port_qp *qp, uint8_t *hdr, size_t hlen, const v
 	uint8_t buf[ROCE_FRAME_HEADROOM + ROCE_PORT_FRAME_MAX];
 	uint8_t *f = buf + ROCE_FRAME_HEADROOM;
 	size_t len = hlen + plen + tlen;
-	const uint8_t *dmac;
 	struct iovec iov[3] = {
 		{ .iov_base = hdr, .iov_len = hlen },
 		{ .iov_base = (void *)payload, .iov_len = plen },
@@ -204,11 +207,8 @@ void rport_qp_send_pieces(struct port_qp *qp, uint8_t *hdr, size_t hlen, const v
 	if (len > ROCE_PORT_FRAME_MAX || hlen < ROCE_L2L4_LEN + sizeof(struct roce_bth))
 		return; /* never: the QPs build at most ROCE_PORT_FRAME_MAX bytes, headers whole */
 	if (as_pieces) {
-		if ((dmac = qp_dmac(qp)) == NULL)
+		if (!qp_address(qp, hdr, hlen, true))
 			return;
-		memcpy(((struct net_eth_hdr *)hdr)->dst, dmac, NET_ETH_ALEN);
-		memcpy(((struct net_eth_hdr *)hdr)->src, qp->local_mac, NET_ETH_ALEN);
-		ect_mark(hdr, hlen);
 		roce_rate_sent(&qp->rate, len, port->now_us);
 		port->stats.frames_out++;
 		if (net_switch_input_pieces(port->sw, port->sw_port, iov, 3, NULL)) {

@@ -153,11 +153,6 @@ const char *roce_strerror(enum roce_err err)
  * crc32_gzip_refl computes with carry-less multiplication: the ICRC of every
  * frame sent and received was a quarter of a server's time with a table CRC.
  */
-/*
- * The ICRC of a packet in two pieces: ipudp, its IPv4 header (no options) and
- * UDP header, and l4, the BTH onwards, l4len bytes up to the ICRC itself
- * (at least a BTH).
- */
 /* The fields of the IPv4, UDP and base headers (ROCE_ICRC_MASKED_LEN bytes at h) that the ICRC leaves out, made ones. */
 static void icrc_mask(uint8_t *h)
 {
@@ -172,6 +167,11 @@ static void icrc_mask(uint8_t *h)
 	bth->fb_qpn = be32_set(be32_get(bth->fb_qpn) | ROCE_BTH_RESV8A_MASK);
 }
 
+/*
+ * The ICRC of a packet in two pieces: ipudp, its IPv4 header (no options) and
+ * UDP header, and l4, the BTH onwards, l4len bytes up to the ICRC itself
+ * (at least a BTH).
+ */
 static uint32_t icrc_split(const uint8_t *ipudp, const uint8_t *l4, size_t l4len)
 {
 	/* the 64 bits of ones, then the masked headers: one call of the CRC for both */
